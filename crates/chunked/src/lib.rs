@@ -1,0 +1,1 @@
+//! unbound-chunked (under construction).

@@ -1,0 +1,1 @@
+//! unbound-proto (under construction).

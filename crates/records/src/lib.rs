@@ -1,0 +1,1 @@
+//! unbound-records (under construction).

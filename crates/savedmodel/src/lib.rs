@@ -1,0 +1,1 @@
+//! unbound-savedmodel (under construction).

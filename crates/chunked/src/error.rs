@@ -1,0 +1,113 @@
+//! Errors of the chunked-proto layer. Each names the file (or in-memory source), where in it
+//! the fault lies, and what was wrong.
+
+use std::path::PathBuf;
+
+/// A fault in protobuf wire data, at a byte offset within the buffer being decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("at byte {offset}: {fault}")]
+pub struct WireError {
+    /// Offset of the fault within the buffer being decoded.
+    pub offset: usize,
+    /// What was wrong.
+    pub fault: String,
+}
+
+impl WireError {
+    /// Builds a wire error.
+    pub fn new(offset: usize, fault: impl Into<String>) -> Self {
+        Self {
+            offset,
+            fault: fault.into(),
+        }
+    }
+}
+
+/// Everything that can go wrong while splitting, merging, reading or writing chunked protos.
+#[derive(Debug, thiserror::Error)]
+pub enum ChunkedError {
+    /// Protobuf bytes that do not decode. `source_name` says which chunk of which file.
+    #[error("{source_name}: malformed protobuf {error}")]
+    Wire {
+        /// The file and chunk the bytes came from.
+        source_name: String,
+        /// The decoding fault.
+        error: WireError,
+    },
+    /// The Riegeli container is damaged or unreadable.
+    #[error(transparent)]
+    Records(#[from] unbound_records::RecordsError),
+    /// The chunk metadata is inconsistent (index out of range, a tag that does not fit, ...).
+    #[error("{source_name}: bad chunk metadata: {fault}")]
+    Metadata {
+        /// The file the metadata came from.
+        source_name: String,
+        /// What was wrong.
+        fault: String,
+    },
+    /// A field path does not fit the message schema.
+    #[error("field path does not fit {message}: {fault}")]
+    Schema {
+        /// Full name of the message type being walked.
+        message: String,
+        /// What was wrong.
+        fault: String,
+    },
+    /// A BYTES chunk that should hold a textual scalar does not parse.
+    #[error("{source_name}: chunk {chunk} for field {field} is not a valid {expected}: {value:?}")]
+    TextScalar {
+        /// File the chunk came from.
+        source_name: String,
+        /// Chunk index.
+        chunk: u64,
+        /// Full field name.
+        field: String,
+        /// What kind of text was expected.
+        expected: String,
+        /// The (abbreviated) chunk text.
+        value: String,
+    },
+    /// Nesting beyond what we accept from a file.
+    #[error("{source_name}: nesting deeper than {limit} levels")]
+    TooDeep {
+        /// File the nesting came from.
+        source_name: String,
+        /// The limit that was exceeded.
+        limit: usize,
+    },
+    /// The message type is not in the descriptor pool.
+    #[error("unknown message type {0:?} (not in the descriptor pool)")]
+    UnknownType(String),
+    /// A filesystem operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Neither PREFIX.pb nor PREFIX.cpb exists.
+    #[error("neither {0}.cpb nor {0}.pb exists")]
+    NotFound(String),
+}
+
+impl ChunkedError {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A metadata fault in `source_name`.
+    pub fn metadata(source_name: impl Into<String>, fault: impl Into<String>) -> Self {
+        Self::Metadata {
+            source_name: source_name.into(),
+            fault: fault.into(),
+        }
+    }
+}
+
+/// Result alias for this crate.
+pub type Result<T, E = ChunkedError> = std::result::Result<T, E>;

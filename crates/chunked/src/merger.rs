@@ -1,0 +1,389 @@
+//! The Merger: rebuilds a message from its chunks and `ChunkedMessage` metadata with the exact
+//! semantics of TensorFlow's `tensorflow::tools::proto_splitter::Merger`:
+//!
+//! - a `ChunkedMessage` with a `chunk_index` first merges that chunk into its message; without
+//!   one (a "blank" message) it starts from what is there;
+//! - its chunked fields are applied in [`sort_for_merge`] order;
+//! - an empty field tag merges the chunk into the current message (nested metadata under it is
+//!   ignored, as TensorFlow does);
+//! - otherwise the tags are walked, creating missing repeated elements and map entries; a
+//!   message-typed last field recurses with the nested `ChunkedMessage`; a string or bytes last
+//!   field is replaced by the chunk; a numeric, bool or enum last field is parsed from the
+//!   chunk's text.
+//!
+//! Values of string and bytes fields set from a file's chunks stay lazy references to their
+//! records ([`Payload::Record`]) until written, so a multi-gigabyte tensor is streamed from the
+//! `.cpb` to the output without being held in memory.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use prost::Message as _;
+use prost_reflect::{Kind, MessageDescriptor};
+use unbound_proto::tensorflow::proto_splitter::{ChunkInfo, ChunkMetadata, ChunkedField, ChunkedMessage};
+use unbound_records::RecordReader;
+
+use crate::error::{ChunkedError, Result};
+use crate::message::{Payload, RecordRef, WireMessage};
+use crate::navigate::message_type;
+use crate::scalar::parse_text_scalar;
+use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
+
+/// Deepest message nesting the Merger builds (protobuf's own default recursion limit).
+pub const MAX_NESTING: usize = 100;
+
+/// Where the Merger takes chunks from.
+pub trait ChunkSource {
+    /// A name for errors: the file, or a description of the in-memory source.
+    fn name(&self) -> &str;
+    /// Number of chunks.
+    fn len(&self) -> usize;
+    /// Whether there are no chunks.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The bytes of chunk `index`.
+    fn bytes(&self, index: u64) -> Result<Bytes>;
+    /// Chunk `index` as a value payload; sources backed by a file may return it lazily.
+    fn payload(&self, index: u64) -> Result<Payload> {
+        self.bytes(index).map(Payload::Inline)
+    }
+}
+
+/// Chunks held in memory (TensorFlow's `Merger::Merge`).
+pub struct MemoryChunks {
+    name: String,
+    chunks: Vec<Bytes>,
+}
+
+impl MemoryChunks {
+    /// Chunks in index order.
+    pub fn new(name: impl Into<String>, chunks: Vec<Bytes>) -> Self {
+        Self {
+            name: name.into(),
+            chunks,
+        }
+    }
+}
+
+impl ChunkSource for MemoryChunks {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn len(&self) -> usize {
+        self.chunks.len()
+    }
+    fn bytes(&self, index: u64) -> Result<Bytes> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.chunks.get(i))
+            .cloned()
+            .ok_or_else(|| out_of_range(&self.name, index, self.chunks.len()))
+    }
+}
+
+/// The chunks of a `.cpb` file, located by the `ChunkInfo` list of its metadata.
+pub struct FileChunks {
+    reader: Arc<RecordReader>,
+    infos: Vec<ChunkInfo>,
+    lazy: bool,
+}
+
+impl FileChunks {
+    /// Opens `path` and reads its metadata (the last record).
+    pub fn open(path: &std::path::Path) -> Result<(Self, ChunkMetadata)> {
+        let reader = Arc::new(RecordReader::open(path)?);
+        Self::from_reader(reader)
+    }
+
+    /// Uses an open reader and reads its metadata.
+    pub fn from_reader(reader: Arc<RecordReader>) -> Result<(Self, ChunkMetadata)> {
+        let metadata = read_metadata(&reader)?;
+        let infos = metadata.chunks.clone();
+        Ok((
+            Self {
+                reader,
+                infos,
+                lazy: true,
+            },
+            metadata,
+        ))
+    }
+
+    /// Whether string and bytes values stay lazy record references (the default) or are read
+    /// at merge time.
+    pub fn set_lazy(&mut self, lazy: bool) {
+        self.lazy = lazy;
+    }
+
+    /// The underlying reader.
+    pub fn reader(&self) -> &Arc<RecordReader> {
+        &self.reader
+    }
+
+    fn info(&self, index: u64) -> Result<&ChunkInfo> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.infos.get(i))
+            .ok_or_else(|| out_of_range(self.reader.name(), index, self.infos.len()))
+    }
+}
+
+impl ChunkSource for FileChunks {
+    fn name(&self) -> &str {
+        self.reader.name()
+    }
+    fn len(&self) -> usize {
+        self.infos.len()
+    }
+    fn bytes(&self, index: u64) -> Result<Bytes> {
+        let info = self.info(index)?;
+        Ok(self.reader.read_record_at(info.offset)?.1)
+    }
+    fn payload(&self, index: u64) -> Result<Payload> {
+        if !self.lazy {
+            return self.bytes(index).map(Payload::Inline);
+        }
+        let info = self.info(index)?;
+        let len = self.reader.record_len_at(info.offset)?;
+        Ok(Payload::Record(RecordRef {
+            reader: self.reader.clone(),
+            position: info.offset,
+            len,
+        }))
+    }
+}
+
+/// Reads the `ChunkMetadata` of a `.cpb`: its last record.
+pub fn read_metadata(reader: &RecordReader) -> Result<ChunkMetadata> {
+    let (position, bytes) = reader.last_record()?;
+    ChunkMetadata::decode(bytes).map_err(|e| {
+        ChunkedError::metadata(
+            reader.name(),
+            format!("the last record (position {position}) is not a ChunkMetadata: {e}"),
+        )
+    })
+}
+
+fn out_of_range(name: &str, index: u64, len: usize) -> ChunkedError {
+    ChunkedError::metadata(
+        name,
+        format!("chunk index {index} is out of range for {len} chunks"),
+    )
+}
+
+/// Rebuilds messages from a [`ChunkSource`].
+pub struct Merger<'a> {
+    source: &'a dyn ChunkSource,
+}
+
+impl<'a> Merger<'a> {
+    /// A merger over `source`.
+    pub fn new(source: &'a dyn ChunkSource) -> Self {
+        Self { source }
+    }
+
+    /// Builds the message of type `desc` that `metadata` describes.
+    pub fn merge(&self, desc: &MessageDescriptor, metadata: &ChunkedMessage) -> Result<WireMessage> {
+        let mut message = WireMessage::new(Some(desc.clone()));
+        self.read_fields(&mut message, desc, metadata, 0)?;
+        Ok(message)
+    }
+
+    /// `ReadFields`: merges the message's own chunk, then its chunked fields in merge order.
+    fn read_fields(
+        &self,
+        target: &mut WireMessage,
+        desc: &MessageDescriptor,
+        cm: &ChunkedMessage,
+        depth: usize,
+    ) -> Result<()> {
+        if let Some(index) = cm.chunk_index {
+            self.merge_chunk(target, desc, index)?;
+        }
+        let ordered = sort_for_merge(&cm.chunked_fields)
+            .map_err(|fault| ChunkedError::metadata(self.source.name(), fault))?;
+        for cf in ordered {
+            self.process_field(target, desc, cf, depth)?;
+        }
+        Ok(())
+    }
+
+    /// Protobuf `MergeFromString` of chunk `index` into `target`.
+    fn merge_chunk(&self, target: &mut WireMessage, desc: &MessageDescriptor, index: u64) -> Result<()> {
+        let bytes = self.source.bytes(index)?;
+        target.append_bytes(&bytes).map_err(|error| ChunkedError::Wire {
+            source_name: format!(
+                "{}: chunk {index} (merged into {})",
+                self.source.name(),
+                desc.full_name()
+            ),
+            error,
+        })
+    }
+
+    /// `ProcessField`: applies one chunked field to `target`.
+    fn process_field(
+        &self,
+        target: &mut WireMessage,
+        desc: &MessageDescriptor,
+        cf: &ChunkedField,
+        depth: usize,
+    ) -> Result<()> {
+        let empty = ChunkedMessage::default();
+        let child = cf.message.as_ref().unwrap_or(&empty);
+        // TensorFlow reads the chunk named by the nested message even when it has no index
+        // (it then reads chunk 0); only scalar fields use it in that case.
+        let chunk_index = child.chunk_index.unwrap_or(0);
+        if cf.field_tag.is_empty() {
+            return self.merge_chunk(target, desc, chunk_index);
+        }
+        let path = steps(&cf.field_tag).map_err(|fault| {
+            ChunkedError::metadata(self.source.name(), format!("{fault} in {:?}", cf.field_tag))
+        })?;
+        self.apply(target, desc, &path, child, chunk_index, depth)
+    }
+
+    /// Walks `path` from `target` and applies the chunk at its end.
+    fn apply(
+        &self,
+        target: &mut WireMessage,
+        desc: &MessageDescriptor,
+        path: &[Step],
+        child: &ChunkedMessage,
+        chunk_index: u64,
+        depth: usize,
+    ) -> Result<()> {
+        if depth > MAX_NESTING {
+            return Err(ChunkedError::TooDeep {
+                source_name: self.source.name().to_string(),
+                limit: MAX_NESTING,
+            });
+        }
+        let (step, rest) = path.split_first().expect("apply is called with a non-empty path");
+        let fd = desc.get_field(step.field).ok_or_else(|| self.schema(desc, format!(
+            "field number {} not found (chunk {chunk_index})",
+            step.field
+        )))?;
+        let last = rest.is_empty();
+        match (&step.selector, fd.is_map(), fd.is_list()) {
+            (Some(Selector::Key(key)), true, _) => {
+                let entry_desc = message_type(&fd)?;
+                let key_kind = entry_desc.map_entry_key_field().kind();
+                let key_wire = encode_key(&key_kind, key).ok_or_else(|| {
+                    self.schema(desc, format!("map key {key:?} does not fit the key type of {}", fd.name()))
+                })?;
+                let entry = target.map_entry_mut(&fd, &key_wire)?;
+                let value_fd = entry_desc.map_entry_value_field();
+                let value_step = Step {
+                    field: value_fd.number(),
+                    selector: None,
+                };
+                let mut value_path = vec![value_step];
+                value_path.extend_from_slice(rest);
+                self.apply(entry, &entry_desc, &value_path, child, chunk_index, depth + 1)
+            }
+            (_, true, _) => Err(self.schema(desc, format!(
+                "map field {} needs a map key in its tag path",
+                fd.name()
+            ))),
+            (Some(Selector::Index(index)), false, true) => match fd.kind() {
+                Kind::Message(elem_desc) => {
+                    let element = target.repeated_message_mut(&fd, *index)?;
+                    self.descend_or_read(element, &elem_desc, rest, child, chunk_index, depth + 1)
+                }
+                kind => {
+                    if !last {
+                        return Err(self.schema(desc, format!("scalar field {} cannot hold more fields", fd.name())));
+                    }
+                    let value = self.scalar_value(&kind, &fd, chunk_index)?;
+                    target.set_repeated_scalar(&fd, *index, value)
+                }
+            },
+            (None, false, true) => {
+                // A trailing repeated field without an index (TensorFlow leaves this undefined):
+                // the chunk becomes a new last element.
+                if !last {
+                    return Err(self.schema(desc, format!("repeated field {} needs an index in its tag path", fd.name())));
+                }
+                match fd.kind() {
+                    Kind::Message(elem_desc) => {
+                        let element = target.push_message(&fd)?;
+                        self.read_fields(element, &elem_desc, child, depth + 1)
+                    }
+                    kind => {
+                        let value = self.scalar_value(&kind, &fd, chunk_index)?;
+                        target.fields.push(crate::message::WireField {
+                            number: fd.number(),
+                            value,
+                        });
+                        Ok(())
+                    }
+                }
+            }
+            (Some(_), false, _) => Err(self.schema(desc, format!(
+                "field {} is not repeated but its tag has an index or key",
+                fd.name()
+            ))),
+            (None, false, false) => match fd.kind() {
+                Kind::Message(sub_desc) => {
+                    let sub = target.singular_message_mut(&fd)?;
+                    self.descend_or_read(sub, &sub_desc, rest, child, chunk_index, depth + 1)
+                }
+                kind => {
+                    if !last {
+                        return Err(self.schema(desc, format!("scalar field {} cannot hold more fields", fd.name())));
+                    }
+                    let value = self.scalar_value(&kind, &fd, chunk_index)?;
+                    target.set_scalar(&fd, value);
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    /// Continues along `rest`, or, at the end of the path, merges `child` into `message`.
+    fn descend_or_read(
+        &self,
+        message: &mut WireMessage,
+        desc: &MessageDescriptor,
+        rest: &[Step],
+        child: &ChunkedMessage,
+        chunk_index: u64,
+        depth: usize,
+    ) -> Result<()> {
+        if rest.is_empty() {
+            self.read_fields(message, desc, child, depth)
+        } else {
+            self.apply(message, desc, rest, child, chunk_index, depth)
+        }
+    }
+
+    /// The value a BYTES chunk gives a scalar field: the raw bytes for string and bytes fields,
+    /// parsed text otherwise.
+    fn scalar_value(
+        &self,
+        kind: &Kind,
+        fd: &prost_reflect::FieldDescriptor,
+        chunk_index: u64,
+    ) -> Result<crate::message::WireValue> {
+        if matches!(kind, Kind::String | Kind::Bytes) {
+            return Ok(crate::message::WireValue::Bytes(self.source.payload(chunk_index)?));
+        }
+        let text = self.source.bytes(chunk_index)?;
+        parse_text_scalar(kind, &text).map_err(|expected| ChunkedError::TextScalar {
+            source_name: self.source.name().to_string(),
+            chunk: chunk_index,
+            field: fd.full_name().to_string(),
+            expected: expected.to_string(),
+            value: String::from_utf8_lossy(&text[..text.len().min(40)]).into_owned(),
+        })
+    }
+
+    fn schema(&self, desc: &MessageDescriptor, fault: String) -> ChunkedError {
+        ChunkedError::Schema {
+            message: desc.full_name().to_string(),
+            fault: format!("{fault} (in {})", self.source.name()),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Reading a chunked or plain protobuf from disk, with TensorFlow's file preference.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use prost_reflect::MessageDescriptor;
+use unbound_proto::tensorflow::proto_splitter::{ChunkMetadata, ChunkedMessage};
+use unbound_records::RecordReader;
+
+use crate::error::{ChunkedError, Result};
+use crate::merger::{FileChunks, Merger};
+use crate::message::WireMessage;
+use crate::write::with_suffix;
+
+/// Which file a message was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceFormat {
+    /// A plain binary protobuf (`.pb`).
+    Pb,
+    /// A chunked protobuf (`.cpb`).
+    Cpb,
+}
+
+/// A message read from disk, with where it came from.
+pub struct ReadMessage {
+    /// The message. String and bytes fields filled from chunks may be lazy record references.
+    pub message: WireMessage,
+    /// The format of the file it came from.
+    pub format: SourceFormat,
+    /// The chunk metadata, for a `.cpb`.
+    pub metadata: Option<ChunkMetadata>,
+}
+
+/// TensorFlow's `Merger::Read(prefix)`: `PREFIX.cpb` if it exists (it wins over `.pb`),
+/// otherwise `PREFIX.pb`.
+pub fn read_prefix(prefix: &Path, desc: &MessageDescriptor) -> Result<ReadMessage> {
+    let cpb = with_suffix(prefix, "cpb");
+    if cpb.exists() {
+        return read_cpb(&cpb, desc);
+    }
+    let pb = with_suffix(prefix, "pb");
+    if pb.exists() {
+        return Ok(ReadMessage {
+            message: read_pb(&pb, desc)?,
+            format: SourceFormat::Pb,
+            metadata: None,
+        });
+    }
+    Err(ChunkedError::NotFound(prefix.display().to_string()))
+}
+
+/// Maps a binary protobuf file and parses its top level (nested messages stay slices of the
+/// mapping until needed).
+pub fn read_pb(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
+    let bytes = map_file(path)?;
+    WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
+        source_name: path.display().to_string(),
+        error,
+    })
+}
+
+/// Maps a whole file read-only as `Bytes`. An empty file gives empty bytes.
+pub fn map_file(path: &Path) -> Result<Bytes> {
+    let file = std::fs::File::open(path).map_err(|e| ChunkedError::io(path, e))?;
+    let len = file.metadata().map_err(|e| ChunkedError::io(path, e))?.len();
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    // SAFETY: the mapping is read-only; like every tool that maps its input, we rely on the
+    // file not being truncated by another process while we read it.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ChunkedError::io(path, e))?;
+    Ok(Bytes::from_owner(map))
+}
+
+/// Reads and merges a whole `.cpb` file.
+pub fn read_cpb(path: &Path, desc: &MessageDescriptor) -> Result<ReadMessage> {
+    let reader = Arc::new(RecordReader::open(path)?);
+    let (chunks, metadata) = FileChunks::from_reader(reader)?;
+    let root = metadata.message.clone().unwrap_or_default();
+    let message = Merger::new(&chunks).merge(desc, &root)?;
+    Ok(ReadMessage {
+        message,
+        format: SourceFormat::Cpb,
+        metadata: Some(metadata),
+    })
+}
+
+/// TensorFlow's `Merger::ReadPartial`: merges only what `metadata` (typically a pruned copy of
+/// the file's own) describes.
+pub fn read_cpb_partial(
+    path: &Path,
+    desc: &MessageDescriptor,
+    metadata: &ChunkedMessage,
+) -> Result<WireMessage> {
+    let reader = Arc::new(RecordReader::open(path)?);
+    let (chunks, _) = FileChunks::from_reader(reader)?;
+    Merger::new(&chunks).merge(desc, metadata)
+}

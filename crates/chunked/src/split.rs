@@ -1,0 +1,190 @@
+//! The generic Splitter side: collecting chunks and the `ChunkedMessage` that places them.
+//!
+//! This mirrors TensorFlow's Python `ComposableSplitter`: a root [`ChunkSink`] owns the chunk
+//! list and a flat list of chunked fields with absolute paths; splitters for parts of the
+//! message add chunks through a [`Scope`] that prefixes their own position in the parent
+//! (`fields_in_parent`). A chunk may be inserted at an index instead of appended; indices in the
+//! metadata are fixed up when the sink is finished, by chunk identity, as `_fix_chunks` does.
+
+use bytes::Bytes;
+use prost_reflect::MessageDescriptor;
+use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage};
+
+use crate::error::Result;
+use crate::message::{Payload, WireMessage};
+use crate::tags::{field_tags, PathElem};
+
+/// One chunk: a message (serialized when written) or raw bytes.
+#[derive(Clone, Debug)]
+pub enum Chunk {
+    /// A message chunk (`ChunkInfo.Type.MESSAGE`).
+    Message(WireMessage),
+    /// A bytes chunk (`ChunkInfo.Type.BYTES`).
+    Bytes(Payload),
+}
+
+impl Chunk {
+    /// Size of the chunk's record.
+    pub fn len(&self) -> u64 {
+        match self {
+            Chunk::Message(m) => m.encoded_len(),
+            Chunk::Bytes(p) => p.len(),
+        }
+    }
+
+    /// Whether the chunk's record is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Bytes> for Chunk {
+    fn from(b: Bytes) -> Self {
+        Chunk::Bytes(Payload::Inline(b))
+    }
+}
+
+/// Identity of a chunk inside a sink, stable across insertions.
+type ChunkId = usize;
+
+/// The root of a split: the chunk list and the chunked fields.
+pub struct ChunkSink {
+    descriptor: MessageDescriptor,
+    /// Chunks by id; id 0 is reserved for the base message when it is the initial chunk.
+    chunks: Vec<Option<Chunk>>,
+    /// Chunk ids in file order.
+    order: Vec<ChunkId>,
+    /// Chunked fields with the id of their chunk.
+    fields: Vec<(Vec<unbound_proto::tensorflow::proto_splitter::FieldIndex>, ChunkId)>,
+    base_is_initial_chunk: bool,
+}
+
+/// What a finished split produced.
+pub struct SplitOutput {
+    /// Chunks in file order; the base message, if it is a chunk, comes first.
+    pub chunks: Vec<Chunk>,
+    /// The metadata placing them.
+    pub message: ChunkedMessage,
+}
+
+impl ChunkSink {
+    /// A sink for a message of type `descriptor`. With `base_is_initial_chunk` (TensorFlow's
+    /// `proto_as_initial_chunk`), the message itself becomes chunk 0 when finished and the root
+    /// `ChunkedMessage` has `chunk_index: 0`; without it the root has no chunk index.
+    pub fn new(descriptor: MessageDescriptor, base_is_initial_chunk: bool) -> Self {
+        let (chunks, order) = if base_is_initial_chunk {
+            (vec![None], vec![0])
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Self {
+            descriptor,
+            chunks,
+            order,
+            fields: Vec::new(),
+            base_is_initial_chunk,
+        }
+    }
+
+    /// The message type being split.
+    pub fn descriptor(&self) -> &MessageDescriptor {
+        &self.descriptor
+    }
+
+    /// Number of chunks so far, the base included.
+    pub fn chunk_count(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether any chunked field was added.
+    pub fn has_chunked_fields(&self) -> bool {
+        !self.fields.is_empty()
+    }
+
+    /// A scope at the root of the message.
+    pub fn root(&mut self) -> Scope<'_> {
+        Scope {
+            sink: self,
+            prefix: Vec::new(),
+        }
+    }
+
+    /// Adds `chunk` for the field at `path` (absolute). With `insert_at`, the chunk is inserted
+    /// at that position of the chunk list instead of appended.
+    pub fn add_chunk(&mut self, chunk: Chunk, path: &[PathElem], insert_at: Option<usize>) -> Result<()> {
+        let tags = field_tags(&self.descriptor, path)?;
+        let id = self.chunks.len();
+        self.chunks.push(Some(chunk));
+        match insert_at {
+            Some(at) => self.order.insert(at.min(self.order.len()), id),
+            None => self.order.push(id),
+        }
+        self.fields.push((tags, id));
+        Ok(())
+    }
+
+    /// Finishes the split with the (now reduced) base message.
+    pub fn finish(mut self, base: WireMessage) -> SplitOutput {
+        if self.base_is_initial_chunk {
+            self.chunks[0] = Some(Chunk::Message(base));
+        }
+        let mut position = vec![0u64; self.chunks.len()];
+        for (pos, &id) in self.order.iter().enumerate() {
+            position[id] = pos as u64;
+        }
+        let chunked_fields = self
+            .fields
+            .into_iter()
+            .map(|(field_tag, id)| ChunkedField {
+                field_tag,
+                message: Some(ChunkedMessage {
+                    chunk_index: Some(position[id]),
+                    chunked_fields: Vec::new(),
+                }),
+            })
+            .collect();
+        let mut slots = self.chunks;
+        let chunks = self
+            .order
+            .iter()
+            .map(|&id| slots[id].take().expect("every chunk id is placed once"))
+            .collect();
+        SplitOutput {
+            chunks,
+            message: ChunkedMessage {
+                chunk_index: self.base_is_initial_chunk.then_some(0),
+                chunked_fields,
+            },
+        }
+    }
+}
+
+/// A splitter's view of the sink: paths it gives are relative to its own message.
+pub struct Scope<'a> {
+    sink: &'a mut ChunkSink,
+    prefix: Vec<PathElem>,
+}
+
+impl Scope<'_> {
+    /// Adds a chunk at `path` relative to this scope.
+    pub fn add_chunk(&mut self, chunk: Chunk, path: &[PathElem], insert_at: Option<usize>) -> Result<()> {
+        let mut full = self.prefix.clone();
+        full.extend_from_slice(path);
+        self.sink.add_chunk(chunk, &full, insert_at)
+    }
+
+    /// A scope for the part of this message at `path` (a child splitter's `fields_in_parent`).
+    pub fn child(&mut self, path: &[PathElem]) -> Scope<'_> {
+        let mut prefix = self.prefix.clone();
+        prefix.extend_from_slice(path);
+        Scope {
+            sink: self.sink,
+            prefix,
+        }
+    }
+
+    /// Number of chunks in the sink so far.
+    pub fn chunk_count(&self) -> usize {
+        self.sink.chunk_count()
+    }
+}

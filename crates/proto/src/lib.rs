@@ -1,1 +1,95 @@
-//! unbound-proto (under construction).
+//! Protobuf schemas of TensorFlow SavedModels and of the proto splitter's
+//! chunked format, compiled at build time with protox and prost-build (no
+//! system `protoc`).
+//!
+//! # Modules
+//!
+//! - [`tensorflow`]: package `tensorflow` — [`tensorflow::SavedModel`],
+//!   [`tensorflow::MetaGraphDef`], [`tensorflow::GraphDef`],
+//!   [`tensorflow::TensorProto`], [`tensorflow::SavedObjectGraph`],
+//!   [`tensorflow::FingerprintDef`], the tensor bundle index entries, ...
+//! - [`tensorflow::proto_splitter`]: package `tensorflow.proto_splitter` —
+//!   [`tensorflow::proto_splitter::ChunkMetadata`] and friends.
+//! - [`unbound::test`]: package `unbound.test` — messages for tests.
+//!
+//! Field numbers, types, labels, oneofs, maps and enum values match
+//! TensorFlow 2.21; `interop/proto_schema_check.py` verifies this against
+//! TensorFlow's own descriptors.
+//!
+//! # Representation
+//!
+//! - Every `bytes` field is a [`bytes::Bytes`], so decoding from a `Bytes`
+//!   buffer (for instance a memory-mapped file) slices it instead of copying.
+//! - Every map field is a [`BTreeMap`](std::collections::BTreeMap): encoding
+//!   writes entries in key order, as protobuf's deterministic serialization
+//!   does.
+//! - `google.protobuf.Any` and `google.protobuf.BoolValue` come from
+//!   [`prost_types`].
+//! - Every message implements [`prost::Name`] and
+//!   [`prost_reflect::ReflectMessage`] (descriptors from [`descriptor_pool`]).
+//!
+//! Unknown fields are dropped by prost's generated types. Code that must be
+//! lossless over data it does not understand should work on
+//! [`prost_reflect::DynamicMessage`] (which keeps unknown fields) or on the
+//! wire format.
+
+#![warn(missing_docs)]
+
+use std::sync::OnceLock;
+
+use prost_reflect::DescriptorPool;
+
+/// Encoded `google.protobuf.FileDescriptorSet` of every schema in this crate,
+/// including the well-known types they import (`google/protobuf/any.proto`,
+/// `google/protobuf/wrappers.proto`). Source info (comments) is not included.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/file_descriptor_set.bin"));
+
+/// The descriptor pool built from [`FILE_DESCRIPTOR_SET`], decoded once on
+/// first use.
+///
+/// Use it for reflection: looking messages up by full name
+/// (`"tensorflow.GraphDef"`), walking fields, map key kinds, or decoding into
+/// a [`prost_reflect::DynamicMessage`].
+pub fn descriptor_pool() -> &'static DescriptorPool {
+    static POOL: OnceLock<DescriptorPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        DescriptorPool::decode(FILE_DESCRIPTOR_SET)
+            .expect("embedded FILE_DESCRIPTOR_SET is valid (checked at build time)")
+    })
+}
+
+/// Generated types, one module per protobuf package.
+#[allow(
+    missing_docs,
+    clippy::all,
+    clippy::pedantic,
+    rustdoc::bare_urls,
+    rustdoc::broken_intra_doc_links,
+    rustdoc::invalid_html_tags
+)]
+pub mod tensorflow {
+    include!(concat!(env!("OUT_DIR"), "/tensorflow.rs"));
+
+    /// Package `tensorflow.proto_splitter`: metadata of chunked (`.cpb`) files.
+    pub mod proto_splitter {
+        include!(concat!(env!("OUT_DIR"), "/tensorflow.proto_splitter.rs"));
+    }
+}
+
+/// Package `unbound`: this project's own schemas.
+pub mod unbound {
+    /// Package `unbound.test`: messages for splitter, merger and reflection
+    /// tests.
+    #[allow(
+        missing_docs,
+        clippy::all,
+        clippy::pedantic,
+        rustdoc::bare_urls,
+        rustdoc::broken_intra_doc_links,
+        rustdoc::invalid_html_tags
+    )]
+    pub mod test {
+        include!(concat!(env!("OUT_DIR"), "/unbound.test.rs"));
+    }
+}

@@ -14,7 +14,12 @@
 //!
 //! Field numbers, types, labels, oneofs, maps and enum values match
 //! TensorFlow 2.21; `interop/proto_schema_check.py` verifies this against
-//! TensorFlow's own descriptors.
+//! TensorFlow's own descriptors:
+//!
+//! ```text
+//! cargo run -p unbound-proto --example dump_descriptors -- /tmp/unbound.binpb
+//! $TF_VENV/bin/python interop/proto_schema_check.py /tmp/unbound.binpb
+//! ```
 //!
 //! # Representation
 //!
@@ -27,6 +32,10 @@
 //!   [`prost_types`].
 //! - Every message implements [`prost::Name`] and
 //!   [`prost_reflect::ReflectMessage`] (descriptors from [`descriptor_pool`]).
+//!
+//! [`prost_reflect::DynamicMessage`] keeps map entries in a hash map, so its
+//! encoding of maps is not in key order; encode through the generated types
+//! when byte-for-byte determinism matters.
 //!
 //! Unknown fields are dropped by prost's generated types. Code that must be
 //! lossless over data it does not understand should work on

@@ -12,6 +12,7 @@
 
 pub mod atomic;
 pub mod error;
+pub mod generic;
 pub mod merger;
 pub mod message;
 pub mod navigate;
@@ -27,6 +28,6 @@ pub use error::{ChunkedError, Result, WireError};
 pub use merger::{ChunkSource, FileChunks, MemoryChunks, Merger};
 pub use message::{Payload, RecordRef, WireField, WireMessage, WireValue};
 pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat};
-pub use split::{Chunk, ChunkSink, Scope, SplitOutput};
+pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};
 pub use tags::{KeyValue, PathElem};
 pub use write::{write_message, write_split, Written};

@@ -233,7 +233,7 @@ impl WireMessage {
 
 /// Whether two different members of one (non-synthetic) oneof both occur.
 fn has_oneof_conflict(desc: &MessageDescriptor, fields: &[WireField]) -> bool {
-    let mut seen: Vec<(usize, u32)> = Vec::new();
+    let mut seen: Vec<(String, u32)> = Vec::new();
     for f in fields {
         let Some(fd) = desc.get_field(f.number) else {
             continue;
@@ -244,7 +244,7 @@ fn has_oneof_conflict(desc: &MessageDescriptor, fields: &[WireField]) -> bool {
         if oneof.is_synthetic() {
             continue;
         }
-        let idx = oneof.index();
+        let idx = oneof.full_name().to_string();
         match seen.iter().find(|(o, _)| *o == idx) {
             Some((_, n)) if *n != f.number => return true,
             Some(_) => {}

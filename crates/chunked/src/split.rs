@@ -19,6 +19,8 @@ use crate::tags::{field_tags, PathElem};
 pub enum Chunk {
     /// A message chunk (`ChunkInfo.Type.MESSAGE`).
     Message(WireMessage),
+    /// A message chunk given already serialized (written as is, without re-encoding).
+    SerializedMessage(Payload),
     /// A bytes chunk (`ChunkInfo.Type.BYTES`).
     Bytes(Payload),
 }
@@ -28,7 +30,7 @@ impl Chunk {
     pub fn len(&self) -> u64 {
         match self {
             Chunk::Message(m) => m.encoded_len(),
-            Chunk::Bytes(p) => p.len(),
+            Chunk::SerializedMessage(p) | Chunk::Bytes(p) => p.len(),
         }
     }
 
@@ -46,6 +48,11 @@ impl From<Bytes> for Chunk {
 
 /// Identity of a chunk inside a sink, stable across insertions.
 type ChunkId = usize;
+
+/// A chunk added to a sink, whose content may still be replaced ([`ChunkSink::set_chunk`]):
+/// splitters that fill a chunk after placing it (TensorFlow's repeated-field splitter) use it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkHandle(ChunkId);
 
 /// The root of a split: the chunk list and the chunked fields.
 pub struct ChunkSink {
@@ -111,7 +118,12 @@ impl ChunkSink {
 
     /// Adds `chunk` for the field at `path` (absolute). With `insert_at`, the chunk is inserted
     /// at that position of the chunk list instead of appended.
-    pub fn add_chunk(&mut self, chunk: Chunk, path: &[PathElem], insert_at: Option<usize>) -> Result<()> {
+    pub fn add_chunk(
+        &mut self,
+        chunk: Chunk,
+        path: &[PathElem],
+        insert_at: Option<usize>,
+    ) -> Result<ChunkHandle> {
         let tags = field_tags(&self.descriptor, path)?;
         let id = self.chunks.len();
         self.chunks.push(Some(chunk));
@@ -120,7 +132,12 @@ impl ChunkSink {
             None => self.order.push(id),
         }
         self.fields.push((tags, id));
-        Ok(())
+        Ok(ChunkHandle(id))
+    }
+
+    /// Replaces the content of a chunk added earlier.
+    pub fn set_chunk(&mut self, handle: ChunkHandle, chunk: Chunk) {
+        self.chunks[handle.0] = Some(chunk);
     }
 
     /// Finishes the split with the (now reduced) base message.
@@ -167,7 +184,12 @@ pub struct Scope<'a> {
 
 impl Scope<'_> {
     /// Adds a chunk at `path` relative to this scope.
-    pub fn add_chunk(&mut self, chunk: Chunk, path: &[PathElem], insert_at: Option<usize>) -> Result<()> {
+    pub fn add_chunk(
+        &mut self,
+        chunk: Chunk,
+        path: &[PathElem],
+        insert_at: Option<usize>,
+    ) -> Result<ChunkHandle> {
         let mut full = self.prefix.clone();
         full.extend_from_slice(path);
         self.sink.add_chunk(chunk, &full, insert_at)
@@ -183,8 +205,18 @@ impl Scope<'_> {
         }
     }
 
+    /// Replaces the content of a chunk added earlier.
+    pub fn set_chunk(&mut self, handle: ChunkHandle, chunk: Chunk) {
+        self.sink.set_chunk(handle, chunk)
+    }
+
     /// Number of chunks in the sink so far.
     pub fn chunk_count(&self) -> usize {
         self.sink.chunk_count()
+    }
+
+    /// The message type at the root of the sink.
+    pub fn root_descriptor(&self) -> &MessageDescriptor {
+        self.sink.descriptor()
     }
 }

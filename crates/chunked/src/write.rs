@@ -51,7 +51,7 @@ pub fn write_split(
         let path = with_suffix(prefix, "pb");
         let base = split.chunks.into_iter().next().and_then(|c| match c {
             Chunk::Message(m) => Some(m),
-            Chunk::Bytes(_) => None,
+            _ => None,
         });
         let base = base.unwrap_or_default();
         let data_bytes = write_message(&path, &base)?;
@@ -73,6 +73,10 @@ pub fn write_split(
             let (kind, size, offset) = match chunk {
                 Chunk::Message(m) => {
                     let bytes = m.to_vec()?;
+                    (ChunkType::Message, bytes.len() as u64, writer.write_record(&bytes)?)
+                }
+                Chunk::SerializedMessage(p) => {
+                    let bytes = p.bytes()?;
                     (ChunkType::Message, bytes.len() as u64, writer.write_record(&bytes)?)
                 }
                 Chunk::Bytes(p) => {

@@ -1,1 +1,48 @@
-fn main() {}
+//! The `unbound` command: parse arguments, call a library, print. Exit codes: 0 success,
+//! 1 the operation failed (bad input, I/O), 2 usage error.
+
+mod commands;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// unbound: TensorFlow model artifacts of any size, without TensorFlow.
+#[derive(Parser)]
+#[command(name = "unbound", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write DIR's SavedModel to OUT in the chunked image format (saved_model.cpb), or as
+    /// saved_model.pb when nothing needs splitting; every other file is carried over.
+    Split(commands::split::Args),
+    /// Write DIR's chunked SavedModel to OUT as one saved_model.pb.
+    Merge(commands::merge::Args),
+    /// Split or merge a single message of any type in the descriptor pool.
+    #[command(subcommand)]
+    Proto(commands::proto::ProtoCommand),
+    /// Show the chunk metadata tree, chunk types, sizes and positions of a .cpb file.
+    Inspect(commands::inspect::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Split(args) => commands::split::run(args),
+        Command::Merge(args) => commands::merge::run(args),
+        Command::Proto(cmd) => commands::proto::run(cmd),
+        Command::Inspect(args) => commands::inspect::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("unbound: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

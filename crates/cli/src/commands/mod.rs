@@ -1,0 +1,10 @@
+//! One module per subcommand.
+
+pub mod compression;
+pub mod inspect;
+pub mod merge;
+pub mod proto;
+pub mod split;
+
+/// The error type subcommands return; printed by `main` with exit code 1.
+pub type CmdResult = Result<(), Box<dyn std::error::Error>>;

@@ -1,0 +1,116 @@
+//! `unbound proto split` / `unbound proto merge`: one message of any type in the pool.
+
+use std::path::PathBuf;
+
+use unbound_chunked::{read_pb, read_prefix, write_message, write_split, ChunkSink};
+use unbound_savedmodel::{
+    dir::{message_descriptor, MAX_PROTO_SIZE},
+    split::{split_graph_def_root, split_saved_model, SplitContext, DEFAULT_MAX_SIZE},
+};
+
+use super::compression::CompressionArg;
+use super::CmdResult;
+use crate::progress::bytes_bar;
+
+/// `unbound proto ...` subcommands.
+#[derive(clap::Subcommand)]
+pub enum ProtoCommand {
+    /// Split IN.pb into OUT_PREFIX.cpb (or OUT_PREFIX.pb when nothing needs splitting).
+    Split {
+        /// Full message type name, e.g. tensorflow.GraphDef.
+        #[arg(long = "type")]
+        type_name: String,
+        /// The binary protobuf to split.
+        input: PathBuf,
+        /// Output path without extension.
+        out_prefix: PathBuf,
+        /// Maximum chunk size in bytes.
+        #[arg(long, default_value_t = DEFAULT_MAX_SIZE)]
+        max_size: u64,
+        /// Record compression.
+        #[arg(long, value_enum, default_value_t = CompressionArg::Zstd)]
+        compression: CompressionArg,
+    },
+    /// Merge PREFIX.cpb (or PREFIX.pb) into one binary protobuf OUT.pb.
+    Merge {
+        /// Full message type name, e.g. tensorflow.GraphDef.
+        #[arg(long = "type")]
+        type_name: String,
+        /// Input path without extension.
+        prefix: PathBuf,
+        /// The binary protobuf to write.
+        output: PathBuf,
+    },
+}
+
+/// Runs the command.
+pub fn run(cmd: ProtoCommand) -> CmdResult {
+    match cmd {
+        ProtoCommand::Split {
+            type_name,
+            input,
+            out_prefix,
+            max_size,
+            compression,
+        } => {
+            if max_size == 0 {
+                return Err("--max-size must be at least 1".into());
+            }
+            let desc = message_descriptor(&type_name)?;
+            let message = read_pb(&input, &desc)?;
+            let total = message.encoded_len();
+            let mut ctx = SplitContext::new(max_size);
+            let split = match type_name.as_str() {
+                "tensorflow.SavedModel" => split_saved_model(message, &desc, &mut ctx)?,
+                "tensorflow.GraphDef" => split_graph_def_root(message, &desc, &mut ctx)?,
+                _ => {
+                    let mut message = message;
+                    let mut sink = ChunkSink::new(desc.clone(), true);
+                    unbound_chunked::generic::split_generic(
+                        &mut message,
+                        &desc,
+                        &mut sink.root(),
+                        max_size,
+                    )?;
+                    sink.finish(message)
+                }
+            };
+            for w in &ctx.warnings {
+                eprintln!("unbound: warning: {w}");
+            }
+            let bar = bytes_bar(total, "split");
+            let written = write_split(
+                &out_prefix,
+                split,
+                compression.writer_options(),
+                &mut |n| bar.inc(n),
+            )?;
+            bar.finish_and_clear();
+            println!(
+                "wrote {} ({} chunks)",
+                written.path.display(),
+                written.chunks
+            );
+            Ok(())
+        }
+        ProtoCommand::Merge {
+            type_name,
+            prefix,
+            output,
+        } => {
+            let desc = message_descriptor(&type_name)?;
+            let read = read_prefix(&prefix, &desc)?;
+            let size = read.message.encoded_len();
+            if size > MAX_PROTO_SIZE {
+                return Err(format!(
+                    "{}: the merged message would be {size} bytes, over protobuf's limit of {MAX_PROTO_SIZE}",
+                    prefix.display()
+                )
+                .into());
+            }
+            write_message(&output, &read.message)?;
+            println!("wrote {} ({size} bytes)", output.display());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! `unbound split DIR OUT`.
+
+use std::path::PathBuf;
+
+use unbound_savedmodel::{dir, split::DEFAULT_MAX_SIZE};
+
+use super::compression::CompressionArg;
+use super::CmdResult;
+use crate::progress::bytes_bar;
+
+/// Arguments of `unbound split`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The SavedModel directory to read (saved_model.cpb, .pb or .pbtxt).
+    dir: PathBuf,
+    /// The directory to create.
+    out: PathBuf,
+    /// Maximum chunk size in bytes (TensorFlow's default: 1 GiB).
+    #[arg(long, default_value_t = DEFAULT_MAX_SIZE)]
+    max_size: u64,
+    /// Record compression.
+    #[arg(long, value_enum, default_value_t = CompressionArg::Zstd)]
+    compression: CompressionArg,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> CmdResult {
+    if args.max_size == 0 {
+        return Err("--max-size must be at least 1".into());
+    }
+    let (model_path, _) = dir::model_file(&args.dir)?;
+    let total = std::fs::metadata(&model_path).map(|m| m.len()).unwrap_or(0);
+    let bar = bytes_bar(total, "split");
+    let report = dir::split_dir(
+        &args.dir,
+        &args.out,
+        args.max_size,
+        args.compression.writer_options(),
+        &mut |n| bar.inc(n),
+    )?;
+    bar.finish_and_clear();
+    for w in &report.warnings {
+        eprintln!("unbound: warning: {w}");
+    }
+    let w = &report.written;
+    if w.chunked {
+        println!(
+            "wrote {} ({} chunks, {} bytes of model data) and {} other files",
+            w.path.display(),
+            w.chunks,
+            report.model_bytes,
+            report.copied_files
+        );
+    } else {
+        println!(
+            "wrote {} ({} bytes; nothing needed splitting) and {} other files",
+            w.path.display(),
+            w.data_bytes,
+            report.copied_files
+        );
+    }
+    Ok(())
+}

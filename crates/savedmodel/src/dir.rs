@@ -1,0 +1,218 @@
+//! SavedModel directories: finding and reading the model proto, and writing split or merged
+//! copies of a whole directory atomically (every other file carried over byte for byte).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use prost_reflect::{DynamicMessage, MessageDescriptor};
+use unbound_chunked::{
+    atomic::sync_parent, read_cpb, read_pb, write_message, write_split, ChunkedError,
+    ReadMessage, Result, SourceFormat, WireMessage, Written,
+};
+use unbound_records::WriterOptions;
+
+use crate::split::{split_saved_model, SplitContext};
+
+/// Files of a SavedModel directory that hold the model proto (and are rewritten, not copied).
+const MODEL_FILES: [&str; 3] = ["saved_model.cpb", "saved_model.pb", "saved_model.pbtxt"];
+
+/// The fingerprint describes the model file's exact content; a rewritten model needs a new one,
+/// so the old one is not carried over.
+const FINGERPRINT_FILE: &str = "fingerprint.pb";
+
+/// Largest message protobuf can serialize and parse: 2 GiB - 1.
+pub const MAX_PROTO_SIZE: u64 = (1 << 31) - 1;
+
+/// The `tensorflow.SavedModel` descriptor.
+pub fn saved_model_descriptor() -> Result<MessageDescriptor> {
+    message_descriptor("tensorflow.SavedModel")
+}
+
+/// A message descriptor from our pool by full name.
+pub fn message_descriptor(name: &str) -> Result<MessageDescriptor> {
+    unbound_proto::descriptor_pool()
+        .get_message_by_name(name)
+        .ok_or_else(|| ChunkedError::UnknownType(name.to_string()))
+}
+
+/// Which file of `dir` holds the model: `saved_model.cpb`, else `.pb`, else `.pbtxt`.
+pub fn model_file(dir: &Path) -> Result<(PathBuf, &'static str)> {
+    if !dir.is_dir() {
+        return Err(ChunkedError::io(
+            dir,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "not a SavedModel directory"),
+        ));
+    }
+    for (name, kind) in MODEL_FILES.iter().zip(["cpb", "pb", "pbtxt"]) {
+        let p = dir.join(name);
+        if p.is_file() {
+            return Ok((p, kind));
+        }
+    }
+    Err(ChunkedError::io(
+        dir,
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no saved_model.cpb, saved_model.pb or saved_model.pbtxt in this directory",
+        ),
+    ))
+}
+
+/// Reads the SavedModel proto of `dir`, preferring `.cpb`, then `.pb`, then `.pbtxt`.
+pub fn read_saved_model(dir: &Path) -> Result<ReadMessage> {
+    let desc = saved_model_descriptor()?;
+    let (path, kind) = model_file(dir)?;
+    match kind {
+        "cpb" => read_cpb(&path, &desc),
+        "pb" => Ok(ReadMessage {
+            message: read_pb(&path, &desc)?,
+            format: SourceFormat::Pb,
+            metadata: None,
+        }),
+        _ => Ok(ReadMessage {
+            message: read_text(&path, &desc)?,
+            format: SourceFormat::Pb,
+            metadata: None,
+        }),
+    }
+}
+
+/// Parses a text-format message file.
+pub fn read_text(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
+    let text = fs::read_to_string(path).map_err(|e| ChunkedError::io(path, e))?;
+    let msg = DynamicMessage::parse_text_format(desc.clone(), &text).map_err(|e| {
+        ChunkedError::metadata(path.display().to_string(), format!("text format: {e}"))
+    })?;
+    let bytes = bytes::Bytes::from(prost::Message::encode_to_vec(&msg));
+    WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
+        source_name: path.display().to_string(),
+        error,
+    })
+}
+
+/// What [`split_dir`] did.
+#[derive(Debug)]
+pub struct SplitReport {
+    /// The model file written.
+    pub written: Written,
+    /// Files carried over from the source directory.
+    pub copied_files: usize,
+    /// Where the split differs from TensorFlow's algorithm (see [`crate::split`]).
+    pub warnings: Vec<String>,
+    /// Size of the model proto before splitting.
+    pub model_bytes: u64,
+}
+
+/// Writes `out` as a split (image-format) copy of the SavedModel in `src`.
+pub fn split_dir(
+    src: &Path,
+    out: &Path,
+    max_size: u64,
+    options: WriterOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SplitReport> {
+    let desc = saved_model_descriptor()?;
+    let model = read_saved_model(src)?.message;
+    let model_bytes = model.encoded_len();
+    let mut ctx = SplitContext::new(max_size);
+    let split = split_saved_model(model, &desc, &mut ctx)?;
+    let (written, copied_files) = write_dir_atomically(src, out, |tmp| {
+        write_split(&tmp.join("saved_model"), split, options, progress)
+    })?;
+    Ok(SplitReport {
+        written,
+        copied_files,
+        warnings: ctx.warnings,
+        model_bytes,
+    })
+}
+
+/// What [`merge_dir`] did.
+#[derive(Debug)]
+pub struct MergeReport {
+    /// Size of the `saved_model.pb` written.
+    pub model_bytes: u64,
+    /// Files carried over from the source directory.
+    pub copied_files: usize,
+}
+
+/// Writes `out` as a copy of `src` with its model as one `saved_model.pb`. Refuses when the
+/// merged model would exceed what protobuf can parse (2 GiB - 1).
+pub fn merge_dir(src: &Path, out: &Path) -> Result<MergeReport> {
+    let model = read_saved_model(src)?.message;
+    let size = model.encoded_len();
+    if size > MAX_PROTO_SIZE {
+        return Err(ChunkedError::metadata(
+            src.display().to_string(),
+            format!(
+                "the merged SavedModel would be {size} bytes, over protobuf's limit of \
+                 {MAX_PROTO_SIZE}: keep it in the chunked format"
+            ),
+        ));
+    }
+    let (model_bytes, copied_files) = write_dir_atomically(src, out, |tmp| {
+        write_message(&tmp.join("saved_model.pb"), &model)
+    })?;
+    Ok(MergeReport {
+        model_bytes,
+        copied_files,
+    })
+}
+
+/// Builds `out` in a temporary directory beside it: `write_model` writes the model file, every
+/// other file of `src` is copied, then the directory is renamed into place. `out` must not
+/// exist yet. Returns what `write_model` returned and the number of files copied.
+fn write_dir_atomically<T>(
+    src: &Path,
+    out: &Path,
+    write_model: impl FnOnce(&Path) -> Result<T>,
+) -> Result<(T, usize)> {
+    if out.exists() {
+        return Err(ChunkedError::io(
+            out,
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "output already exists; choose a new path",
+            ),
+        ));
+    }
+    let tmp = unbound_chunked::atomic::temp_path_for(out);
+    let result = (|| {
+        fs::create_dir_all(&tmp).map_err(|e| ChunkedError::io(&tmp, e))?;
+        let value = write_model(&tmp)?;
+        let copied = copy_tree(src, &tmp, true)?;
+        fs::rename(&tmp, out).map_err(|e| ChunkedError::io(out, e))?;
+        sync_parent(out);
+        Ok((value, copied))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+/// Copies every file under `src` to `dst` (creating directories), skipping the model files and
+/// the fingerprint at the top level. Returns the number of files copied.
+fn copy_tree(src: &Path, dst: &Path, top: bool) -> Result<usize> {
+    let mut copied = 0;
+    let entries = fs::read_dir(src).map_err(|e| ChunkedError::io(src, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| ChunkedError::io(src, e))?;
+        let name = entry.file_name();
+        let name_str = name.to_string_lossy();
+        if top && (MODEL_FILES.contains(&name_str.as_ref()) || name_str == FINGERPRINT_FILE) {
+            continue;
+        }
+        let from = entry.path();
+        let to = dst.join(&name);
+        let kind = entry.file_type().map_err(|e| ChunkedError::io(&from, e))?;
+        if kind.is_dir() {
+            fs::create_dir_all(&to).map_err(|e| ChunkedError::io(&to, e))?;
+            copied += copy_tree(&from, &to, false)?;
+        } else {
+            fs::copy(&from, &to).map_err(|e| ChunkedError::io(&from, e))?;
+            copied += 1;
+        }
+    }
+    Ok(copied)
+}

@@ -1,0 +1,63 @@
+//! `SavedModelSplitter`.
+
+use prost_reflect::MessageDescriptor;
+use unbound_chunked::{navigate::message_type, Chunk, ChunkSink, PathElem, Result, SplitOutput, WireMessage};
+
+use super::{field, split_graph_def, SplitContext};
+
+/// Splits a `tensorflow.SavedModel`: when it is at least the maximum, the GraphDef of its first
+/// MetaGraph is split; if the model is still at least the maximum, that whole GraphDef becomes a
+/// chunk inserted at index 1.
+pub fn split_saved_model(
+    mut model: WireMessage,
+    desc: &MessageDescriptor,
+    ctx: &mut SplitContext,
+) -> Result<SplitOutput> {
+    let mut sink = ChunkSink::new(desc.clone(), true);
+    if model.encoded_len() >= ctx.max_size {
+        let meta_graphs_fd = field(desc, "meta_graphs")?;
+        let meta_desc = message_type(&meta_graphs_fd)?;
+        let graph_fd = field(&meta_desc, "graph_def")?;
+        let graph_desc = message_type(&graph_fd)?;
+        if !model.positions(meta_graphs_fd.number()).is_empty() {
+            let path = [
+                PathElem::from("meta_graphs"),
+                PathElem::Index(0),
+                PathElem::from("graph_def"),
+            ];
+            {
+                let meta = model.repeated_message_mut(&meta_graphs_fd, 0)?;
+                if !meta.positions(graph_fd.number()).is_empty() {
+                    let graph = meta.singular_message_mut(&graph_fd)?;
+                    let mut root = sink.root();
+                    let mut scope = root.child(&path);
+                    split_graph_def(graph, &graph_desc, &mut scope, ctx)?;
+                }
+            }
+            if model.encoded_len() >= ctx.max_size {
+                let meta = model.repeated_message_mut(&meta_graphs_fd, 0)?;
+                if !meta.positions(graph_fd.number()).is_empty() {
+                    let mut graph = std::mem::take(meta.singular_message_mut(&graph_fd)?);
+                    meta.fields.retain(|f| f.number != graph_fd.number());
+                    graph.descriptor = Some(graph_desc);
+                    sink.add_chunk(Chunk::Message(graph), &path, Some(1))?;
+                }
+            }
+        }
+    }
+    Ok(sink.finish(model))
+}
+
+/// Splits a standalone `tensorflow.GraphDef` (a frozen graph) the same way.
+pub fn split_graph_def_root(
+    mut graph: WireMessage,
+    desc: &MessageDescriptor,
+    ctx: &mut SplitContext,
+) -> Result<SplitOutput> {
+    let mut sink = ChunkSink::new(desc.clone(), true);
+    {
+        let mut scope = sink.root();
+        split_graph_def(&mut graph, desc, &mut scope, ctx)?;
+    }
+    Ok(sink.finish(graph))
+}

@@ -116,9 +116,12 @@ pub fn split_dir(
     let model_bytes = model.encoded_len();
     let mut ctx = SplitContext::new(max_size);
     let split = split_saved_model(model, &desc, &mut ctx)?;
-    let (written, copied_files) = write_dir_atomically(src, out, |tmp| {
+    let (mut written, copied_files) = write_dir_atomically(src, out, |tmp| {
         write_split(&tmp.join("saved_model"), split, options, progress)
     })?;
+    if let Some(name) = written.path.file_name() {
+        written.path = out.join(name);
+    }
     Ok(SplitReport {
         written,
         copied_files,

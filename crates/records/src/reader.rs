@@ -1,0 +1,428 @@
+//! [`RecordReader`]: random access to the records of a Riegeli/records file
+//! by numeric position, over a memory-mapped (or owned) copy of the file.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use crate::chunk_decoder::{self, DecodedChunk};
+use crate::chunk_header::ChunkType;
+use crate::chunk_reader::{Chunk, FileChunks, Which};
+use crate::compression::{self, CompressionType};
+use crate::error::RecordsError;
+use crate::simple_chunk::SimpleLayout;
+
+/// The fixed first 64 bytes of every Riegeli/records file: the block header
+/// at 0 and the file signature chunk header.
+pub(crate) const SIGNATURE: [u8; 64] = [
+    0x83, 0xaf, 0x70, 0xd1, 0x0d, 0x88, 0x4a, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, //
+    0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x91, 0xba, 0xc2, 0x3c, 0x92, 0x87, 0xe1,
+    0xa9, //
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xe1, 0x9f, 0x13, 0xc0, 0xe9, 0xb1, 0xc3,
+    0x72, //
+    0x73, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, //
+];
+
+/// How many verified chunk beginnings to remember before starting over.
+const MAX_VERIFIED: usize = 1 << 20;
+
+/// One chunk header as seen by `inspect`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkSummary {
+    /// File position where the chunk begins; its records have numeric
+    /// positions `begin, begin + 1, ...`.
+    pub begin: u64,
+    /// File position where the next chunk begins.
+    pub end: u64,
+    /// The chunk type.
+    pub chunk_type: ChunkType,
+    /// Number of records in the chunk.
+    pub num_records: u64,
+    /// Size of the chunk data as stored (excluding block headers).
+    pub data_size: u64,
+    /// Sum of the record sizes after decoding.
+    pub decoded_data_size: u64,
+    /// The compression type byte of simple, transposed and metadata chunks,
+    /// when it is a known one; `None` for other chunk types.
+    pub compression: Option<CompressionType>,
+}
+
+/// Reads records from a whole Riegeli/records file held in memory (mapped or
+/// owned), by numeric record position.
+///
+/// All methods take `&self`; the reader is `Send + Sync`. The most recently
+/// decoded chunk is cached so that reading its records one by one decodes it
+/// once, and each chunk's data hash is verified once.
+pub struct RecordReader {
+    file: FileChunks,
+    cache: Mutex<Option<(u64, Arc<DecodedChunk>)>>,
+    verified: Mutex<HashSet<u64>>,
+}
+
+impl std::fmt::Debug for RecordReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordReader")
+            .field("name", &self.file.name)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl RecordReader {
+    /// Memory-maps the file at `path` and checks its signature.
+    pub fn open(path: &Path) -> Result<Self, RecordsError> {
+        let name = path.display().to_string();
+        let io = |source| RecordsError::Io {
+            file: name.clone(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len == 0 {
+            return Err(RecordsError::NotRiegeli {
+                file: name,
+                detail: "the file is empty".into(),
+            });
+        }
+        // SAFETY: the map is read-only; the file must not be truncated or
+        // modified while the reader (or any record it handed out) is alive,
+        // as with every memory-mapped reader.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        Self::from_bytes(Bytes::from_owner(map), name)
+    }
+
+    /// Reads from bytes already in memory; `name` is used in errors.
+    pub fn from_bytes(data: Bytes, name: impl Into<String>) -> Result<Self, RecordsError> {
+        let name = name.into();
+        if data.len() < SIGNATURE.len() {
+            if data[..] == SIGNATURE[..data.len()] && !data.is_empty() {
+                return Err(RecordsError::Truncated {
+                    file: name,
+                    offset: 0,
+                    detail: format!(
+                        "the file has {} bytes, less than the 64-byte signature",
+                        data.len()
+                    ),
+                });
+            }
+            return Err(RecordsError::NotRiegeli {
+                file: name,
+                detail: format!("{} bytes, too short for the signature", data.len()),
+            });
+        }
+        if data[..64] != SIGNATURE {
+            return Err(RecordsError::NotRiegeli {
+                file: name,
+                detail: "bad signature".into(),
+            });
+        }
+        Ok(RecordReader {
+            file: FileChunks { data, name },
+            cache: Mutex::new(None),
+            verified: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The name used in errors (the path for [`RecordReader::open`]).
+    pub fn name(&self) -> &str {
+        &self.file.name
+    }
+
+    /// The file size in bytes.
+    pub fn len(&self) -> u64 {
+        self.file.len()
+    }
+
+    /// Whether the file is empty (never true for an opened reader: the
+    /// signature takes 64 bytes).
+    pub fn is_empty(&self) -> bool {
+        self.file.len() == 0
+    }
+
+    /// Riegeli `Seek(Position(pos))` then `ReadRecord`: the first record
+    /// whose numeric position is `>= pos`, with that position.
+    pub fn read_record_at(&self, pos: u64) -> Result<(u64, Bytes), RecordsError> {
+        if let Some((decoded, index)) = self.cached_record(pos) {
+            return Ok((pos, decoded.record(index)));
+        }
+        let (chunk, index) = self.locate(pos)?;
+        let decoded = self.decoded(&chunk)?;
+        Ok((chunk.begin + index, decoded.record(index as usize)))
+    }
+
+    /// The last record of the file with its numeric position (Riegeli
+    /// `Seek(Size())`, `SeekBack()`, `ReadRecord`).
+    pub fn last_record(&self) -> Result<(u64, Bytes), RecordsError> {
+        let mut chunk_pos = self.len();
+        while chunk_pos > 0 {
+            let begin = self.file.seek(chunk_pos - 1, Which::Before)?;
+            if begin >= chunk_pos {
+                return Err(RecordsError::Corrupt {
+                    file: self.file.name.clone(),
+                    offset: begin,
+                    detail: format!("no chunk found before position {chunk_pos}"),
+                });
+            }
+            let chunk = self.file.chunk_at(begin)?;
+            if chunk.header.num_records > 0 {
+                let decoded = self.decoded(&chunk)?;
+                let index = decoded.len() - 1;
+                return Ok((chunk.begin + index, decoded.record(index as usize)));
+            }
+            chunk_pos = begin;
+        }
+        Err(RecordsError::NoRecords {
+            file: self.file.name.clone(),
+        })
+    }
+
+    /// Size of the record at (or first after) `pos`, reading only the record
+    /// sizes of a simple chunk, not its values. The chunk's data hash is
+    /// still checked (once per chunk).
+    pub fn record_len_at(&self, pos: u64) -> Result<u64, RecordsError> {
+        if let Some((decoded, index)) = self.cached_record(pos) {
+            return Ok(decoded.record_len(index));
+        }
+        let (chunk, index) = self.locate(pos)?;
+        if chunk.header.chunk_type != ChunkType::Simple {
+            return Ok(self.decoded(&chunk)?.record_len(index as usize));
+        }
+        self.verify(&chunk)?;
+        let limits = SimpleLayout::parse(&self.file.data_of(&chunk))
+            .and_then(|layout| {
+                layout.limits(chunk.header.num_records, chunk.header.decoded_data_size)
+            })
+            .map_err(|e| e.at(&self.file.name, chunk.begin))?;
+        let i = index as usize;
+        Ok(limits[i] - if i == 0 { 0 } else { limits[i - 1] })
+    }
+
+    /// Streams the record at (or first after) `pos` into `out`, returning the
+    /// number of bytes written. A chunk holding only this record is
+    /// decompressed incrementally (or, uncompressed, copied from the file
+    /// piece by piece), never held whole in memory.
+    pub fn copy_record_to(&self, pos: u64, out: &mut dyn Write) -> Result<u64, RecordsError> {
+        let name = &self.file.name;
+        let io = |source| RecordsError::Io {
+            file: name.clone(),
+            source,
+        };
+        if let Some((decoded, index)) = self.cached_record(pos) {
+            decoded.write_record(index, out).map_err(io)?;
+            return Ok(decoded.record_len(index));
+        }
+        let (chunk, index) = self.locate(pos)?;
+        if chunk.header.chunk_type != ChunkType::Simple || chunk.header.num_records != 1 {
+            let decoded = self.decoded(&chunk)?;
+            decoded.write_record(index as usize, out).map_err(io)?;
+            return Ok(decoded.record_len(index as usize));
+        }
+        self.verify(&chunk)?;
+        let at = |e: crate::error::DecodeFault| e.at(name, chunk.begin);
+        let layout = SimpleLayout::parse(&self.file.data_of(&chunk)).map_err(at)?;
+        let limits = layout
+            .limits(1, chunk.header.decoded_data_size)
+            .map_err(at)?;
+        let (size, stream) = layout.values_stream().map_err(at)?;
+        if size != limits[0] {
+            return Err(at(crate::error::corrupt(format!(
+                "values buffer declares {size} bytes but the record size is {}",
+                limits[0]
+            ))));
+        }
+        compression::decompress_into(layout.compression, &stream, size, out).map_err(at)?;
+        Ok(size)
+    }
+
+    /// Iterates over all records in file order with their numeric positions.
+    /// Stops after the first error.
+    pub fn records(&self) -> impl Iterator<Item = Result<(u64, Bytes), RecordsError>> + '_ {
+        Records {
+            reader: self,
+            next_chunk: 0,
+            current: None,
+            done: false,
+        }
+    }
+
+    /// Iterates over the chunk headers in file order (the signature chunk
+    /// first). Stops after the first error.
+    pub fn chunks(&self) -> impl Iterator<Item = Result<ChunkSummary, RecordsError>> + '_ {
+        let mut next = 0u64;
+        let mut done = false;
+        std::iter::from_fn(move || {
+            if done || next >= self.len() {
+                return None;
+            }
+            match self.file.chunk_at(next) {
+                Ok(chunk) => {
+                    next = chunk.end;
+                    Some(Ok(self.summary(&chunk)))
+                }
+                Err(e) => {
+                    done = true;
+                    Some(Err(e))
+                }
+            }
+        })
+    }
+
+    /// Builds the summary of a located chunk.
+    fn summary(&self, chunk: &Chunk) -> ChunkSummary {
+        let h = &chunk.header;
+        let compression = match h.chunk_type {
+            ChunkType::Simple | ChunkType::Transposed | ChunkType::FileMetadata => self
+                .file
+                .data_of(chunk)
+                .byte_at(0)
+                .and_then(CompressionType::from_byte),
+            _ => None,
+        };
+        ChunkSummary {
+            begin: chunk.begin,
+            end: chunk.end,
+            chunk_type: h.chunk_type,
+            num_records: h.num_records,
+            data_size: h.data_size,
+            decoded_data_size: h.decoded_data_size,
+            compression,
+        }
+    }
+
+    /// The cached decoded chunk and record index for `pos`, if the cached
+    /// chunk holds a record at exactly that position.
+    fn cached_record(&self, pos: u64) -> Option<(Arc<DecodedChunk>, usize)> {
+        let guard = self.cache.lock().ok()?;
+        let (begin, decoded) = guard.as_ref()?;
+        if pos >= *begin && pos - begin < decoded.len() {
+            return Some((decoded.clone(), (pos - begin) as usize));
+        }
+        None
+    }
+
+    /// Finds the chunk and index of the first record at or after `pos`.
+    fn locate(&self, pos: u64) -> Result<(Chunk, u64), RecordsError> {
+        let past_end = || RecordsError::PastEnd {
+            file: self.file.name.clone(),
+            pos,
+        };
+        if pos >= self.len() {
+            return Err(past_end());
+        }
+        let mut begin = self.file.seek(pos, Which::Containing)?;
+        loop {
+            if begin >= self.len() {
+                return Err(past_end());
+            }
+            let chunk = self.file.chunk_at(begin)?;
+            let index = pos.saturating_sub(begin);
+            if index < chunk.header.num_records {
+                return Ok((chunk, index));
+            }
+            begin = chunk.end;
+        }
+    }
+
+    /// Checks the chunk's data hash and block headers, once per chunk.
+    fn verify(&self, chunk: &Chunk) -> Result<(), RecordsError> {
+        if self
+            .verified
+            .lock()
+            .map(|v| v.contains(&chunk.begin))
+            .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        self.file.verify_data(chunk)?;
+        if let Ok(mut v) = self.verified.lock() {
+            if v.len() >= MAX_VERIFIED {
+                v.clear();
+            }
+            v.insert(chunk.begin);
+        }
+        Ok(())
+    }
+
+    /// The decoded records of `chunk`, from the cache or freshly decoded
+    /// (and then cached).
+    fn decoded(&self, chunk: &Chunk) -> Result<Arc<DecodedChunk>, RecordsError> {
+        if let Ok(guard) = self.cache.lock() {
+            if let Some((begin, decoded)) = guard.as_ref() {
+                if *begin == chunk.begin {
+                    return Ok(decoded.clone());
+                }
+            }
+        }
+        self.verify(chunk)?;
+        let decoded = chunk_decoder::decode(&chunk.header, &self.file.data_of(chunk))
+            .map_err(|e| e.at(&self.file.name, chunk.begin))?;
+        if decoded.len() != chunk.header.num_records {
+            return Err(RecordsError::Corrupt {
+                file: self.file.name.clone(),
+                offset: chunk.begin,
+                detail: "record count differs from the chunk header".into(),
+            });
+        }
+        let decoded = Arc::new(decoded);
+        if let Ok(mut guard) = self.cache.lock() {
+            *guard = Some((chunk.begin, decoded.clone()));
+        }
+        Ok(decoded)
+    }
+}
+
+/// Iterator behind [`RecordReader::records`].
+struct Records<'a> {
+    reader: &'a RecordReader,
+    next_chunk: u64,
+    current: Option<(u64, Arc<DecodedChunk>, usize)>,
+    done: bool,
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<(u64, Bytes), RecordsError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some((begin, decoded, index)) = &mut self.current {
+                if (*index as u64) < decoded.len() {
+                    let item = (*begin + *index as u64, decoded.record(*index));
+                    *index += 1;
+                    return Some(Ok(item));
+                }
+                self.current = None;
+            }
+            if self.next_chunk >= self.reader.len() {
+                self.done = true;
+                return None;
+            }
+            let step = self
+                .reader
+                .file
+                .chunk_at(self.next_chunk)
+                .and_then(|chunk| {
+                    self.next_chunk = chunk.end;
+                    if chunk.header.num_records == 0 {
+                        return Ok(None);
+                    }
+                    Ok(Some((chunk.begin, self.reader.decoded(&chunk)?)))
+                });
+            match step {
+                Ok(Some((begin, decoded))) => self.current = Some((begin, decoded, 0)),
+                Ok(None) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! [`RecordWriter`]: writes records into simple chunks with Riegeli's chunk
+//! boundary rule, and reports each record's numeric position.
+
+use std::io::Write;
+
+use crate::chunk_header::{ChunkHeader, ChunkType};
+use crate::chunk_writer::write_chunk;
+use crate::compression::{self, Compression};
+use crate::error::RecordsError;
+use crate::hash::Hasher;
+use crate::simple_chunk::SimpleEncoder;
+
+/// Options for [`RecordWriter`]. The default matches what TensorFlow uses
+/// (Riegeli's defaults): Brotli quality 6 with a 4 MiB window (`window_log`
+/// 22), automatic chunk size, no padding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterOptions {
+    /// Compression of chunk buffers.
+    pub compression: Compression,
+    /// Desired chunk size in bytes, counting each record as its size plus 8.
+    /// `None` is Riegeli's automatic size: 1 MiB when compressing, 4 KiB when
+    /// not. A record that does not fit closes the chunk; a record larger than
+    /// the chunk size gets a chunk of its own.
+    pub chunk_size: Option<u64>,
+    /// When true, a chunk whose data does not compress by at least 10% (judged
+    /// by compressing a sample of up to 64 KiB first) is stored uncompressed:
+    /// reading it is then a copy (or zero-copy) instead of a decompression.
+    pub store_incompressible: bool,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            compression: Compression::Brotli { level: 6 },
+            chunk_size: None,
+            store_incompressible: false,
+        }
+    }
+}
+
+impl WriterOptions {
+    /// The chunk size in effect.
+    pub fn effective_chunk_size(&self) -> u64 {
+        self.chunk_size
+            .unwrap_or(if self.compression == Compression::None {
+                4 << 10
+            } else {
+                1 << 20
+            })
+            .max(1)
+    }
+}
+
+/// How much raw data to collect before deciding whether a chunk is worth
+/// compressing (with `store_incompressible`).
+const SAMPLE_SIZE: usize = 64 << 10;
+
+/// The open chunk.
+enum OpenChunk {
+    /// Compression chosen; records go straight into the encoder.
+    Encoding(SimpleEncoder),
+    /// `store_incompressible`: records kept raw until there is enough data
+    /// to judge compressibility.
+    Sampling { raw: Vec<u8>, sizes: Vec<usize> },
+}
+
+/// Writes a Riegeli/records file of simple chunks to `W`.
+///
+/// Records accumulate in memory until the chunk is full (the whole chunk
+/// must be known before its header, which holds the data hash, is written).
+/// Call [`RecordWriter::finish`] to write the last chunk; dropping the writer
+/// loses it.
+pub struct RecordWriter<W: Write> {
+    out: W,
+    name: String,
+    options: WriterOptions,
+    desired_chunk_size: u64,
+    /// File position of the next chunk (the open chunk's numeric base).
+    pos: u64,
+    chunk: Option<OpenChunk>,
+    /// Records in the open chunk.
+    chunk_records: u64,
+    /// Sum of `size + 8` over the open chunk's records.
+    chunk_size_so_far: u64,
+}
+
+impl<W: Write> RecordWriter<W> {
+    /// Starts a file on `out` and writes the file signature.
+    pub fn new(out: W, options: WriterOptions) -> Result<Self, RecordsError> {
+        Self::with_name(out, options, "<output>")
+    }
+
+    /// Like [`RecordWriter::new`], naming the output in errors.
+    pub fn with_name(
+        out: W,
+        options: WriterOptions,
+        name: impl Into<String>,
+    ) -> Result<Self, RecordsError> {
+        let mut w = RecordWriter {
+            out,
+            name: name.into(),
+            options,
+            desired_chunk_size: options.effective_chunk_size(),
+            pos: 0,
+            chunk: None,
+            chunk_records: 0,
+            chunk_size_so_far: 0,
+        };
+        let signature = ChunkHeader::for_data(&[], ChunkType::FileSignature, 0, 0);
+        w.pos = write_chunk(&mut w.out, 0, &signature, &[]).map_err(|e| w.io(e))?;
+        Ok(w)
+    }
+
+    /// Numeric position the next record will get (Riegeli `Pos()`).
+    pub fn pos(&self) -> u64 {
+        self.pos + self.chunk_records
+    }
+
+    /// Writes one record; returns its numeric position (what Riegeli's
+    /// `LastPos().get().numeric()` gives after `WriteRecord`).
+    ///
+    /// Chunk boundaries follow Riegeli's `RecordWriter`: each record counts
+    /// `size + 8`; the chunk is closed before a record that would push a
+    /// non-empty chunk past the chunk size, and right after a record when
+    /// not even an empty one would fit any more.
+    pub fn write_record(&mut self, record: &[u8]) -> Result<u64, RecordsError> {
+        let added = (record.len() as u64).saturating_add(8);
+        if self.chunk_size_so_far.saturating_add(added) > self.desired_chunk_size
+            && self.chunk_size_so_far > 0
+        {
+            self.close_chunk()?;
+        }
+        let pos = self.pos + self.chunk_records;
+        self.add(record)?;
+        self.chunk_records += 1;
+        self.chunk_size_so_far = self.chunk_size_so_far.saturating_add(added);
+        if self.chunk_size_so_far.saturating_add(8) > self.desired_chunk_size {
+            self.close_chunk()?;
+        }
+        Ok(pos)
+    }
+
+    /// Writes the last chunk and flushes; returns the output.
+    pub fn finish(mut self) -> Result<W, RecordsError> {
+        self.close_chunk()?;
+        self.out.flush().map_err(|e| self.io(e))?;
+        Ok(self.out)
+    }
+
+    fn io(&self, source: std::io::Error) -> RecordsError {
+        if source.kind() == std::io::ErrorKind::InvalidInput {
+            return RecordsError::TooLarge {
+                file: self.name.clone(),
+                detail: source.to_string(),
+            };
+        }
+        RecordsError::Io {
+            file: self.name.clone(),
+            source,
+        }
+    }
+
+    /// Adds a record to the open chunk, opening one if needed.
+    fn add(&mut self, record: &[u8]) -> Result<(), RecordsError> {
+        if self.chunk.is_none() {
+            self.chunk = Some(
+                if self.options.store_incompressible
+                    && self.options.compression != Compression::None
+                {
+                    OpenChunk::Sampling {
+                        raw: Vec::new(),
+                        sizes: Vec::new(),
+                    }
+                } else {
+                    OpenChunk::Encoding(self.encoder(self.options.compression)?)
+                },
+            );
+        }
+        if let Some(OpenChunk::Sampling { raw, sizes }) = &mut self.chunk {
+            if raw.len() + record.len() < SAMPLE_SIZE {
+                raw.extend_from_slice(record);
+                sizes.push(record.len());
+                return Ok(());
+            }
+            let sample = sample_of(raw, record);
+            let (raw, sizes) = (std::mem::take(raw), std::mem::take(sizes));
+            self.start_encoding(&sample, &raw, &sizes)?;
+        }
+        match &mut self.chunk {
+            Some(OpenChunk::Encoding(enc)) => enc.add(record).map_err(|e| RecordsError::Io {
+                file: self.name.clone(),
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Chooses the compression for the open chunk from `sample` and feeds
+    /// the records collected so far into a new encoder.
+    fn start_encoding(
+        &mut self,
+        sample: &[u8],
+        raw: &[u8],
+        sizes: &[usize],
+    ) -> Result<(), RecordsError> {
+        let compression = if compression::worth_compressing(self.options.compression, sample) {
+            self.options.compression
+        } else {
+            Compression::None
+        };
+        let mut enc = self.encoder(compression)?;
+        let mut offset = 0usize;
+        for &n in sizes {
+            enc.add(&raw[offset..offset + n]).map_err(|e| self.io(e))?;
+            offset += n;
+        }
+        self.chunk = Some(OpenChunk::Encoding(enc));
+        Ok(())
+    }
+
+    fn encoder(&self, compression: Compression) -> Result<SimpleEncoder, RecordsError> {
+        SimpleEncoder::new(compression, self.desired_chunk_size).map_err(|e| self.io(e))
+    }
+
+    /// Encodes and writes the open chunk, if any.
+    fn close_chunk(&mut self) -> Result<(), RecordsError> {
+        if let Some(OpenChunk::Sampling { raw, sizes }) = &mut self.chunk {
+            let (raw, sizes) = (std::mem::take(raw), std::mem::take(sizes));
+            self.start_encoding(&raw, &raw, &sizes)?;
+        }
+        let Some(OpenChunk::Encoding(enc)) = self.chunk.take() else {
+            return Ok(());
+        };
+        debug_assert_eq!(enc.num_records(), self.chunk_records);
+        let (parts, num_records, decoded_data_size) = enc.finish().map_err(|e| self.io(e))?;
+        let mut hasher = Hasher::new();
+        let mut data_size = 0u64;
+        for p in &parts {
+            hasher.update(p);
+            data_size += p.len() as u64;
+        }
+        let header = ChunkHeader {
+            data_size,
+            data_hash: hasher.finish(),
+            chunk_type: ChunkType::Simple,
+            num_records,
+            decoded_data_size,
+        };
+        self.pos = write_chunk(&mut self.out, self.pos, &header, &parts).map_err(|e| self.io(e))?;
+        self.chunk_records = 0;
+        self.chunk_size_so_far = 0;
+        Ok(())
+    }
+}
+
+/// Builds a compressibility sample from the collected records plus pieces
+/// of the beginning, middle and end of `record`, at most [`SAMPLE_SIZE`].
+fn sample_of(raw: &[u8], record: &[u8]) -> Vec<u8> {
+    let mut sample = Vec::with_capacity(SAMPLE_SIZE);
+    sample.extend_from_slice(raw);
+    let room = SAMPLE_SIZE.saturating_sub(raw.len());
+    if record.len() <= room {
+        sample.extend_from_slice(record);
+    } else {
+        let piece = room / 3;
+        let mid = record.len() / 2 - piece / 2;
+        sample.extend_from_slice(&record[..piece]);
+        sample.extend_from_slice(&record[mid..mid + piece]);
+        sample.extend_from_slice(&record[record.len() - piece..]);
+    }
+    sample
+}

@@ -1,0 +1,116 @@
+//! Shared helpers for the integration tests: deterministic data, and the
+//! `riegeli` crate as an independent writer and reader.
+
+#![allow(dead_code)]
+
+use std::io::Cursor;
+
+/// Deterministic xorshift bytes.
+pub fn noise(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Compressible text-like bytes.
+pub fn text(seed: u64, n: usize) -> Vec<u8> {
+    let words: [&[u8]; 6] = [
+        b"tensor ", b"graph ", b"node ", b"const ", b"float ", b"shape ",
+    ];
+    let r = noise(seed, n / 4 + 1);
+    let mut out = Vec::with_capacity(n + 8);
+    let mut i = 0;
+    while out.len() < n {
+        out.extend_from_slice(words[r[i % r.len()] as usize % words.len()]);
+        i += 1;
+    }
+    out.truncate(n);
+    out
+}
+
+/// A varint.
+pub fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A small protocol buffer message with varint, string, fixed32, fixed64 and
+/// nested fields, so transposed chunks exercise every node kind.
+pub fn proto_record(i: u64) -> Vec<u8> {
+    let mut m = Vec::new();
+    varint(1 << 3, &mut m);
+    varint(i * 7919, &mut m);
+    if i % 3 != 0 {
+        let s = format!("name-{i}");
+        varint((2 << 3) | 2, &mut m);
+        varint(s.len() as u64, &mut m);
+        m.extend_from_slice(s.as_bytes());
+    }
+    varint((3 << 3) | 5, &mut m);
+    m.extend_from_slice(&(i as u32).to_le_bytes());
+    varint((5 << 3) | 1, &mut m);
+    m.extend_from_slice(&(i * 1_000_003).to_le_bytes());
+    // Nested message in field 4: {1: small varint (inline), 2: bytes}.
+    let mut sub = Vec::new();
+    varint(1 << 3, &mut sub);
+    varint(i % 100, &mut sub);
+    varint((2 << 3) | 2, &mut sub);
+    let payload = noise(i, (i % 50) as usize);
+    varint(payload.len() as u64, &mut sub);
+    sub.extend_from_slice(&payload);
+    varint((4 << 3) | 2, &mut m);
+    varint(sub.len() as u64, &mut m);
+    m.extend_from_slice(&sub);
+    m
+}
+
+/// Compression settings understood by the `riegeli` crate.
+pub fn riegeli_type(name: &str) -> riegeli::CompressionType {
+    match name {
+        "none" => riegeli::CompressionType::None,
+        "brotli" => riegeli::CompressionType::Brotli,
+        "zstd" => riegeli::CompressionType::Zstd,
+        "snappy" => riegeli::CompressionType::Snappy,
+        other => panic!("unknown compression {other}"),
+    }
+}
+
+/// Writes `records` with the `riegeli` crate.
+pub fn write_with_riegeli(
+    records: &[Vec<u8>],
+    compression: &str,
+    chunk_size: u64,
+    transpose: bool,
+) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let opts = riegeli::WriterOptions::new()
+        .compression(riegeli_type(compression))
+        .chunk_size(chunk_size)
+        .transpose(transpose);
+    let mut w = riegeli::RecordWriter::new(Cursor::new(&mut buf), opts).expect("riegeli writer");
+    for r in records {
+        w.write_record(r).expect("riegeli write");
+    }
+    w.close().expect("riegeli close");
+    buf
+}
+
+/// Reads every record with the `riegeli` crate, with numeric positions.
+pub fn read_with_riegeli(file: &[u8]) -> Vec<(u64, Vec<u8>)> {
+    let mut r = riegeli::RecordReader::new(Cursor::new(file), riegeli::ReaderOptions::new())
+        .expect("riegeli reader");
+    let mut out = Vec::new();
+    while let Some(rec) = r.read_record().expect("riegeli read") {
+        out.push((r.last_pos().numeric(), rec));
+    }
+    out
+}

@@ -36,6 +36,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 
+# The last useful stderr line of a failed harness run: its own error line, or
+# for an abort inside TensorFlow (CHECK failure, exit 134) the problem line.
+why() {
+  local rc="$1" err="$2" line
+  line="$(grep -E '^merger_harness|Problem|^F[0-9]{4} ' <<<"$err" | tail -n 1)"
+  echo "${line:-exit $rc}$( (( rc > 128 )) && echo " [crashed, exit $rc]")"
+}
+
 status=0
 for f in "${files[@]}"; do
   name="$(basename "$f" .cpb)"
@@ -43,12 +51,12 @@ for f in "${files[@]}"; do
   if [[ ! -f "$prefix.expected.pb" ]]; then
     echo "FAIL $name: no $prefix.expected.pb"; status=1; continue
   fi
-  if ! err="$("$harness" read --type "$type" "${extra[@]}" "$prefix" "$work/got.pb" 2>&1 >/dev/null)"; then
-    echo "FAIL $name: $(grep 'merger_harness' <<<"$err" | tail -n 1)"; status=1; continue
-  fi
-  if ! err="$("$harness" read --type "$type" "${extra[@]}" "$prefix.expected" "$work/want.pb" 2>&1 >/dev/null)"; then
-    echo "FAIL $name (expected): $(grep 'merger_harness' <<<"$err" | tail -n 1)"; status=1; continue
-  fi
+  err="$("$harness" read --type "$type" "${extra[@]}" "$prefix" "$work/got.pb" 2>&1 >/dev/null)"
+  rc=$?
+  if (( rc != 0 )); then echo "FAIL $name: $(why $rc "$err")"; status=1; continue; fi
+  err="$("$harness" read --type "$type" "${extra[@]}" "$prefix.expected" "$work/want.pb" 2>&1 >/dev/null)"
+  rc=$?
+  if (( rc != 0 )); then echo "FAIL $name (expected): $(why $rc "$err")"; status=1; continue; fi
   if cmp -s "$work/got.pb" "$work/want.pb"; then
     echo "ok $name"
   else

@@ -3,10 +3,11 @@
 //! Walking the message in field order while it is above the maximum: a message value (singular,
 //! repeated element or map value) above the maximum is split recursively; one (still) larger
 //! than a third of the maximum moves whole into a chunk, leaving an empty placeholder; a string
-//! or bytes value larger than a third of the maximum becomes a BYTES chunk (a repeated one
-//! leaves an empty element, which the Merger then replaces). If the message is still above the
-//! maximum, its repeated message fields are cut into runs that fit, moved into chunks of the
-//! message's own type with an empty tag (appended on merge), as TensorFlow does for nodes.
+//! or bytes value larger than a third of the maximum becomes a BYTES chunk when the field is
+//! singular. If the message is still above the maximum, its repeated message, string and bytes
+//! fields are cut into runs that fit, moved into chunks of the message's own type with an empty
+//! tag (appended on merge), as TensorFlow does for nodes. Only layouts TensorFlow's own Merger
+//! accepts are produced: it aborts on BYTES chunks for repeated elements or map values.
 
 use prost_reflect::{Kind, MessageDescriptor};
 
@@ -83,16 +84,14 @@ fn split_level(
                 let sub = message.expand_at(pos, &sub_desc)?;
                 chunk_message(sub, &sub_desc, &mut scope.child(&path), max, depth)?;
             }
-            Kind::String | Kind::Bytes => {
+            // TensorFlow's Merger only accepts BYTES chunks on singular fields (it aborts on
+            // repeated elements and map values), so repeated strings move in runs instead.
+            Kind::String | Kind::Bytes if !fd.is_list() => {
                 let WireValue::Bytes(payload) = &message.fields[pos].value else {
                     continue;
                 };
                 let payload = payload.clone();
-                let path: Vec<PathElem> = if fd.is_list() {
-                    vec![PathElem::Number(number), PathElem::Index(rank)]
-                } else {
-                    vec![PathElem::Number(number)]
-                };
+                let path = [PathElem::Number(number)];
                 scope.add_chunk(Chunk::Bytes(payload), &path, None)?;
                 message.fields[pos].value = WireValue::Bytes(Payload::Inline(bytes::Bytes::new()));
             }
@@ -124,11 +123,12 @@ fn chunk_message(
     Ok(())
 }
 
-/// Moves runs of repeated message elements into chunks of the parent's type (empty tag).
+/// Moves runs of repeated message, string and bytes elements into chunks of the parent's type
+/// (empty tag: merged by concatenation).
 fn split_runs(message: &mut WireMessage, desc: &MessageDescriptor, scope: &mut Scope<'_>, max: u64) -> Result<()> {
     let repeated: Vec<u32> = desc
         .fields()
-        .filter(|f| f.is_list() && matches!(f.kind(), Kind::Message(_)))
+        .filter(|f| f.is_list() && matches!(f.kind(), Kind::Message(_) | Kind::String | Kind::Bytes))
         .map(|f| f.number())
         .collect();
     let mut run = WireMessage::new(Some(desc.clone()));

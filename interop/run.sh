@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The TensorFlow interop suite: TensorFlow 2.21's own code reads what unbound writes.
+#
+# - our schemas equal TensorFlow's descriptors (proto_schema_check.py);
+# - every .cpb `unbound split` / `unbound proto split` writes for TensorFlow-made models, with
+#   max sizes small enough to force every kind of chunk and with every compression, is read by
+#   TensorFlow's C++ Merger (merger_harness) into a message equal to the original; and
+#   `unbound merge` of the same file equals what TensorFlow's Merger made of it;
+# - a SavedModel past 2 GiB built in Rust is read by TensorFlow's Merger (huge_model.sh),
+#   unless UNBOUND_SKIP_HUGE=1.
+#
+# usage: interop/run.sh     (needs scripts/tf-venv.sh's TensorFlow; builds what it needs)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+venv="$(scripts/tf-venv.sh | tail -n 1)"
+py="$venv/bin/python"
+export TF_CPP_MIN_LOG_LEVEL=2
+harness="$(interop/build_harness.sh | tail -n 1)"
+cargo build --quiet --release -p unbound-cli -p unbound-proto --example dump_descriptors
+unbound="$root/target/release/unbound"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+failed=0
+echo "== schema"
+"$root/target/release/examples/dump_descriptors" "$work/fds.bin" >/dev/null
+"$py" interop/proto_schema_check.py "$work/fds.bin" || failed=$((failed + 1))
+
+echo "== unbound split -> TensorFlow Merger"
+manifest="$work/manifest"
+: >"$manifest"
+tf_read() { # TYPE PREFIX OUT
+  "$harness" read --type "$1" "$2" "$3" 2>"$work/harness.err" || {
+    echo "FAIL harness read $2: $(tail -n 1 "$work/harness.err")"
+    return 1
+  }
+}
+# Max sizes: the default (nothing split), then smaller and smaller until every node, constant
+# and function is a chunk of its own. Below 1000 bytes TensorFlow's algorithm moves small
+# constants' typed values into tensor_content, so those compare by tensor value.
+sizes="1073741824 100000 20000 5000 2000 800 300 50"
+for model in tf1_large_consts tf2_multi_sig; do
+  src="testdata/models/$model"
+  tf_read tensorflow.SavedModel "$src/saved_model" "$work/$model.orig.pb" || { failed=$((failed + 1)); continue; }
+  for comp in brotli zstd snappy none; do
+    for max in $sizes; do
+      name="$model.$comp.$max"
+      out="$work/$name"
+      if ! "$unbound" split "$src" "$out" --max-size "$max" --compression "$comp" >/dev/null 2>"$work/err"; then
+        echo "FAIL $name: unbound split: $(tail -n 1 "$work/err")"; failed=$((failed + 1)); continue
+      fi
+      tf_read tensorflow.SavedModel "$out/saved_model" "$work/$name.tf.pb" || { failed=$((failed + 1)); continue; }
+      "$unbound" merge "$out" "$out.merged" >/dev/null
+      mode=exact; [ "$max" -lt 1000 ] && mode=tensor-values
+      echo "$name.tf-vs-original tensorflow.SavedModel $mode $work/$model.orig.pb $work/$name.tf.pb" >>"$manifest"
+      echo "$name.unbound-vs-tf tensorflow.SavedModel exact $work/$name.tf.pb $out.merged/saved_model.pb" >>"$manifest"
+    done
+  done
+done
+tf_read tensorflow.GraphDef testdata/models/frozen_graph "$work/frozen.orig.pb" || failed=$((failed + 1))
+for max in 1000 100 10; do
+  name="frozen_graph.$max"
+  "$unbound" proto split --type tensorflow.GraphDef testdata/models/frozen_graph.pb "$work/$name" --max-size "$max" >/dev/null 2>&1
+  tf_read tensorflow.GraphDef "$work/$name" "$work/$name.tf.pb" || { failed=$((failed + 1)); continue; }
+  "$unbound" proto merge --type tensorflow.GraphDef "$work/$name" "$work/$name.ours.pb" >/dev/null
+  mode=exact; [ "$max" -lt 1000 ] && mode=tensor-values
+  echo "$name.tf-vs-original tensorflow.GraphDef $mode $work/frozen.orig.pb $work/$name.tf.pb" >>"$manifest"
+  echo "$name.unbound-vs-tf tensorflow.GraphDef exact $work/$name.tf.pb $work/$name.ours.pb" >>"$manifest"
+done
+"$py" interop/compare_models.py "$manifest" | tee "$work/compare.out" | grep -v '^ok ' || true
+grep -q ' 0 failed$' "$work/compare.out" || failed=$((failed + 1))
+
+if [ "${UNBOUND_SKIP_HUGE:-0}" != 1 ] && [ -x interop/huge_model.sh ]; then
+  echo "== past 2 GiB"
+  interop/huge_model.sh || failed=$((failed + 1))
+fi
+
+passed=$(grep -c '^ok ' "$work/compare.out" || true)
+echo "interop: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -59,13 +59,8 @@ pub(crate) fn scan(stream: &ChunkBytes) -> Option<Vec<ChunkBytes>> {
     };
     // Stream header: WBITS. The window size does not matter for verbatim
     // data; only recognise the standard encodings.
-    if bits.read(1)? == 1 {
-        if bits.read(3)? == 0 {
-            let m = bits.read(3)?;
-            if m == 1 {
-                return None; // large-window stream; let the decoder judge
-            }
-        }
+    if bits.read(1)? == 1 && bits.read(3)? == 0 && bits.read(3)? == 1 {
+        return None; // large-window stream; let the decoder judge
     }
     let mut segments = Vec::new();
     loop {

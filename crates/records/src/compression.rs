@@ -283,6 +283,9 @@ fn brotli_stream(stream: &ChunkBytes, sink: &mut LimitedSink<'_>) -> Result<(), 
         HeapAlloc::<u32>::new(0),
         HeapAlloc::<HuffmanCode>::new(HuffmanCode::default()),
     );
+    // Standard Brotli only (as the C decoder Riegeli uses): the large-window
+    // extension would let a hostile stream demand a 1 GiB ring buffer.
+    state.large_window = false;
     let mut buf = vec![0u8; STREAM_BUFFER];
     let mut total_out = 0usize;
     let mut finished = false;

@@ -114,3 +114,81 @@ pub fn read_with_riegeli(file: &[u8]) -> Vec<(u64, Vec<u8>)> {
     }
     out
 }
+
+/// HighwayHash-64 with the Riegeli key (an independent copy for building
+/// hand-made chunks in tests).
+pub fn hh(data: &[u8]) -> u64 {
+    use highway::{HighwayHash, HighwayHasher, Key};
+    let k = [
+        0x2f69_6c65_6765_6952,
+        0x0a73_6472_6f63_6572,
+        0x2f69_6c65_6765_6952,
+        0x0a73_6472_6f63_6572,
+    ];
+    HighwayHasher::new(Key(k)).hash64(data)
+}
+
+/// The fixed 64-byte file start.
+pub fn signature() -> Vec<u8> {
+    let mut block = vec![0u8; 24];
+    block[16..24].copy_from_slice(&64u64.to_le_bytes());
+    let h = hh(&block[8..24]);
+    block[0..8].copy_from_slice(&h.to_le_bytes());
+    block.extend_from_slice(&chunk_header(&[], b's', 0, 0, None));
+    block
+}
+
+/// A 40-byte chunk header for `data`; `data_size` overrides the size field.
+pub fn chunk_header(
+    data: &[u8],
+    chunk_type: u8,
+    num_records: u64,
+    decoded: u64,
+    data_size: Option<u64>,
+) -> Vec<u8> {
+    let mut h = vec![0u8; 40];
+    h[8..16].copy_from_slice(&data_size.unwrap_or(data.len() as u64).to_le_bytes());
+    h[16..24].copy_from_slice(&hh(data).to_le_bytes());
+    h[24..32].copy_from_slice(&((num_records << 8) | chunk_type as u64).to_le_bytes());
+    h[32..40].copy_from_slice(&decoded.to_le_bytes());
+    let hash = hh(&h[8..40]);
+    h[0..8].copy_from_slice(&hash.to_le_bytes());
+    h
+}
+
+/// A file with one hand-made chunk at 64 (which must end before 65536):
+/// header, data, and zero padding so the chunk spans `num_records` bytes.
+pub fn file_with_chunk(
+    data: &[u8],
+    chunk_type: u8,
+    num_records: u64,
+    decoded: u64,
+    data_size: Option<u64>,
+) -> Vec<u8> {
+    let mut f = signature();
+    f.extend_from_slice(&chunk_header(
+        data,
+        chunk_type,
+        num_records,
+        decoded,
+        data_size,
+    ));
+    f.extend_from_slice(data);
+    while (f.len() as u64) < 64 + num_records.min(60_000) {
+        f.push(0);
+    }
+    f
+}
+
+/// Simple chunk data with no compression for the given record sizes and values.
+pub fn simple_uncompressed(sizes: &[u64], values: &[u8]) -> Vec<u8> {
+    let mut s = Vec::new();
+    for &n in sizes {
+        varint(n, &mut s);
+    }
+    let mut d = vec![0u8];
+    varint(s.len() as u64, &mut d);
+    d.extend_from_slice(&s);
+    d.extend_from_slice(values);
+    d
+}

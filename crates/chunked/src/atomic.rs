@@ -18,7 +18,10 @@ pub fn temp_path_for(path: &Path) -> PathBuf {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    path.with_file_name(format!(".{name}.unbound-tmp-{}-{nanos}", std::process::id()))
+    path.with_file_name(format!(
+        ".{name}.unbound-tmp-{}-{nanos}",
+        std::process::id()
+    ))
 }
 
 /// Writes `path` atomically: `write` fills a buffered temporary file, which is then flushed,

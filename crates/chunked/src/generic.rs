@@ -125,10 +125,17 @@ fn chunk_message(
 
 /// Moves runs of repeated message, string and bytes elements into chunks of the parent's type
 /// (empty tag: merged by concatenation).
-fn split_runs(message: &mut WireMessage, desc: &MessageDescriptor, scope: &mut Scope<'_>, max: u64) -> Result<()> {
+fn split_runs(
+    message: &mut WireMessage,
+    desc: &MessageDescriptor,
+    scope: &mut Scope<'_>,
+    max: u64,
+) -> Result<()> {
     let repeated: Vec<u32> = desc
         .fields()
-        .filter(|f| f.is_list() && matches!(f.kind(), Kind::Message(_) | Kind::String | Kind::Bytes))
+        .filter(|f| {
+            f.is_list() && matches!(f.kind(), Kind::Message(_) | Kind::String | Kind::Bytes)
+        })
         .map(|f| f.number())
         .collect();
     let mut run = WireMessage::new(Some(desc.clone()));
@@ -143,7 +150,14 @@ fn split_runs(message: &mut WireMessage, desc: &MessageDescriptor, scope: &mut S
             moving = true;
             base_size -= len;
             if size + len > max && !run.fields.is_empty() {
-                scope.add_chunk(Chunk::Message(std::mem::replace(&mut run, WireMessage::new(Some(desc.clone())))), &[], None)?;
+                scope.add_chunk(
+                    Chunk::Message(std::mem::replace(
+                        &mut run,
+                        WireMessage::new(Some(desc.clone())),
+                    )),
+                    &[],
+                    None,
+                )?;
                 size = 0;
             }
             size += len;
@@ -170,7 +184,12 @@ fn value_len(v: &WireValue) -> u64 {
 /// The typed key of an expanded map entry, for a field tag.
 fn entry_key(entry: &WireMessage, entry_desc: &MessageDescriptor) -> Option<KeyValue> {
     let key_fd = entry_desc.map_entry_key_field();
-    let value = entry.fields.iter().rev().find(|f| f.number == 1).map(|f| &f.value);
+    let value = entry
+        .fields
+        .iter()
+        .rev()
+        .find(|f| f.number == 1)
+        .map(|f| &f.value);
     Some(match (key_fd.kind(), value) {
         (Kind::String, Some(WireValue::Bytes(p))) => {
             KeyValue::Str(String::from_utf8(p.bytes().ok()?.to_vec()).ok()?)

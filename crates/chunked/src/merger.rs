@@ -20,7 +20,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use prost::Message as _;
 use prost_reflect::{Kind, MessageDescriptor};
-use unbound_proto::tensorflow::proto_splitter::{ChunkInfo, ChunkMetadata, ChunkedField, ChunkedMessage};
+use unbound_proto::tensorflow::proto_splitter::{
+    ChunkInfo, ChunkMetadata, ChunkedField, ChunkedMessage,
+};
 use unbound_records::RecordReader;
 
 use crate::error::{ChunkedError, Result};
@@ -184,7 +186,11 @@ impl<'a> Merger<'a> {
     }
 
     /// Builds the message of type `desc` that `metadata` describes.
-    pub fn merge(&self, desc: &MessageDescriptor, metadata: &ChunkedMessage) -> Result<WireMessage> {
+    pub fn merge(
+        &self,
+        desc: &MessageDescriptor,
+        metadata: &ChunkedMessage,
+    ) -> Result<WireMessage> {
         let mut message = WireMessage::new(Some(desc.clone()));
         self.read_fields(&mut message, desc, metadata, 0)?;
         Ok(message)
@@ -210,16 +216,23 @@ impl<'a> Merger<'a> {
     }
 
     /// Protobuf `MergeFromString` of chunk `index` into `target`.
-    fn merge_chunk(&self, target: &mut WireMessage, desc: &MessageDescriptor, index: u64) -> Result<()> {
+    fn merge_chunk(
+        &self,
+        target: &mut WireMessage,
+        desc: &MessageDescriptor,
+        index: u64,
+    ) -> Result<()> {
         let bytes = self.source.bytes(index)?;
-        target.append_bytes(&bytes).map_err(|error| ChunkedError::Wire {
-            source_name: format!(
-                "{}: chunk {index} (merged into {})",
-                self.source.name(),
-                desc.full_name()
-            ),
-            error,
-        })
+        target
+            .append_bytes(&bytes)
+            .map_err(|error| ChunkedError::Wire {
+                source_name: format!(
+                    "{}: chunk {index} (merged into {})",
+                    self.source.name(),
+                    desc.full_name()
+                ),
+                error,
+            })
     }
 
     /// `ProcessField`: applies one chunked field to `target`.
@@ -260,18 +273,28 @@ impl<'a> Merger<'a> {
                 limit: MAX_NESTING,
             });
         }
-        let (step, rest) = path.split_first().expect("apply is called with a non-empty path");
-        let fd = desc.get_field(step.field).ok_or_else(|| self.schema(desc, format!(
-            "field number {} not found (chunk {chunk_index})",
-            step.field
-        )))?;
+        let (step, rest) = path
+            .split_first()
+            .expect("apply is called with a non-empty path");
+        let fd = desc.get_field(step.field).ok_or_else(|| {
+            self.schema(
+                desc,
+                format!(
+                    "field number {} not found (chunk {chunk_index})",
+                    step.field
+                ),
+            )
+        })?;
         let last = rest.is_empty();
         match (&step.selector, fd.is_map(), fd.is_list()) {
             (Some(Selector::Key(key)), true, _) => {
                 let entry_desc = message_type(&fd)?;
                 let key_kind = entry_desc.map_entry_key_field().kind();
                 let key_wire = encode_key(&key_kind, key).ok_or_else(|| {
-                    self.schema(desc, format!("map key {key:?} does not fit the key type of {}", fd.name()))
+                    self.schema(
+                        desc,
+                        format!("map key {key:?} does not fit the key type of {}", fd.name()),
+                    )
                 })?;
                 let entry = target.map_entry_mut(&fd, &key_wire)?;
                 let value_fd = entry_desc.map_entry_value_field();
@@ -281,12 +304,19 @@ impl<'a> Merger<'a> {
                 };
                 let mut value_path = vec![value_step];
                 value_path.extend_from_slice(rest);
-                self.apply(entry, &entry_desc, &value_path, child, chunk_index, depth + 1)
+                self.apply(
+                    entry,
+                    &entry_desc,
+                    &value_path,
+                    child,
+                    chunk_index,
+                    depth + 1,
+                )
             }
-            (_, true, _) => Err(self.schema(desc, format!(
-                "map field {} needs a map key in its tag path",
-                fd.name()
-            ))),
+            (_, true, _) => Err(self.schema(
+                desc,
+                format!("map field {} needs a map key in its tag path", fd.name()),
+            )),
             (Some(Selector::Index(index)), false, true) => match fd.kind() {
                 Kind::Message(elem_desc) => {
                     let element = target.repeated_message_mut(&fd, *index)?;
@@ -294,7 +324,10 @@ impl<'a> Merger<'a> {
                 }
                 kind => {
                     if !last {
-                        return Err(self.schema(desc, format!("scalar field {} cannot hold more fields", fd.name())));
+                        return Err(self.schema(
+                            desc,
+                            format!("scalar field {} cannot hold more fields", fd.name()),
+                        ));
                     }
                     let value = self.scalar_value(&kind, &fd, chunk_index)?;
                     target.set_repeated_scalar(&fd, *index, value)
@@ -304,7 +337,13 @@ impl<'a> Merger<'a> {
                 // A trailing repeated field without an index (TensorFlow leaves this undefined):
                 // the chunk becomes a new last element.
                 if !last {
-                    return Err(self.schema(desc, format!("repeated field {} needs an index in its tag path", fd.name())));
+                    return Err(self.schema(
+                        desc,
+                        format!(
+                            "repeated field {} needs an index in its tag path",
+                            fd.name()
+                        ),
+                    ));
                 }
                 match fd.kind() {
                     Kind::Message(elem_desc) => {
@@ -321,10 +360,13 @@ impl<'a> Merger<'a> {
                     }
                 }
             }
-            (Some(_), false, _) => Err(self.schema(desc, format!(
-                "field {} is not repeated but its tag has an index or key",
-                fd.name()
-            ))),
+            (Some(_), false, _) => Err(self.schema(
+                desc,
+                format!(
+                    "field {} is not repeated but its tag has an index or key",
+                    fd.name()
+                ),
+            )),
             (None, false, false) => match fd.kind() {
                 Kind::Message(sub_desc) => {
                     let sub = target.singular_message_mut(&fd)?;
@@ -332,7 +374,10 @@ impl<'a> Merger<'a> {
                 }
                 kind => {
                     if !last {
-                        return Err(self.schema(desc, format!("scalar field {} cannot hold more fields", fd.name())));
+                        return Err(self.schema(
+                            desc,
+                            format!("scalar field {} cannot hold more fields", fd.name()),
+                        ));
                     }
                     let value = self.scalar_value(&kind, &fd, chunk_index)?;
                     target.set_scalar(&fd, value);
@@ -368,7 +413,9 @@ impl<'a> Merger<'a> {
         chunk_index: u64,
     ) -> Result<crate::message::WireValue> {
         if matches!(kind, Kind::String | Kind::Bytes) {
-            return Ok(crate::message::WireValue::Bytes(self.source.payload(chunk_index)?));
+            return Ok(crate::message::WireValue::Bytes(
+                self.source.payload(chunk_index)?,
+            ));
         }
         let text = self.source.bytes(chunk_index)?;
         parse_text_scalar(kind, &text).map_err(|expected| ChunkedError::TextScalar {

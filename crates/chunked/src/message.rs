@@ -310,8 +310,8 @@ mod tests {
     fn parse_and_write_round_trip_bytes_exactly() {
         // field 1 varint 150, field 2 "hi", field 3 fixed32, field 4 fixed64, group 5 {1: 1}
         let bytes = Bytes::from_static(&[
-            0x08, 0x96, 0x01, 0x12, 0x02, b'h', b'i', 0x1d, 1, 2, 3, 4, 0x21, 1, 2, 3, 4, 5, 6,
-            7, 8, 0x2b, 0x08, 0x01, 0x2c,
+            0x08, 0x96, 0x01, 0x12, 0x02, b'h', b'i', 0x1d, 1, 2, 3, 4, 0x21, 1, 2, 3, 4, 5, 6, 7,
+            8, 0x2b, 0x08, 0x01, 0x2c,
         ]);
         let m = WireMessage::parse(&bytes, None).unwrap();
         assert_eq!(m.fields.len(), 5);

@@ -135,13 +135,20 @@ impl WireMessage {
 
     /// The entry of map field `fd` whose key encodes as `key` (the last such entry, as parsing
     /// keeps the last), created with that key if absent.
-    pub fn map_entry_mut(&mut self, fd: &FieldDescriptor, key: &WireValue) -> Result<&mut WireMessage> {
+    pub fn map_entry_mut(
+        &mut self,
+        fd: &FieldDescriptor,
+        key: &WireValue,
+    ) -> Result<&mut WireMessage> {
         let entry_desc = message_type(fd)?;
         let positions = self.positions(fd.number());
         let mut found = None;
         for &pos in positions.iter().rev() {
             let entry = self.expand_at(pos, &entry_desc)?;
-            if entry_key(entry).map(|k| same_scalar(&k, key)).unwrap_or_else(|| is_default(key)) {
+            if entry_key(entry)
+                .map(|k| same_scalar(&k, key))
+                .unwrap_or_else(|| is_default(key))
+            {
                 found = Some(pos);
                 break;
             }
@@ -187,11 +194,15 @@ impl WireMessage {
     ) -> Result<()> {
         let number = fd.number();
         let kind = fd.kind();
-        let layout = scalar_wire(&kind).ok_or_else(|| scalar_where_message(&fd.parent_message(), fd))?;
+        let layout =
+            scalar_wire(&kind).ok_or_else(|| scalar_where_message(fd.parent_message(), fd))?;
         let mut elements = Vec::new();
         for f in self.fields.iter().filter(|f| f.number == number) {
             match (&f.value, layout) {
-                (WireValue::Bytes(p), ScalarWire::Varint | ScalarWire::Fixed32 | ScalarWire::Fixed64) => {
+                (
+                    WireValue::Bytes(p),
+                    ScalarWire::Varint | ScalarWire::Fixed32 | ScalarWire::Fixed64,
+                ) => {
                     unpack(&p.bytes()?, layout, &mut elements).map_err(|e| ChunkedError::Wire {
                         source_name: format!("packed field {}", fd.full_name()),
                         error: e,
@@ -261,7 +272,7 @@ impl WireMessage {
 pub fn message_type(fd: &FieldDescriptor) -> Result<MessageDescriptor> {
     match fd.kind() {
         Kind::Message(m) => Ok(m),
-        _ => Err(scalar_where_message(&fd.parent_message(), fd)),
+        _ => Err(scalar_where_message(fd.parent_message(), fd)),
     }
 }
 
@@ -316,7 +327,11 @@ fn same_scalar(a: &WireValue, b: &WireValue) -> bool {
 }
 
 /// Decodes a packed run of scalars.
-fn unpack(bytes: &Bytes, layout: ScalarWire, out: &mut Vec<WireValue>) -> Result<(), crate::error::WireError> {
+fn unpack(
+    bytes: &Bytes,
+    layout: ScalarWire,
+    out: &mut Vec<WireValue>,
+) -> Result<(), crate::error::WireError> {
     let mut pos = 0;
     while pos < bytes.len() {
         match layout {
@@ -324,7 +339,10 @@ fn unpack(bytes: &Bytes, layout: ScalarWire, out: &mut Vec<WireValue>) -> Result
             ScalarWire::Fixed32 | ScalarWire::Fixed64 => {
                 let width = if layout == ScalarWire::Fixed32 { 4 } else { 8 };
                 let Some(chunk) = bytes.get(pos..pos + width) else {
-                    return Err(crate::error::WireError::new(pos, "truncated packed fixed value"));
+                    return Err(crate::error::WireError::new(
+                        pos,
+                        "truncated packed fixed value",
+                    ));
                 };
                 let mut le = [0u8; 8];
                 le[..width].copy_from_slice(chunk);

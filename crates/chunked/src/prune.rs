@@ -1,7 +1,9 @@
 //! Pruning chunk metadata to some paths, for partial reads (what TensorFlow's fingerprinting
 //! does before `Merger::ReadPartial`).
 
-use unbound_proto::tensorflow::proto_splitter::{field_index::Kind as TagKind, ChunkedMessage, FieldIndex};
+use unbound_proto::tensorflow::proto_splitter::{
+    field_index::Kind as TagKind, ChunkedMessage, FieldIndex,
+};
 
 /// Keeps the chunked fields of `root` that lead into or lie under one of `keep` (tag paths of
 /// fields and indices, e.g. `[field 2, index 0, field 5]` for `meta_graphs[0].signature_def`),
@@ -14,7 +16,9 @@ pub fn prune(root: &ChunkedMessage, keep: &[Vec<FieldIndex>]) -> ChunkedMessage 
             .iter()
             .filter(|cf| {
                 cf.field_tag.is_empty()
-                    || keep.iter().any(|k| is_prefix(k, &cf.field_tag) || is_prefix(&cf.field_tag, k))
+                    || keep
+                        .iter()
+                        .any(|k| is_prefix(k, &cf.field_tag) || is_prefix(&cf.field_tag, k))
             })
             .cloned()
             .collect(),

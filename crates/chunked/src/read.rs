@@ -63,7 +63,10 @@ pub fn read_pb(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
 /// Maps a whole file read-only as `Bytes`. An empty file gives empty bytes.
 pub fn map_file(path: &Path) -> Result<Bytes> {
     let file = std::fs::File::open(path).map_err(|e| ChunkedError::io(path, e))?;
-    let len = file.metadata().map_err(|e| ChunkedError::io(path, e))?.len();
+    let len = file
+        .metadata()
+        .map_err(|e| ChunkedError::io(path, e))?
+        .len();
     if len == 0 {
         return Ok(Bytes::new());
     }

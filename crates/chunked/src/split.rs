@@ -62,7 +62,10 @@ pub struct ChunkSink {
     /// Chunk ids in file order.
     order: Vec<ChunkId>,
     /// Chunked fields with the id of their chunk.
-    fields: Vec<(Vec<unbound_proto::tensorflow::proto_splitter::FieldIndex>, ChunkId)>,
+    fields: Vec<(
+        Vec<unbound_proto::tensorflow::proto_splitter::FieldIndex>,
+        ChunkId,
+    )>,
     base_is_initial_chunk: bool,
 }
 

@@ -125,7 +125,10 @@ pub fn field_tags(desc: &MessageDescriptor, path: &[PathElem]) -> Result<Vec<Fie
                 other => {
                     return Err(ChunkedError::Schema {
                         message: msg.full_name().to_string(),
-                        fault: format!("repeated field {} needs an index, found {other:?}", fd.name()),
+                        fault: format!(
+                            "repeated field {} needs an index, found {other:?}",
+                            fd.name()
+                        ),
                     })
                 }
             };
@@ -186,16 +189,22 @@ pub fn steps(tags: &[FieldIndex]) -> std::result::Result<Vec<Step>, String> {
     while i < tags.len() {
         let field = match &tags[i].kind {
             Some(TagKind::Field(f)) => *f,
-            Some(TagKind::Index(_)) => return Err(format!("tag {i}: index does not follow a field")),
-            Some(TagKind::MapKey(_)) => return Err(format!("tag {i}: map key does not follow a field")),
+            Some(TagKind::Index(_)) => {
+                return Err(format!("tag {i}: index does not follow a field"))
+            }
+            Some(TagKind::MapKey(_)) => {
+                return Err(format!("tag {i}: map key does not follow a field"))
+            }
             None => return Err(format!("tag {i}: FieldIndex with no kind set")),
         };
         i += 1;
         let selector = match tags.get(i).and_then(|t| t.kind.as_ref()) {
             Some(TagKind::Index(n)) => Some(Selector::Index(*n)),
-            Some(TagKind::MapKey(k)) => Some(Selector::Key(key_value(k).ok_or_else(|| {
-                format!("tag {i}: map key with no type set")
-            })?)),
+            Some(TagKind::MapKey(k)) => {
+                Some(Selector::Key(key_value(k).ok_or_else(|| {
+                    format!("tag {i}: map key with no type set")
+                })?))
+            }
             _ => None,
         };
         if selector.is_some() {
@@ -274,12 +283,8 @@ impl MergeOrder {
                 }
             }
         }
-        let chunk_index = (!stopped).then(|| {
-            cf.message
-                .as_ref()
-                .and_then(|m| m.chunk_index)
-                .unwrap_or(0)
-        });
+        let chunk_index =
+            (!stopped).then(|| cf.message.as_ref().and_then(|m| m.chunk_index).unwrap_or(0));
         Self { items, chunk_index }
     }
 
@@ -308,7 +313,10 @@ pub fn sort_for_merge(fields: &[ChunkedField]) -> std::result::Result<Vec<&Chunk
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
     for pair in keyed.windows(2) {
         if pair[0].0.mismatched(&pair[1].0) {
-            return Err("field tag mismatch: a field index and a map key or list index at the same depth".into());
+            return Err(
+                "field tag mismatch: a field index and a map key or list index at the same depth"
+                    .into(),
+            );
         }
     }
     Ok(keyed.into_iter().map(|(_, cf)| cf).collect())

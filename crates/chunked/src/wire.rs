@@ -158,9 +158,7 @@ pub fn read_field(buf: &[u8], pos: &mut usize) -> Result<RawField, WireError> {
             if len > available {
                 return Err(WireError::new(
                     len_at,
-                    format!(
-                        "field {number} claims {len} bytes but only {available} remain"
-                    ),
+                    format!("field {number} claims {len} bytes but only {available} remain"),
                 ));
             }
             let start = *pos;

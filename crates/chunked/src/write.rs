@@ -73,15 +73,27 @@ pub fn write_split(
             let (kind, size, offset) = match chunk {
                 Chunk::Message(m) => {
                     let bytes = m.to_vec()?;
-                    (ChunkType::Message, bytes.len() as u64, writer.write_record(&bytes)?)
+                    (
+                        ChunkType::Message,
+                        bytes.len() as u64,
+                        writer.write_record(&bytes)?,
+                    )
                 }
                 Chunk::SerializedMessage(p) => {
                     let bytes = p.bytes()?;
-                    (ChunkType::Message, bytes.len() as u64, writer.write_record(&bytes)?)
+                    (
+                        ChunkType::Message,
+                        bytes.len() as u64,
+                        writer.write_record(&bytes)?,
+                    )
                 }
                 Chunk::Bytes(p) => {
                     let bytes = p.bytes()?;
-                    (ChunkType::Bytes, bytes.len() as u64, writer.write_record(&bytes)?)
+                    (
+                        ChunkType::Bytes,
+                        bytes.len() as u64,
+                        writer.write_record(&bytes)?,
+                    )
                 }
             };
             infos.push(ChunkInfo {

@@ -12,22 +12,33 @@ use unbound_proto::tensorflow::proto_splitter::{
 use unbound_proto::unbound::test::{ManyFields, StringNode};
 
 fn desc(name: &str) -> prost_reflect::MessageDescriptor {
-    unbound_proto::descriptor_pool().get_message_by_name(name).unwrap()
+    unbound_proto::descriptor_pool()
+        .get_message_by_name(name)
+        .unwrap()
 }
 
 fn f(n: u32) -> FieldIndex {
-    FieldIndex { kind: Some(Kind::Field(n)) }
+    FieldIndex {
+        kind: Some(Kind::Field(n)),
+    }
 }
 fn ix(i: u64) -> FieldIndex {
-    FieldIndex { kind: Some(Kind::Index(i)) }
+    FieldIndex {
+        kind: Some(Kind::Index(i)),
+    }
 }
 fn key(k: K) -> FieldIndex {
-    FieldIndex { kind: Some(Kind::MapKey(MapKey { r#type: Some(k) })) }
+    FieldIndex {
+        kind: Some(Kind::MapKey(MapKey { r#type: Some(k) })),
+    }
 }
 fn cf(tags: Vec<FieldIndex>, chunk: u64) -> ChunkedField {
     ChunkedField {
         field_tag: tags,
-        message: Some(ChunkedMessage { chunk_index: Some(chunk), chunked_fields: vec![] }),
+        message: Some(ChunkedMessage {
+            chunk_index: Some(chunk),
+            chunked_fields: vec![],
+        }),
     }
 }
 
@@ -38,13 +49,19 @@ fn merge(chunks: Vec<Vec<u8>>, cm: &ChunkedMessage) -> Result<ManyFields, Chunke
 }
 
 fn leaf(s: &str) -> ManyFields {
-    ManyFields { string_field: s.into(), ..Default::default() }
+    ManyFields {
+        string_field: s.into(),
+        ..Default::default()
+    }
 }
 
 #[test]
 fn base_chunk_plus_message_and_map_value_chunks() {
     // TensorFlow's many-field layout: base, field_one ([1]) and nested_map_bool values.
-    let base = ManyFields { map_field_int64: [(-5, "neg".to_string())].into(), ..Default::default() };
+    let base = ManyFields {
+        map_field_int64: [(-5, "neg".to_string())].into(),
+        ..Default::default()
+    };
     let chunks = vec![
         base.encode_to_vec(),
         leaf("one").encode_to_vec(),
@@ -94,7 +111,11 @@ fn empty_tags_concatenate_in_chunk_order_and_missing_elements_are_created() {
         chunked_fields: vec![cf(vec![f(2), ix(5)], 3), cf(vec![], 2), cf(vec![], 1)],
     };
     let merged = merge(chunks, &cm).unwrap();
-    let names: Vec<&str> = merged.repeated_field.iter().map(|m| m.string_field.as_str()).collect();
+    let names: Vec<&str> = merged
+        .repeated_field
+        .iter()
+        .map(|m| m.string_field.as_str())
+        .collect();
     assert_eq!(names, vec!["a", "b", "c", "d", "", "sixth"]);
 }
 
@@ -120,7 +141,14 @@ fn map_keys_of_every_key_type() {
         chunks.push(leaf(&format!("v{i}")).encode_to_vec());
         fields.push(cf(vec![f(*field), key(k.clone())], i as u64 + 1));
     }
-    let merged = merge(chunks, &ChunkedMessage { chunk_index: Some(0), chunked_fields: fields }).unwrap();
+    let merged = merge(
+        chunks,
+        &ChunkedMessage {
+            chunk_index: Some(0),
+            chunked_fields: fields,
+        },
+    )
+    .unwrap();
     assert_eq!(merged.nested_map_string["k"].string_field, "v0");
     assert_eq!(merged.nested_map_int32[&-3].string_field, "v1");
     assert_eq!(merged.nested_map_int64[&-(1 << 40)].string_field, "v2");
@@ -138,7 +166,13 @@ fn map_keys_of_every_key_type() {
 #[test]
 fn map_value_chunk_merges_into_existing_entry() {
     let mut base = ManyFields::default();
-    base.nested_map_string.insert("k".into(), ManyFields { int32_field: 4, ..Default::default() });
+    base.nested_map_string.insert(
+        "k".into(),
+        ManyFields {
+            int32_field: 4,
+            ..Default::default()
+        },
+    );
     let cm = ChunkedMessage {
         chunk_index: Some(0),
         chunked_fields: vec![cf(vec![f(8), key(K::S("k".into())), f(3)], 1)],
@@ -169,14 +203,25 @@ fn bytes_chunks_for_scalars_are_parsed_as_text() {
         (34, "raw\u{1}bytes"),
         (3, "replaced"),
     ];
-    let base = ManyFields { string_field: "old".into(), int32_field: 1, ..Default::default() };
+    let base = ManyFields {
+        string_field: "old".into(),
+        int32_field: 1,
+        ..Default::default()
+    };
     let mut chunks = vec![base.encode_to_vec()];
     let mut fields = Vec::new();
     for (i, (field, text)) in texts.iter().enumerate() {
         chunks.push(text.as_bytes().to_vec());
         fields.push(cf(vec![f(*field)], i as u64 + 1));
     }
-    let m = merge(chunks, &ChunkedMessage { chunk_index: Some(0), chunked_fields: fields }).unwrap();
+    let m = merge(
+        chunks,
+        &ChunkedMessage {
+            chunk_index: Some(0),
+            chunked_fields: fields,
+        },
+    )
+    .unwrap();
     assert_eq!(m.int32_field, -42);
     assert_eq!(m.int64_field, -9_000_000_000);
     assert_eq!(m.uint32_field, 4_000_000_000);
@@ -212,23 +257,40 @@ fn repeated_scalar_elements_are_replaced_packed_or_not() {
         ],
     };
     let m = merge(
-        vec![base.encode_to_vec(), b"-20".to_vec(), b"8".to_vec(), b"B".to_vec()],
+        vec![
+            base.encode_to_vec(),
+            b"-20".to_vec(),
+            b"8".to_vec(),
+            b"B".to_vec(),
+        ],
         &cm,
     )
     .unwrap();
     assert_eq!(m.packed_int32, vec![1, -20, 3]);
     assert_eq!(m.unpacked_double, vec![8.0, 0.25]);
-    assert_eq!(m.repeated_string_field, vec!["a".to_string(), "B".to_string()]);
+    assert_eq!(
+        m.repeated_string_field,
+        vec!["a".to_string(), "B".to_string()]
+    );
 }
 
 #[test]
 fn bad_text_scalars_and_missing_scalar_elements_are_errors() {
-    let cm = ChunkedMessage { chunk_index: None, chunked_fields: vec![cf(vec![f(20)], 0)] };
+    let cm = ChunkedMessage {
+        chunk_index: None,
+        chunked_fields: vec![cf(vec![f(20)], 0)],
+    };
     let err = merge(vec![b"forty".to_vec()], &cm).unwrap_err();
     assert!(err.to_string().contains("int32"), "{err}");
-    let cm = ChunkedMessage { chunk_index: None, chunked_fields: vec![cf(vec![f(33)], 0)] };
+    let cm = ChunkedMessage {
+        chunk_index: None,
+        chunked_fields: vec![cf(vec![f(33)], 0)],
+    };
     assert!(merge(vec![b"NOPE".to_vec()], &cm).is_err());
-    let cm = ChunkedMessage { chunk_index: None, chunked_fields: vec![cf(vec![f(40), ix(3)], 0)] };
+    let cm = ChunkedMessage {
+        chunk_index: None,
+        chunked_fields: vec![cf(vec![f(40), ix(3)], 0)],
+    };
     let err = merge(vec![b"1".to_vec()], &cm).unwrap_err();
     assert!(err.to_string().contains("out of range"), "{err}");
 }
@@ -236,7 +298,13 @@ fn bad_text_scalars_and_missing_scalar_elements_are_errors() {
 #[test]
 fn nested_chunked_messages() {
     // StringNode tree, one chunk per node, metadata nested like TensorFlow's df-split-tree.
-    let node = |v: &str| StringNode { val: v.into(), child_nodes: vec![] }.encode_to_vec();
+    let node = |v: &str| {
+        StringNode {
+            val: v.into(),
+            child_nodes: vec![],
+        }
+        .encode_to_vec()
+    };
     let chunks = vec![node("root"), node("c0"), node("c0.0"), node("c1")];
     let cm = ChunkedMessage {
         chunk_index: Some(0),
@@ -252,7 +320,9 @@ fn nested_chunked_messages() {
         ],
     };
     let source = MemoryChunks::new("tree", chunks.into_iter().map(Bytes::from).collect());
-    let merged = Merger::new(&source).merge(&desc("unbound.test.StringNode"), &cm).unwrap();
+    let merged = Merger::new(&source)
+        .merge(&desc("unbound.test.StringNode"), &cm)
+        .unwrap();
     let tree = StringNode::decode(merged.to_vec().unwrap().as_slice()).unwrap();
     assert_eq!(tree.val, "root");
     assert_eq!(tree.child_nodes[0].val, "c0");
@@ -263,15 +333,26 @@ fn nested_chunked_messages() {
 #[test]
 fn unknown_fields_survive() {
     // Field 1000 is not in the schema; it must come out exactly as it went in.
-    let mut base = ManyFields { int32_field: 3, ..Default::default() }.encode_to_vec();
+    let mut base = ManyFields {
+        int32_field: 3,
+        ..Default::default()
+    }
+    .encode_to_vec();
     base.extend_from_slice(&[0xc2, 0x3e, 0x03, b'x', b'y', b'z']); // field 1000, LEN, "xyz"
     let mut inner = leaf("in").encode_to_vec();
     inner.extend_from_slice(&[0xc0, 0x3e, 0x07]); // field 1000, varint 7
-    let cm = ChunkedMessage { chunk_index: Some(0), chunked_fields: vec![cf(vec![f(1)], 1)] };
+    let cm = ChunkedMessage {
+        chunk_index: Some(0),
+        chunked_fields: vec![cf(vec![f(1)], 1)],
+    };
     let source = MemoryChunks::new("t", vec![Bytes::from(base), Bytes::from(inner)]);
-    let merged = Merger::new(&source).merge(&desc("unbound.test.ManyFields"), &cm).unwrap();
+    let merged = Merger::new(&source)
+        .merge(&desc("unbound.test.ManyFields"), &cm)
+        .unwrap();
     let out = merged.to_vec().unwrap();
-    assert!(out.windows(6).any(|w| w == [0xc2, 0x3e, 0x03, b'x', b'y', b'z']));
+    assert!(out
+        .windows(6)
+        .any(|w| w == [0xc2, 0x3e, 0x03, b'x', b'y', b'z']));
     assert!(out.windows(3).any(|w| w == [0xc0, 0x3e, 0x07]));
 }
 
@@ -279,18 +360,45 @@ fn unknown_fields_survive() {
 fn metadata_faults_are_reported_not_panicked() {
     let check = |cm: ChunkedMessage, needle: &str| {
         let err = merge(vec![ManyFields::default().encode_to_vec()], &cm).unwrap_err();
-        assert!(err.to_string().contains(needle), "{err} should mention {needle}");
+        assert!(
+            err.to_string().contains(needle),
+            "{err} should mention {needle}"
+        );
     };
-    check(ChunkedMessage { chunk_index: Some(9), chunked_fields: vec![] }, "out of range");
-    check(ChunkedMessage { chunk_index: None, chunked_fields: vec![cf(vec![f(999)], 0)] }, "not found");
-    check(ChunkedMessage { chunk_index: None, chunked_fields: vec![cf(vec![ix(0)], 0)] }, "index");
     check(
-        ChunkedMessage { chunk_index: None, chunked_fields: vec![cf(vec![f(3), f(1)], 0)] },
+        ChunkedMessage {
+            chunk_index: Some(9),
+            chunked_fields: vec![],
+        },
+        "out of range",
+    );
+    check(
+        ChunkedMessage {
+            chunk_index: None,
+            chunked_fields: vec![cf(vec![f(999)], 0)],
+        },
+        "not found",
+    );
+    check(
+        ChunkedMessage {
+            chunk_index: None,
+            chunked_fields: vec![cf(vec![ix(0)], 0)],
+        },
+        "index",
+    );
+    check(
+        ChunkedMessage {
+            chunk_index: None,
+            chunked_fields: vec![cf(vec![f(3), f(1)], 0)],
+        },
         "scalar",
     );
     // Absurd nesting: field_one.field_one.... 500 levels.
     check(
-        ChunkedMessage { chunk_index: None, chunked_fields: vec![cf(vec![f(1); 500], 0)] },
+        ChunkedMessage {
+            chunk_index: None,
+            chunked_fields: vec![cf(vec![f(1); 500], 0)],
+        },
         "nesting",
     );
 }

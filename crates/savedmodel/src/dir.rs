@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use unbound_chunked::{
-    atomic::sync_parent, read_cpb, read_pb, write_message, write_split, ChunkedError,
-    ReadMessage, Result, SourceFormat, WireMessage, Written,
+    atomic::sync_parent, read_cpb, read_pb, write_message, write_split, ChunkedError, ReadMessage,
+    Result, SourceFormat, WireMessage, Written,
 };
 use unbound_records::WriterOptions;
 

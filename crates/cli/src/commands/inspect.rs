@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 use unbound_chunked::FileChunks;
 use unbound_proto::tensorflow::proto_splitter::{
-    chunk_info::Type as ChunkType, field_index::{map_key::Type as KeyType, Kind}, ChunkedMessage,
-    FieldIndex,
+    chunk_info::Type as ChunkType,
+    field_index::{map_key::Type as KeyType, Kind},
+    ChunkedMessage, FieldIndex,
 };
 
 use super::CmdResult;
@@ -80,7 +81,10 @@ pub fn run(args: Args) -> CmdResult {
     for c in &chunk_list {
         println!(
             "  #{:<4} {:<7} size {:>12}  position {}",
-            c["index"], c["type"].as_str().unwrap_or(""), c["size"], c["offset"]
+            c["index"],
+            c["type"].as_str().unwrap_or(""),
+            c["size"],
+            c["offset"]
         );
     }
     println!("message tree:");
@@ -152,7 +156,11 @@ fn print_tree(m: &ChunkedMessage, depth: usize) {
     }
     for cf in &m.chunked_fields {
         let path: Vec<String> = cf.field_tag.iter().map(tag_text).collect();
-        let path = if path.is_empty() { "(merged into parent)".to_string() } else { path.join(".") };
+        let path = if path.is_empty() {
+            "(merged into parent)".to_string()
+        } else {
+            path.join(".")
+        };
         println!("{pad}  {path}:");
         print_tree(&cf.message.clone().unwrap_or_default(), depth + 2);
     }

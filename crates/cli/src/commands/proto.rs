@@ -79,12 +79,10 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
                 eprintln!("unbound: warning: {w}");
             }
             let bar = bytes_bar(total, "split");
-            let written = write_split(
-                &out_prefix,
-                split,
-                compression.writer_options(),
-                &mut |n| bar.inc(n),
-            )?;
+            let written =
+                write_split(&out_prefix, split, compression.writer_options(), &mut |n| {
+                    bar.inc(n)
+                })?;
             bar.finish_and_clear();
             println!(
                 "wrote {} ({} chunks)",

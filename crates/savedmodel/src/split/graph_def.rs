@@ -38,14 +38,22 @@ pub fn split_graph_def(
     let split_nodes = |graph: &mut WireMessage, scope: &mut Scope<'_>, ctx: &mut SplitContext| {
         split_repeated(graph, desc, "node", &node_splitters, scope, ctx)
     };
-    let split_functions = |graph: &mut WireMessage, scope: &mut Scope<'_>, ctx: &mut SplitContext| {
-        if !has_library {
-            return Ok(0);
-        }
-        let library = graph.singular_message_mut(&library_fd)?;
-        let mut child = scope.child(&[PathElem::from("library")]);
-        split_repeated(library, &library_desc, "function", &function_splitters, &mut child, ctx)
-    };
+    let split_functions =
+        |graph: &mut WireMessage, scope: &mut Scope<'_>, ctx: &mut SplitContext| {
+            if !has_library {
+                return Ok(0);
+            }
+            let library = graph.singular_message_mut(&library_fd)?;
+            let mut child = scope.child(&[PathElem::from("library")]);
+            split_repeated(
+                library,
+                &library_desc,
+                "function",
+                &function_splitters,
+                &mut child,
+                ctx,
+            )
+        };
 
     if library_size > approx_node_size {
         library_size -= split_functions(graph, scope, ctx)?;
@@ -64,7 +72,11 @@ pub fn split_graph_def(
         graph.fields.retain(|f| f.number != library_fd.number());
         let mut library = library;
         library.descriptor = Some(library_desc);
-        scope.add_chunk(Chunk::Message(library), &[PathElem::from("library")], Some(1))?;
+        scope.add_chunk(
+            Chunk::Message(library),
+            &[PathElem::from("library")],
+            Some(1),
+        )?;
     }
     Ok(())
 }

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
 use unbound_chunked::{
-    navigate::message_type, Chunk, KeyValue, Payload, PathElem, Result, Scope, WireMessage,
+    navigate::message_type, Chunk, KeyValue, PathElem, Payload, Result, Scope, WireMessage,
     WireValue,
 };
 use unbound_proto::tensorflow::TensorProto;
@@ -77,9 +77,17 @@ pub fn constant_splitter(
 
 /// The constant's value as raw bytes: its `tensor_content`, or its typed values converted the
 /// way `tensor_util.MakeNdarray(...).tobytes()` does. `None` when there is no such form.
-fn constant_bytes(tensor: &WireMessage, tensor_desc: &MessageDescriptor) -> Result<Option<Payload>> {
+fn constant_bytes(
+    tensor: &WireMessage,
+    tensor_desc: &MessageDescriptor,
+) -> Result<Option<Payload>> {
     let content_fd = field(tensor_desc, "tensor_content")?;
-    if let Some(f) = tensor.fields.iter().rev().find(|f| f.number == content_fd.number()) {
+    if let Some(f) = tensor
+        .fields
+        .iter()
+        .rev()
+        .find(|f| f.number == content_fd.number())
+    {
         if let WireValue::Bytes(p) = &f.value {
             if !p.is_empty() {
                 return Ok(Some(p.clone()));

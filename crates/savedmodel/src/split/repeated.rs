@@ -37,7 +37,8 @@ pub fn split_repeated(
         if !element_splitters.is_empty() && size > 0 {
             let element = parent.expand_at(pos, &elem_desc)?;
             for splitter in element_splitters {
-                let mut child = scope.child(&[PathElem::from(field_name), PathElem::Index(n as u64)]);
+                let mut child =
+                    scope.child(&[PathElem::from(field_name), PathElem::Index(n as u64)]);
                 let diff = splitter(element, &elem_desc, size, &mut child, ctx)?;
                 total_size_diff += diff;
                 size -= diff;

@@ -1,7 +1,9 @@
 //! `SavedModelSplitter`.
 
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{navigate::message_type, Chunk, ChunkSink, PathElem, Result, SplitOutput, WireMessage};
+use unbound_chunked::{
+    navigate::message_type, Chunk, ChunkSink, PathElem, Result, SplitOutput, WireMessage,
+};
 
 use super::{field, split_graph_def, SplitContext};
 

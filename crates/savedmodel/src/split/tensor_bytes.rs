@@ -81,7 +81,13 @@ mod tests {
 
     fn shape(dims: &[i64]) -> Option<TensorShapeProto> {
         Some(TensorShapeProto {
-            dim: dims.iter().map(|&size| Dim { size, ..Default::default() }).collect(),
+            dim: dims
+                .iter()
+                .map(|&size| Dim {
+                    size,
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         })
     }
@@ -95,7 +101,10 @@ mod tests {
             ..Default::default()
         };
         let b = typed_values_to_bytes(&t).unwrap();
-        let floats: Vec<f32> = b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        let floats: Vec<f32> = b
+            .chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
         assert_eq!(floats, vec![1.0, 2.0, 2.0, 2.0]);
     }
 
@@ -123,7 +132,10 @@ mod tests {
             half_val: vec![0x3c00, 0x4000],
             ..Default::default()
         };
-        assert_eq!(typed_values_to_bytes(&t).unwrap(), vec![0x00, 0x3c, 0x00, 0x40]);
+        assert_eq!(
+            typed_values_to_bytes(&t).unwrap(),
+            vec![0x00, 0x3c, 0x00, 0x40]
+        );
     }
 
     #[test]

@@ -6,14 +6,15 @@
 //! that went in, not from the file. `interop/huge_model.sh` compares it with TensorFlow's view.
 //!
 //! ```text
-//! cargo run --release -p unbound-savedmodel --example make_huge_model -- OUT_DIR [--consts N] [--mib M]
+//! cargo run --release -p unbound-savedmodel --example make_huge_model -- OUT_DIR [--consts N] [--mib M] [--max-size BYTES]
 //! cargo run --release -p unbound-savedmodel --example make_huge_model -- --read DIR
 //! ```
 //!
 //! Defaults: 20 float32 `Const` nodes of 120 MiB each (2.35 GiB of tensor data, deterministic
 //! xorshift content) plus a few small nodes (a placeholder, a scalar constant with an inline
 //! value, a small constant, ops consuming them). `--read DIR` instead reads `DIR/saved_model.cpb`
-//! back with unbound's own reader and prints the same summary from what it finds.
+//! back with unbound's own reader and prints the same summary from what it finds. `--max-size`
+//! (default 1 GiB, TensorFlow's) is for quick small runs that still get split.
 //!
 //! Memory: the model is held once (each big node serialized once, its content referenced from
 //! there), about 2.4 GB, plus what writing a chunk needs.
@@ -40,7 +41,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: make_huge_model OUT_DIR [--consts N] [--mib M]\n       make_huge_model --read DIR"
+        "usage: make_huge_model OUT_DIR [--consts N] [--mib M] [--max-size BYTES]\n       make_huge_model --read DIR"
     );
     std::process::exit(2);
 }
@@ -49,6 +50,7 @@ fn run() -> AnyResult<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut consts = 20usize;
     let mut mib = 120u64;
+    let mut max_size = DEFAULT_MAX_SIZE;
     let mut out: Option<PathBuf> = None;
     let mut read: Option<PathBuf> = None;
     let mut i = 0;
@@ -61,6 +63,10 @@ fn run() -> AnyResult<()> {
             }
             "--mib" => {
                 mib = value(i).parse()?;
+                i += 1;
+            }
+            "--max-size" => {
+                max_size = value(i).parse()?;
                 i += 1;
             }
             "--read" => {
@@ -76,10 +82,10 @@ fn run() -> AnyResult<()> {
         return read_back(&dir);
     }
     let Some(out) = out else { usage() };
-    generate(&out, consts, mib)
+    generate(&out, consts, mib, max_size)
 }
 
-fn generate(out: &std::path::Path, consts: usize, mib: u64) -> AnyResult<()> {
+fn generate(out: &std::path::Path, consts: usize, mib: u64, max_size: u64) -> AnyResult<()> {
     let t0 = Instant::now();
     let rows = (mib << 20) as i64 / (4 * COLS);
     let in_dims = [1, COLS];
@@ -130,7 +136,7 @@ fn generate(out: &std::path::Path, consts: usize, mib: u64) -> AnyResult<()> {
 
     let t1 = Instant::now();
     let desc = descriptor("tensorflow.SavedModel");
-    let mut ctx = SplitContext::new(DEFAULT_MAX_SIZE);
+    let mut ctx = SplitContext::new(max_size);
     let split = split_saved_model(model, &desc, &mut ctx)?;
     for w in &ctx.warnings {
         eprintln!("make_huge_model: split warning: {w}");

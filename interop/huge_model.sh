@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Past 2 GiB: builds a SavedModel whose serialized size exceeds protobuf's 2 GiB limit (in
+# Rust: crates/savedmodel/examples/make_huge_model.rs), splits it with unbound's SavedModel
+# splitter at TensorFlow's default maximum (1 GiB) into saved_model.cpb, and checks that
+# TensorFlow 2.21's own C++ Merger (Merger::Read, through merger_harness summary) reads it into
+# the same model: node count, every constant's tensor_content size and FNV-1a checksum, the
+# running checksum and total bytes, and the model's byte size. TensorFlow cannot serialize a
+# message that large back, so checksums are compared instead of bytes. unbound's own reader
+# reads the file back too and must agree.
+#
+# usage: interop/huge_model.sh [--keep] [-- EXAMPLE_ARGS...]
+#   EXAMPLE_ARGS go to make_huge_model (default model: 20 x 120 MiB float32 constants plus a
+#   few small nodes, 2.34 GiB). For a quick check of the machinery on a small model:
+#     UNBOUND_HUGE_ALLOW_SMALL=1 interop/huge_model.sh -- --consts 3 --mib 4 --max-size 8000000
+#   (without the variable a model that is not past 2 GiB fails the size check).
+#   --keep keeps the temporary directory and prints its path.
+#
+# Needs: ~2.6 GB free in ${TMPDIR:-/tmp}, ~7 GB of available memory (TensorFlow's Merger peaks
+# at ~6 GB on the default model), a few minutes (about 1.5 on 2 cores). Prints
+#   huge model: ok (N nodes, S bytes)
+# and exits 0, or prints what differs and exits 1.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+keep=0
+example_args=()
+while (( $# > 0 )); do
+  case "$1" in
+    --keep) keep=1; shift ;;
+    --) shift; example_args=("$@"); break ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "huge_model.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+fail() { echo "huge model: FAIL: $*" >&2; exit 1; }
+
+tmp_parent="${TMPDIR:-/tmp}"
+free_kb="$(df -Pk "$tmp_parent" | awk 'NR==2 {print $4}')"
+(( free_kb > 2800000 )) || fail "need ~2.6 GB free in $tmp_parent (have $((free_kb / 1024)) MiB)"
+avail_kb="$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)"
+if (( avail_kb > 0 && avail_kb < 7000000 )); then
+  echo "huge_model.sh: warning: only $((avail_kb / 1024)) MiB of memory available;" \
+       "TensorFlow's Merger needs ~6 GB for this model" >&2
+fi
+
+echo "huge_model.sh: building make_huge_model (release)" >&2
+(cd "$root" && cargo build --release --quiet -p unbound-savedmodel --example make_huge_model)
+example="${CARGO_TARGET_DIR:-$root/target}/release/examples/make_huge_model"
+harness="$("$here/build_harness.sh" | tail -n 1)"
+
+work="$(mktemp -d "$tmp_parent/unbound-huge.XXXXXX")"
+cleanup() {
+  if (( keep )); then echo "huge_model.sh: kept $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
+
+timed() {  # timed LABEL CMD... : runs CMD, reports wall time and peak RSS on stderr
+  local label="$1"; shift
+  if [[ -x /usr/bin/time ]]; then
+    /usr/bin/time -f "huge_model.sh: $label: %e s, peak RSS %M KB" "$@"
+  else
+    "$@"
+  fi
+}
+
+echo "huge_model.sh: generating and splitting into $work/model" >&2
+timed "build + split + write (unbound)" \
+  "$example" "$work/model" "${example_args[@]}" >"$work/ours.json" \
+  || fail "make_huge_model failed"
+[[ -f "$work/model/saved_model.cpb" ]] || fail "no saved_model.cpb was written (nothing needed splitting?)"
+ls -l "$work/model/saved_model.cpb" >&2
+
+echo "huge_model.sh: TensorFlow's Merger::Read on saved_model.cpb" >&2
+timed "Merger::Read + summary (TensorFlow)" \
+  "$harness" summary --type tensorflow.SavedModel "$work/model/saved_model" \
+  >"$work/tf.json" 2>"$work/tf.err" \
+  || { tail -n 5 "$work/tf.err" >&2; fail "TensorFlow's Merger could not read the file"; }
+grep '^huge_model.sh:' "$work/tf.err" >&2 || true
+
+echo "huge_model.sh: unbound's reader on saved_model.cpb" >&2
+timed "read_cpb + summary (unbound)" \
+  "$example" --read "$work/model" >"$work/unbound.json" \
+  || fail "unbound could not read the file back"
+
+python3 - "$work/ours.json" "$work/tf.json" "$work/unbound.json" <<'EOF'
+import json, os, sys
+
+ours, tf, back = (json.load(open(p)) for p in sys.argv[1:4])
+problems = []
+
+def compare(label, got):
+    if got["byte_size"] != ours["byte_size"]:
+        problems.append(f"{label}: byte_size {got['byte_size']} != {ours['byte_size']}")
+    g, o = got["graph"], ours["graph"]
+    for key in ("nodes", "tensor_content_total_bytes", "tensor_content_fnv1a64"):
+        if g[key] != o[key]:
+            problems.append(f"{label}: graph.{key} {g[key]} != {o[key]}")
+    gt, ot = g["node_tensors"], o["node_tensors"]
+    if len(gt) != len(ot):
+        problems.append(f"{label}: {len(gt)} tensors != {len(ot)}")
+    for a, b in zip(gt, ot):
+        for key, want in b.items():
+            if a.get(key) != want:
+                problems.append(f"{label}: tensor {b['name']}: {key} {a.get(key)} != {want}")
+
+compare("TensorFlow", tf)
+compare("unbound read-back", back)
+if tf.get("meta_graphs") != 1 or tf.get("tags") != ["serve"]:
+    problems.append(f"TensorFlow: meta_graphs {tf.get('meta_graphs')}, tags {tf.get('tags')}")
+if ours["byte_size"] <= 2**31 - 1 and os.environ.get("UNBOUND_HUGE_ALLOW_SMALL") != "1":
+    problems.append(f"the model is {ours['byte_size']} bytes, not past 2 GiB")
+for p in problems[:40]:
+    print("huge model: mismatch:", p, file=sys.stderr)
+if problems:
+    sys.exit(1)
+n, s = ours["graph"]["nodes"], ours["byte_size"]
+print(f"huge model: ok ({n} nodes, {s} bytes)")
+EOF

@@ -30,4 +30,4 @@ pub use message::{Payload, RecordRef, WireField, WireMessage, WireValue};
 pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat};
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};
 pub use tags::{KeyValue, PathElem};
-pub use write::{write_message, write_split, Written};
+pub use write::{write_message, write_message_with_progress, write_split, Written};

@@ -123,11 +123,42 @@ pub fn write_split(
 
 /// Writes one message as a binary protobuf file, atomically. Returns its size.
 pub fn write_message(path: &Path, message: &WireMessage) -> Result<u64> {
+    write_message_with_progress(path, message, &mut |_| {})
+}
+
+/// [`write_message`], calling `progress` with the number of bytes of each write.
+pub fn write_message_with_progress(
+    path: &Path,
+    message: &WireMessage,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64> {
     write_atomically(path, |out| {
-        message.write_to(out)?;
+        let mut counting = Counting {
+            inner: &mut *out,
+            progress,
+        };
+        message.write_to(&mut counting)?;
         out.flush().map_err(io_err(path))?;
         Ok(message.encoded_len())
     })
+}
+
+/// A writer that reports how many bytes pass through it.
+struct Counting<'a, W: Write> {
+    inner: W,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl<W: Write> Write for Counting<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        (self.progress)(n as u64);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// `prefix` with `.suffix` appended (not replacing any extension of its own).

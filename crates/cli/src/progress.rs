@@ -4,7 +4,7 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Work below this many bytes gets no bar.
-const MIN_BYTES_FOR_BAR: u64 = 64 << 20;
+pub const MIN_BYTES_FOR_BAR: u64 = 64 << 20;
 
 /// A bar for `total` bytes labelled `what`, hidden for small work or when stderr is not a
 /// terminal.

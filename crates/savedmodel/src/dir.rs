@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use unbound_chunked::{
-    atomic::sync_parent, read_cpb, read_pb, write_message, write_split, ChunkedError, ReadMessage,
-    Result, SourceFormat, WireMessage, Written,
+    atomic::sync_parent, read_cpb, read_pb, write_message_with_progress, write_split, ChunkedError,
+    ReadMessage, Result, SourceFormat, WireMessage, Written,
 };
 use unbound_records::WriterOptions;
 
@@ -140,10 +140,16 @@ pub struct MergeReport {
 }
 
 /// Writes `out` as a copy of `src` with its model as one `saved_model.pb`. Refuses when the
-/// merged model would exceed what protobuf can parse (2 GiB - 1).
-pub fn merge_dir(src: &Path, out: &Path) -> Result<MergeReport> {
+/// merged model would exceed what protobuf can parse (2 GiB - 1). `progress` is called with
+/// (bytes written now, total bytes).
+pub fn merge_dir(
+    src: &Path,
+    out: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<MergeReport> {
     let model = read_saved_model(src)?.message;
     let size = model.encoded_len();
+    progress(0, size);
     if size > MAX_PROTO_SIZE {
         return Err(ChunkedError::metadata(
             src.display().to_string(),
@@ -154,7 +160,9 @@ pub fn merge_dir(src: &Path, out: &Path) -> Result<MergeReport> {
         ));
     }
     let (model_bytes, copied_files) = write_dir_atomically(src, out, |tmp| {
-        write_message(&tmp.join("saved_model.pb"), &model)
+        write_message_with_progress(&tmp.join("saved_model.pb"), &model, &mut |n| {
+            progress(n, size)
+        })
     })?;
     Ok(MergeReport {
         model_bytes,

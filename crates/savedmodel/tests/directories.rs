@@ -42,7 +42,7 @@ fn split_then_merge_restores_the_model_bytes_and_carries_files_over() {
     assert!(report.written.chunked);
     assert!(split.join("saved_model.cpb").is_file());
     assert!(!split.join("saved_model.pb").exists());
-    merge_dir(&split, &merged).unwrap();
+    merge_dir(&split, &merged, &mut |_, _| {}).unwrap();
     let original = files(&src);
     let round_trip = files(&merged);
     // Everything but the fingerprint (describes the old file) comes back byte for byte.
@@ -65,7 +65,7 @@ fn existing_output_is_refused_untouched() {
     let out = tmp.path().join("out");
     fs::create_dir(&out).unwrap();
     fs::write(out.join("keep"), b"mine").unwrap();
-    let err = merge_dir(&testdata("tf2_multi_sig"), &out).unwrap_err();
+    let err = merge_dir(&testdata("tf2_multi_sig"), &out, &mut |_, _| {}).unwrap_err();
     assert!(err.to_string().contains("already exists"), "{err}");
     assert_eq!(fs::read(out.join("keep")).unwrap(), b"mine");
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use unbound_savedmodel::dir;
 
 use super::CmdResult;
+use crate::progress::bytes_bar;
 
 /// Arguments of `unbound merge`.
 #[derive(clap::Args)]
@@ -17,7 +18,17 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
-    let report = dir::merge_dir(&args.dir, &args.out)?;
+    let bar = bytes_bar(0, "merge");
+    let report = dir::merge_dir(&args.dir, &args.out, &mut |n, total| {
+        if bar.length() != Some(total) {
+            bar.set_length(total);
+            if total >= crate::progress::MIN_BYTES_FOR_BAR {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
+        }
+        bar.inc(n);
+    })?;
+    bar.finish_and_clear();
     println!(
         "wrote {} ({} bytes) and {} other files",
         args.out.join("saved_model.pb").display(),

@@ -29,8 +29,7 @@ pub(crate) struct BlockHeader {
 impl BlockHeader {
     /// Parses a block header, returning `None` when its hash does not match.
     pub(crate) fn parse(bytes: &[u8; 24]) -> Option<BlockHeader> {
-        let stored = le64(&bytes[0..8]);
-        if hash::hash(&bytes[8..24]) != stored {
+        if !hash::matches(hash::hash(&bytes[8..24]), le64(&bytes[0..8])) {
             return None;
         }
         Some(BlockHeader {

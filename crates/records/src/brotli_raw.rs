@@ -155,6 +155,28 @@ mod tests {
         assert_eq!(joined, data);
     }
 
+    /// TensorFlow's files are written by C Brotli; its stream framing for
+    /// incompressible data must take the fast path too.
+    #[test]
+    fn c_brotli_random_data_is_all_verbatim() {
+        let data = noise(5 << 20);
+        let options = brotlic::BrotliEncoderOptions::new()
+            .quality(brotlic::Quality::new(6).expect("quality"))
+            .window_size(brotlic::WindowSize::new(22).expect("window"))
+            .size_hint(1 << 20)
+            .build()
+            .expect("encoder");
+        let mut w = brotlic::CompressorWriter::with_encoder(options, Vec::new());
+        w.write_all(&data).expect("write");
+        let stream = ChunkBytes::plain(Bytes::from(w.into_inner().expect("finish")));
+        let segments = scan(&stream).expect("uncompressed meta-blocks");
+        let joined: Vec<u8> = segments
+            .iter()
+            .flat_map(|s| s.to_bytes().to_vec())
+            .collect();
+        assert_eq!(joined, data);
+    }
+
     #[test]
     fn compressible_data_falls_back() {
         let data: Vec<u8> = b"abcabcabd".iter().copied().cycle().take(100_000).collect();

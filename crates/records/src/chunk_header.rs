@@ -66,7 +66,7 @@ pub(crate) struct ChunkHeader {
 impl ChunkHeader {
     /// Parses a chunk header, returning `None` when its hash does not match.
     pub(crate) fn parse(bytes: &[u8; 40]) -> Option<ChunkHeader> {
-        if hash::hash(&bytes[8..40]) != le64(&bytes[0..8]) {
+        if !hash::matches(hash::hash(&bytes[8..40]), le64(&bytes[0..8])) {
             return None;
         }
         let type_and_count = le64(&bytes[24..32]);

@@ -227,7 +227,7 @@ impl FileChunks {
         for piece in self.data_of(chunk).pieces() {
             hasher.update(piece);
         }
-        if hasher.finish() != chunk.header.data_hash {
+        if !crate::hash::matches(hasher.finish(), chunk.header.data_hash) {
             return Err(self.hash_mismatch(HashedPart::ChunkData, chunk.begin));
         }
         Ok(())

@@ -14,6 +14,25 @@
 //! * [`RecordWriter`] writes simple chunks with Riegeli's chunk boundary rule
 //!   and returns each record's numeric position.
 //!
+//! ```
+//! use unbound_records::{RecordReader, RecordWriter, WriterOptions};
+//!
+//! let mut writer = RecordWriter::new(Vec::new(), WriterOptions::default())?;
+//! let first = writer.write_record(b"chunk one")?;
+//! assert_eq!(first, 64); // the first chunk begins right after the 64-byte signature
+//! let second = writer.write_record(b"chunk two")?; // 65: same chunk, next index
+//! let file = writer.finish()?;
+//!
+//! let reader = RecordReader::from_bytes(file.into(), "example.cpb")?;
+//! assert_eq!(reader.read_record_at(second)?.1, &b"chunk two"[..]);
+//! assert_eq!(reader.read_record_at(first + 1)?.0, second);
+//! assert_eq!(reader.last_record()?, (second, bytes::Bytes::from_static(b"chunk two")));
+//! let mut out = Vec::new();
+//! reader.copy_record_to(first, &mut out)?;
+//! assert_eq!(out, b"chunk one");
+//! # Ok::<(), unbound_records::RecordsError>(())
+//! ```
+//!
 //! Untrusted input never panics: every size, offset and count read from the
 //! file is checked against what the file can hold before it is used, and
 //! errors ([`RecordsError`]) name the file, the offset and the fault.
@@ -42,6 +61,8 @@
 //!   with Brotli quality 6, which stores them as uncompressed meta-blocks;
 //!   this crate recognises such streams and copies the bytes straight from
 //!   the file instead of running them through a decoder.
+
+#![warn(missing_docs)]
 
 mod block;
 mod brotli_raw;

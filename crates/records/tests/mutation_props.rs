@@ -160,3 +160,18 @@ proptest! {
         exercise(file);
     }
 }
+
+/// Writes the base files as a seed corpus for the fuzz target:
+/// `FUZZ_SEED_DIR=fuzz/corpus/records_reader cargo test -p unbound-records
+/// --test mutation_props -- --ignored write_fuzz_seeds`.
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    let dir = std::env::var("FUZZ_SEED_DIR").expect("FUZZ_SEED_DIR");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for (i, f) in base_files().iter().enumerate() {
+        if f.len() < 70_000 {
+            std::fs::write(format!("{dir}/seed{i}"), f).expect("write seed");
+        }
+    }
+}

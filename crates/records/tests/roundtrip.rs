@@ -28,6 +28,31 @@ fn opts(compression: Compression, chunk_size: Option<u64>) -> WriterOptions {
 }
 
 #[test]
+fn reader_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<RecordReader>();
+    check::<unbound_records::RecordsError>();
+}
+
+#[test]
+fn concurrent_readers_share_one_reader() {
+    let records: Vec<Vec<u8>> = (0..8).map(|i| noise(i, 300_000)).collect();
+    let (file, positions) = write(&records, WriterOptions::default());
+    let r = RecordReader::from_bytes(Bytes::from(file), "mt").expect("open");
+    std::thread::scope(|s| {
+        for (p, rec) in positions.iter().zip(&records) {
+            let r = &r;
+            s.spawn(move || {
+                let mut out = Vec::new();
+                r.copy_record_to(*p, &mut out).expect("copy");
+                assert!(out == *rec);
+                assert!(r.read_record_at(*p).expect("read").1 == rec[..]);
+            });
+        }
+    });
+}
+
+#[test]
 fn empty_file() {
     let (file, _) = write(&[], WriterOptions::default());
     assert_eq!(file.len(), 64);

@@ -192,3 +192,86 @@ pub fn simple_uncompressed(sizes: &[u64], values: &[u8]) -> Vec<u8> {
     d.extend_from_slice(values);
     d
 }
+
+/// Appends a chunk at the end of `file` (a valid file so far), inserting a
+/// block header at every 64 KiB boundary and padding as the format says. An
+/// independent implementation of the chunk layout, for hand-made files.
+pub fn append_chunk(
+    file: &mut Vec<u8>,
+    data: &[u8],
+    chunk_type: u8,
+    num_records: u64,
+    decoded: u64,
+) {
+    const B: u64 = 1 << 16;
+    let begin = file.len() as u64;
+    let header = chunk_header(data, chunk_type, num_records, decoded, None);
+    let content: Vec<u8> = header.iter().chain(data).copied().collect();
+    // Where the content ends, placing it around block headers.
+    let mut pos = begin;
+    let mut left = content.len() as u64;
+    while left > 0 {
+        if pos % B == 0 {
+            pos += 24;
+        }
+        let n = left.min(B - pos % B);
+        pos += n;
+        left -= n;
+    }
+    let round_up = |p: u64| {
+        if p % B == 0 || p % B > 24 {
+            p
+        } else {
+            p + 25 - p % B
+        }
+    };
+    let end = round_up(pos).max(round_up(begin + num_records));
+    let mut content = content.into_iter();
+    let mut pos = begin;
+    while pos < end {
+        if pos % B == 0 {
+            let mut bh = vec![0u8; 24];
+            bh[8..16].copy_from_slice(&(pos - begin).to_le_bytes());
+            bh[16..24].copy_from_slice(&(end - pos).to_le_bytes());
+            let h = hh(&bh[8..24]);
+            bh[0..8].copy_from_slice(&h.to_le_bytes());
+            file.extend_from_slice(&bh);
+            pos += 24;
+            continue;
+        }
+        file.push(content.next().unwrap_or(0));
+        pos += 1;
+    }
+}
+
+/// Compresses with C Brotli (what TensorFlow uses) at quality 6, window 22.
+pub fn c_brotli(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let options = brotlic::BrotliEncoderOptions::new()
+        .quality(brotlic::Quality::new(6).expect("quality"))
+        .window_size(brotlic::WindowSize::new(22).expect("window"))
+        .build()
+        .expect("encoder");
+    let mut w = brotlic::CompressorWriter::with_encoder(options, Vec::new());
+    w.write_all(data).expect("write");
+    w.into_inner().expect("finish")
+}
+
+/// A simple chunk's data holding `records`, compressed with C Brotli.
+pub fn simple_c_brotli(records: &[Vec<u8>]) -> Vec<u8> {
+    let mut sizes = Vec::new();
+    let mut values = Vec::new();
+    for r in records {
+        varint(r.len() as u64, &mut sizes);
+        values.extend_from_slice(r);
+    }
+    let mut sizes_block = Vec::new();
+    varint(sizes.len() as u64, &mut sizes_block);
+    sizes_block.extend_from_slice(&c_brotli(&sizes));
+    let mut d = vec![b'b'];
+    varint(sizes_block.len() as u64, &mut d);
+    d.extend_from_slice(&sizes_block);
+    varint(values.len() as u64, &mut d);
+    d.extend_from_slice(&c_brotli(&values));
+    d
+}

@@ -16,6 +16,7 @@ pub mod generic;
 pub mod merger;
 pub mod message;
 pub mod navigate;
+pub mod prefetch;
 pub mod prune;
 pub mod read;
 pub mod scalar;

@@ -77,7 +77,8 @@ impl Payload {
     }
 }
 
-fn check_record_len(r: &RecordRef, actual: u64) -> Result<()> {
+/// Fails unless a record turned out as long as its chunk said.
+pub(crate) fn check_record_len(r: &RecordRef, actual: u64) -> Result<()> {
     if actual == r.len {
         return Ok(());
     }
@@ -181,6 +182,35 @@ impl WireMessage {
 
     /// Serializes into `out`. Lazy record payloads are streamed from their files.
     pub fn write_to(&self, out: &mut dyn Write) -> Result<()> {
+        self.write_with(out, &mut |record, out| {
+            Payload::Record(record.clone()).write_to(out)
+        })
+    }
+
+    /// Lazy record payloads in the order [`WireMessage::write_to`] writes them.
+    pub fn lazy_records(&self) -> Vec<&RecordRef> {
+        let mut out = Vec::new();
+        self.collect_records(&mut out);
+        out
+    }
+
+    fn collect_records<'a>(&'a self, out: &mut Vec<&'a RecordRef>) {
+        for field in self.write_order() {
+            match &field.value {
+                WireValue::Bytes(Payload::Record(r)) => out.push(r),
+                WireValue::Message(m) => m.collect_records(out),
+                _ => {}
+            }
+        }
+    }
+
+    /// Serializes into `out`, handing each lazy record payload to `write_record`, which must
+    /// write exactly its bytes (used to decode records in parallel ahead of the writer).
+    pub fn write_with(
+        &self,
+        out: &mut dyn Write,
+        write_record: &mut dyn FnMut(&RecordRef, &mut dyn Write) -> Result<()>,
+    ) -> Result<()> {
         let mut head = Vec::with_capacity(16);
         for field in self.write_order() {
             head.clear();
@@ -188,8 +218,9 @@ impl WireMessage {
             out.write_all(&head)
                 .map_err(|e| ChunkedError::io("<output>", e))?;
             match &field.value {
+                WireValue::Bytes(Payload::Record(r)) => write_record(r, out)?,
                 WireValue::Bytes(p) => p.write_to(out)?,
-                WireValue::Message(m) => m.write_to(out)?,
+                WireValue::Message(m) => m.write_with(out, write_record)?,
                 WireValue::Group(g) => {
                     out.write_all(g)
                         .map_err(|e| ChunkedError::io("<output>", e))?;

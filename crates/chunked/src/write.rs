@@ -137,7 +137,7 @@ pub fn write_message_with_progress(
             inner: &mut *out,
             progress,
         };
-        message.write_to(&mut counting)?;
+        crate::prefetch::write_prefetched(message, &mut counting)?;
         out.flush().map_err(io_err(path))?;
         Ok(message.encoded_len())
     })

@@ -163,7 +163,11 @@ fn make_fixture(compression: &str) -> Fixture {
         OsStr::new("--compression"),
         OsStr::new(compression),
     ]);
-    assert!(out.status.success(), "fixture split failed\n{}", describe(&out));
+    assert!(
+        out.status.success(),
+        "fixture split failed\n{}",
+        describe(&out)
+    );
     let cpb = std::fs::read(dir.join("saved_model.cpb")).expect("split wrote a .cpb");
     let mut other_files = Vec::new();
     collect_files(&dir, Path::new(""), &mut other_files);

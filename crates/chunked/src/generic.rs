@@ -1,8 +1,9 @@
 //! A size-driven splitter for any message type, for types without a splitter of their own.
 //!
 //! Walking the message in field order while it is above the maximum: a message value (singular,
-//! repeated element or map value) above the maximum is split recursively; one (still) larger
-//! than a third of the maximum moves whole into a chunk, leaving an empty placeholder; a string
+//! repeated element or map value) larger than a third of the maximum moves whole into a chunk,
+//! leaving an empty placeholder; one above the maximum is first split on its own, its chunks
+//! nested under its chunk's `ChunkedMessage`; a string
 //! or bytes value larger than a third of the maximum becomes a BYTES chunk when the field is
 //! singular. If the message is still above the maximum, its repeated message, string and bytes
 //! fields are cut into runs that fit, moved into chunks of the message's own type with an empty
@@ -13,7 +14,7 @@ use prost_reflect::{Kind, MessageDescriptor};
 
 use crate::error::Result;
 use crate::message::{Payload, WireMessage, WireValue};
-use crate::split::{Chunk, Scope};
+use crate::split::{Chunk, ChunkSink, Scope};
 use crate::tags::{KeyValue, PathElem};
 
 /// Deepest recursion of the generic splitter.
@@ -104,7 +105,8 @@ fn split_level(
     Ok(())
 }
 
-/// Splits a large message value further if needed, then moves it whole into a chunk.
+/// Moves a large message value into a chunk. One above the maximum is first split on its own,
+/// and its chunks are nested under it (see [`crate::ChunkSink::add_nested`]).
 fn chunk_message(
     sub: &mut WireMessage,
     sub_desc: &MessageDescriptor,
@@ -112,15 +114,18 @@ fn chunk_message(
     max: u64,
     depth: usize,
 ) -> Result<()> {
-    if sub.encoded_len() > max {
-        split_level(sub, sub_desc, scope, max, depth + 1)?;
+    let taken = std::mem::replace(sub, WireMessage::new(Some(sub_desc.clone())));
+    let mut taken = taken;
+    taken.descriptor = Some(sub_desc.clone());
+    if taken.encoded_len() > max {
+        let mut part = ChunkSink::new(sub_desc.clone(), true);
+        split_level(&mut taken, sub_desc, &mut part.root(), max, depth + 1)?;
+        scope.add_nested(part.finish(taken), &[])
+    } else {
+        scope
+            .add_chunk(Chunk::Message(taken), &[], None)
+            .map(|_| ())
     }
-    if sub.encoded_len() > max / 3 {
-        let mut taken = std::mem::replace(sub, WireMessage::new(Some(sub_desc.clone())));
-        taken.descriptor = Some(sub_desc.clone());
-        scope.add_chunk(Chunk::Message(taken), &[], None)?;
-    }
-    Ok(())
 }
 
 /// Moves runs of repeated message, string and bytes elements into chunks of the parent's type

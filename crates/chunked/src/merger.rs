@@ -100,8 +100,23 @@ impl FileChunks {
 
     /// Uses an open reader and reads its metadata.
     pub fn from_reader(reader: Arc<RecordReader>) -> Result<(Self, ChunkMetadata)> {
-        let metadata = read_metadata(&reader)?;
+        let (metadata_position, metadata) = read_metadata_at(&reader)?;
         let infos = metadata.chunks.clone();
+        // Chunks precede their metadata; a position at or after it means the file was cut
+        // (leaving a chunk as the last record) or the metadata is damaged.
+        if let Some((i, info)) = infos
+            .iter()
+            .enumerate()
+            .find(|(_, info)| info.offset >= metadata_position)
+        {
+            return Err(ChunkedError::metadata(
+                reader.name(),
+                format!(
+                    "chunk {i} is at record position {}, not before the metadata record at {metadata_position}",
+                    info.offset
+                ),
+            ));
+        }
         Ok((
             Self {
                 reader,
@@ -158,13 +173,20 @@ impl ChunkSource for FileChunks {
 
 /// Reads the `ChunkMetadata` of a `.cpb`: its last record.
 pub fn read_metadata(reader: &RecordReader) -> Result<ChunkMetadata> {
+    read_metadata_at(reader).map(|(_, m)| m)
+}
+
+/// [`read_metadata`], with the metadata record's position.
+fn read_metadata_at(reader: &RecordReader) -> Result<(u64, ChunkMetadata)> {
     let (position, bytes) = reader.last_record()?;
-    ChunkMetadata::decode(bytes).map_err(|e| {
-        ChunkedError::metadata(
-            reader.name(),
-            format!("the last record (position {position}) is not a ChunkMetadata: {e}"),
-        )
-    })
+    ChunkMetadata::decode(bytes)
+        .map(|m| (position, m))
+        .map_err(|e| {
+            ChunkedError::metadata(
+                reader.name(),
+                format!("the last record (position {position}) is not a ChunkMetadata: {e}"),
+            )
+        })
 }
 
 fn out_of_range(name: &str, index: u64, len: usize) -> ChunkedError {
@@ -192,7 +214,18 @@ impl<'a> Merger<'a> {
         metadata: &ChunkedMessage,
     ) -> Result<WireMessage> {
         let mut message = WireMessage::new(Some(desc.clone()));
-        self.read_fields(&mut message, desc, metadata, 0)?;
+        let name = self.source.name();
+        self.read_fields(&mut message, desc, metadata, 0)
+            .map_err(|e| match e {
+                // Navigation errors know the schema but not the file: name it.
+                ChunkedError::Schema { message, fault } if !fault.contains(name) => {
+                    ChunkedError::Schema {
+                        message,
+                        fault: format!("{fault} (in {name})"),
+                    }
+                }
+                e => e,
+            })?;
         Ok(message)
     }
 
@@ -360,10 +393,14 @@ impl<'a> Merger<'a> {
                     }
                 }
             }
-            (Some(_), false, _) => Err(self.schema(
+            (Some(Selector::Key(_)), false, _) => Err(self.schema(
+                desc,
+                format!("field {} is not a map but its tag has a map key", fd.name()),
+            )),
+            (Some(Selector::Index(_)), false, false) => Err(self.schema(
                 desc,
                 format!(
-                    "field {} is not repeated but its tag has an index or key",
+                    "field {} is not repeated but its tag has an index",
                     fd.name()
                 ),
             )),

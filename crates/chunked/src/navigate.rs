@@ -15,6 +15,11 @@ use crate::message::{Payload, WireField, WireMessage, WireValue};
 use crate::scalar::{scalar_wire, ScalarWire};
 use crate::wire::{self, put_varint};
 
+/// Most missing repeated elements one navigation step creates. TensorFlow's splitters leave
+/// placeholders, so a file they wrote never needs more than one; a large number can only come
+/// from damaged or hostile metadata and must not become an allocation of that size.
+pub const MAX_CREATED_ELEMENTS: u64 = 1 << 16;
+
 impl WireMessage {
     /// Positions of the occurrences of field `number`, in wire order.
     pub fn positions(&self, number: u32) -> Vec<usize> {
@@ -109,6 +114,17 @@ impl WireMessage {
         let pos = if index < count {
             positions[index as usize]
         } else {
+            if index - count >= MAX_CREATED_ELEMENTS {
+                return Err(ChunkedError::Schema {
+                    message: fd.parent_message().full_name().to_string(),
+                    fault: format!(
+                        "index {index} of repeated field {} would create {} missing elements \
+                         (it has {count}; at most {MAX_CREATED_ELEMENTS} are created)",
+                        fd.name(),
+                        index + 1 - count
+                    ),
+                });
+            }
             for _ in count..=index {
                 self.fields.push(WireField {
                     number: fd.number(),

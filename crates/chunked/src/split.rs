@@ -61,11 +61,9 @@ pub struct ChunkSink {
     chunks: Vec<Option<Chunk>>,
     /// Chunk ids in file order.
     order: Vec<ChunkId>,
-    /// Chunked fields with the id of their chunk.
-    fields: Vec<(
-        Vec<unbound_proto::tensorflow::proto_splitter::FieldIndex>,
-        ChunkId,
-    )>,
+    /// Chunked fields; their `chunk_index` values (nested ones too) hold chunk ids, turned into
+    /// file positions when the sink is finished.
+    fields: Vec<ChunkedField>,
     base_is_initial_chunk: bool,
 }
 
@@ -134,8 +132,34 @@ impl ChunkSink {
             Some(at) => self.order.insert(at.min(self.order.len()), id),
             None => self.order.push(id),
         }
-        self.fields.push((tags, id));
+        self.fields.push(ChunkedField {
+            field_tag: tags,
+            message: Some(ChunkedMessage {
+                chunk_index: Some(id as u64),
+                chunked_fields: Vec::new(),
+            }),
+        });
         Ok(ChunkHandle(id))
+    }
+
+    /// Adds the finished split of a part of the message at `path` (absolute) as one chunked
+    /// field with its own nested `ChunkedMessage`: on merge the part's base chunk is merged first
+    /// and its own chunked fields are applied inside it, so their order never depends on how the
+    /// Merger sorts paths through map keys.
+    pub fn add_nested(&mut self, part: SplitOutput, path: &[PathElem]) -> Result<()> {
+        let tags = field_tags(&self.descriptor, path)?;
+        let first_id = self.chunks.len();
+        for chunk in part.chunks {
+            self.order.push(self.chunks.len());
+            self.chunks.push(Some(chunk));
+        }
+        let mut message = part.message;
+        remap(&mut message, &|position| position + first_id as u64);
+        self.fields.push(ChunkedField {
+            field_tag: tags,
+            message: Some(message),
+        });
+        Ok(())
     }
 
     /// Replaces the content of a chunk added earlier.
@@ -152,17 +176,12 @@ impl ChunkSink {
         for (pos, &id) in self.order.iter().enumerate() {
             position[id] = pos as u64;
         }
-        let chunked_fields = self
-            .fields
-            .into_iter()
-            .map(|(field_tag, id)| ChunkedField {
-                field_tag,
-                message: Some(ChunkedMessage {
-                    chunk_index: Some(position[id]),
-                    chunked_fields: Vec::new(),
-                }),
-            })
-            .collect();
+        let mut chunked_fields = self.fields;
+        for field in &mut chunked_fields {
+            if let Some(m) = field.message.as_mut() {
+                remap(m, &|id| position[id as usize]);
+            }
+        }
         let mut slots = self.chunks;
         let chunks = self
             .order
@@ -175,6 +194,18 @@ impl ChunkSink {
                 chunk_index: self.base_is_initial_chunk.then_some(0),
                 chunked_fields,
             },
+        }
+    }
+}
+
+/// Rewrites every chunk index in `message` and below with `f`.
+fn remap(message: &mut ChunkedMessage, f: &dyn Fn(u64) -> u64) {
+    if let Some(i) = message.chunk_index.as_mut() {
+        *i = f(*i);
+    }
+    for field in &mut message.chunked_fields {
+        if let Some(m) = field.message.as_mut() {
+            remap(m, f);
         }
     }
 }
@@ -211,6 +242,14 @@ impl Scope<'_> {
     /// Replaces the content of a chunk added earlier.
     pub fn set_chunk(&mut self, handle: ChunkHandle, chunk: Chunk) {
         self.sink.set_chunk(handle, chunk)
+    }
+
+    /// Adds a finished split of the part at `path` relative to this scope, nested
+    /// ([`ChunkSink::add_nested`]).
+    pub fn add_nested(&mut self, part: SplitOutput, path: &[PathElem]) -> Result<()> {
+        let mut full = self.prefix.clone();
+        full.extend_from_slice(path);
+        self.sink.add_nested(part, &full)
     }
 
     /// Number of chunks in the sink so far.

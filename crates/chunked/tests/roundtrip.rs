@@ -318,7 +318,6 @@ proptest! {
     }
 
     #[test]
-    #[ignore = "bug: the generic splitter loses fields under split message-valued map entries (see split_message_map_value_keeps_its_chunked_fields)"]
     fn random_messages_with_message_maps_survive_split_write_read(
         original in many_fields_with(true),
         max_size in max_sizes(),
@@ -354,7 +353,6 @@ fn split_and_merge(original: &ManyFields, max_size: u64) -> (ManyFields, Chunked
 }
 
 #[test]
-#[ignore = "bug: generic.rs chunk_message adds a map value's own chunk after its children's, and the merge order does not sort past a map key, so the value's placeholders overwrite its chunked fields"]
 fn split_message_map_value_keeps_its_chunked_fields() {
     // Found by the property test. The map value is larger than the maximum: its bytes field
     // becomes a BYTES chunk at [12, key 0, 34] (leaving an empty placeholder), then the value
@@ -376,7 +374,6 @@ fn split_message_map_value_keeps_its_chunked_fields() {
 }
 
 #[test]
-#[ignore = "bug: generic.rs chunk_message adds a map value's own chunk after its children's (see split_message_map_value_keeps_its_chunked_fields)"]
 fn split_message_map_value_keeps_its_repeated_elements() {
     // The same with a repeated message field in the value: its first element is chunked at
     // [8, "k", 2, [0]], then the value's own chunk appends its placeholder element and the

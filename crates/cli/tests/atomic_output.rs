@@ -183,7 +183,6 @@ fn existing_output_is_refused_and_left_alone() {
 }
 
 #[test]
-#[ignore = "bug: copy_tree (crates/savedmodel/src/dir.rs) opens a FIFO in the source directory for reading and blocks forever"]
 fn split_of_a_source_with_a_fifo_fails_instead_of_hanging() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
@@ -344,7 +343,6 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-#[ignore = "bug: --max-size 0 is a usage error but exits 1 (crates/cli/src/commands/split.rs and proto.rs check it at run time)"]
 fn zero_max_size_is_a_usage_error() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");

@@ -431,7 +431,10 @@ fn metadata_position_past_the_end() {
             check(&fault(
                 format!("{label} chunk's ChunkInfo position {pos}"),
                 with_metadata(|m| m.chunks[index as usize].offset = pos),
-                &[&format!("record position {pos}"), "past the end"],
+                &[
+                    &format!("record position {pos}"),
+                    "not before the metadata record",
+                ],
                 Inspect::MayPass,
             ));
         }
@@ -444,7 +447,10 @@ fn metadata_position_past_the_end() {
     check(&fault(
         "ChunkInfo position after the last record",
         with_metadata(|m| m.chunks[bytes_chunk as usize].offset = meta_pos + 1),
-        &[&format!("record position {}", meta_pos + 1), "past the end"],
+        &[
+            &format!("record position {}", meta_pos + 1),
+            "not before the metadata record",
+        ],
         Inspect::MayPass,
     ));
 }
@@ -1018,7 +1024,6 @@ fn unbound_limited(args: &[&OsStr]) -> std::process::Output {
 }
 
 #[test]
-#[ignore = "bug: navigate.rs WireMessage::repeated_message_mut creates every missing element up to a repeated-field index read from the metadata, unbounded: index 2^40 exhausts memory"]
 fn huge_repeated_index_is_refused_not_allocated() {
     // meta_graphs[2^40]: the Merger would create 2^40 empty MetaGraphDefs. The index must be
     // refused (it is far beyond anything the file can describe), within a small memory limit.

@@ -111,7 +111,6 @@ fn node_def_round_trips_through_the_generic_splitter() {
 }
 
 #[test]
-#[ignore = "bug: generic splitter (crates/chunked/src/generic.rs, chunk_message) adds a map value's own MESSAGE chunk after the chunks of its fields; the merge order does not sort past a map key, so the value's empty placeholder overwrites tensor_content"]
 fn node_def_with_a_large_tensor_message_keeps_its_tensor_content() {
     // Here the rest of the tensor (400 half_val) is itself large enough to be moved into a
     // MESSAGE chunk at attr["value"].tensor, after its tensor_content went to a BYTES chunk at

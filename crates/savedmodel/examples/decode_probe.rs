@@ -22,7 +22,10 @@ fn main() {
     let mut i = 0;
     while i < args.len() {
         if args[i] == "--threads" {
-            threads = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or_else(|| usage());
+            threads = args
+                .get(i + 1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| usage());
             i += 2;
         } else if path.is_none() && !args[i].starts_with('-') {
             path = Some(PathBuf::from(&args[i]));

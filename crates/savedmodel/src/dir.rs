@@ -220,6 +220,18 @@ fn copy_tree(src: &Path, dst: &Path, top: bool) -> Result<usize> {
         if kind.is_dir() {
             fs::create_dir_all(&to).map_err(|e| ChunkedError::io(&to, e))?;
             copied += copy_tree(&from, &to, false)?;
+        } else if !fs::metadata(&from)
+            .map_err(|e| ChunkedError::io(&from, e))?
+            .is_file()
+        {
+            // A FIFO, socket or device would block or stream forever: refuse it.
+            return Err(ChunkedError::io(
+                &from,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "not a regular file; a SavedModel directory holds only files and directories",
+                ),
+            ));
         } else {
             fs::copy(&from, &to).map_err(|e| ChunkedError::io(&from, e))?;
             copied += 1;

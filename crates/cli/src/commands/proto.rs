@@ -25,7 +25,7 @@ pub enum ProtoCommand {
         /// Output path without extension.
         out_prefix: PathBuf,
         /// Maximum chunk size in bytes.
-        #[arg(long, default_value_t = DEFAULT_MAX_SIZE)]
+        #[arg(long, default_value_t = DEFAULT_MAX_SIZE, value_parser = clap::value_parser!(u64).range(1..))]
         max_size: u64,
         /// Record compression.
         #[arg(long, value_enum, default_value_t = CompressionArg::Zstd)]
@@ -53,9 +53,6 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
             max_size,
             compression,
         } => {
-            if max_size == 0 {
-                return Err("--max-size must be at least 1".into());
-            }
             let desc = message_descriptor(&type_name)?;
             let message = read_pb(&input, &desc)?;
             let total = message.encoded_len();

@@ -16,7 +16,7 @@ pub struct Args {
     /// The directory to create.
     out: PathBuf,
     /// Maximum chunk size in bytes (TensorFlow's default: 1 GiB).
-    #[arg(long, default_value_t = DEFAULT_MAX_SIZE)]
+    #[arg(long, default_value_t = DEFAULT_MAX_SIZE, value_parser = clap::value_parser!(u64).range(1..))]
     max_size: u64,
     /// Record compression.
     #[arg(long, value_enum, default_value_t = CompressionArg::Zstd)]
@@ -25,9 +25,6 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
-    if args.max_size == 0 {
-        return Err("--max-size must be at least 1".into());
-    }
     let (model_path, _) = dir::model_file(&args.dir)?;
     let total = std::fs::metadata(&model_path).map(|m| m.len()).unwrap_or(0);
     let bar = bytes_bar(total, "split");

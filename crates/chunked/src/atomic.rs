@@ -4,8 +4,40 @@
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::error::{ChunkedError, Result};
+
+/// Temporary paths being written right now, so an interrupted process can remove them
+/// ([`remove_temporaries`], called from the CLI's signal handler).
+static IN_PROGRESS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Marks `path` as a temporary output being written.
+pub fn register_temporary(path: &Path) {
+    if let Ok(mut list) = IN_PROGRESS.lock() {
+        list.push(path.to_path_buf());
+    }
+}
+
+/// Unmarks `path` (renamed into place or removed).
+pub fn unregister_temporary(path: &Path) {
+    if let Ok(mut list) = IN_PROGRESS.lock() {
+        list.retain(|p| p != path);
+    }
+}
+
+/// Removes every temporary output still being written: for a signal handler, before exiting.
+pub fn remove_temporaries() {
+    if let Ok(list) = IN_PROGRESS.lock() {
+        for p in list.iter() {
+            if p.is_dir() {
+                let _ = fs::remove_dir_all(p);
+            } else {
+                let _ = fs::remove_file(p);
+            }
+        }
+    }
+}
 
 /// A temporary path in the same directory as `path` (so the final rename stays on one
 /// filesystem), unique to this process and moment.
@@ -32,6 +64,7 @@ pub fn write_atomically<T>(
     write: impl FnOnce(&mut BufWriter<File>) -> Result<T>,
 ) -> Result<T> {
     let tmp = temp_path_for(path);
+    register_temporary(&tmp);
     let result = (|| {
         let file = File::create(&tmp).map_err(|e| ChunkedError::io(&tmp, e))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
@@ -48,6 +81,7 @@ pub fn write_atomically<T>(
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
+    unregister_temporary(&tmp);
     result
 }
 

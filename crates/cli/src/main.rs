@@ -32,6 +32,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // On Ctrl-C or SIGTERM, remove the temporary output being written before exiting, so an
+    // interrupted run leaves nothing behind (a kill -9 leaves only a hidden temporary name).
+    let _ = ctrlc::set_handler(|| {
+        unbound_chunked::atomic::remove_temporaries();
+        eprintln!("unbound: interrupted; partial output removed");
+        std::process::exit(130);
+    });
     let result = match cli.command {
         Command::Split(args) => commands::split::run(args),
         Command::Merge(args) => commands::merge::run(args),

@@ -421,3 +421,48 @@ fn unknown_type_and_missing_files_exit_1() {
         assert!(!out.exists(), "{args:?} created the output");
     }
 }
+
+#[test]
+fn sigterm_during_split_removes_the_temporary_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    write_big_model(&src, 3, 24 << 20);
+    let out_root = tmp.path().join("out");
+    std::fs::create_dir(&out_root).unwrap();
+    let out_dir = out_root.join("split");
+    let mut child = Command::new(bin())
+        .args([
+            OsStr::new("split"),
+            src.as_os_str(),
+            out_dir.as_os_str(),
+            OsStr::new("--max-size"),
+            OsStr::new("1000000"),
+            OsStr::new("--compression"),
+            OsStr::new("brotli"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while temp_dirs_for(&out_dir).is_empty() {
+        assert!(child.try_wait().unwrap().is_none(), "split ended early");
+        assert!(Instant::now() < deadline, "split never started writing");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "split finished too soon"
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "exit code after SIGTERM");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    assert!(!out_dir.exists());
+    assert_entries(&out_root, &[], "after SIGTERM");
+}

@@ -188,6 +188,7 @@ fn write_dir_atomically<T>(
         ));
     }
     let tmp = unbound_chunked::atomic::temp_path_for(out);
+    unbound_chunked::atomic::register_temporary(&tmp);
     let result = (|| {
         fs::create_dir_all(&tmp).map_err(|e| ChunkedError::io(&tmp, e))?;
         let value = write_model(&tmp)?;
@@ -199,6 +200,7 @@ fn write_dir_atomically<T>(
     if result.is_err() {
         let _ = fs::remove_dir_all(&tmp);
     }
+    unbound_chunked::atomic::unregister_temporary(&tmp);
     result
 }
 

@@ -20,7 +20,7 @@
 #   uncompressed meta-blocks. Run with --variant all or uniform.
 #
 # Measurements: every command runs --reps times (default 3) under /usr/bin/time -f '%e %M';
-# the table shows the best wall time and the largest peak RSS. Nothing is dropped from the page
+# the table shows the best wall time and the largest peak RSS (MB = 10^6 bytes). Nothing is dropped from the page
 # cache: each input is read once before its group (cat > /dev/null), so both sides read warm
 # files. Outputs go to bench-data/scratch/ (same filesystem) and are removed between runs.
 # unbound and merger_harness both fsync what they write; plain `cp -r` does not, so
@@ -137,7 +137,7 @@ measure() {
     (( m > maxrss )) && maxrss="$m"
   done
   printf '%s\t%s\t%s\t%s\n' "$key" "$best" "$maxrss" "$label" >>"$results"
-  printf '  %-58s %8.2f s %9.1f MB\n' "$label" "$best" "$(awk -v k="$maxrss" 'BEGIN { print k / 1024 }')"
+  printf '  %-58s %8.2f s %9.1f MB\n' "$label" "$best" "$(awk -v k="$maxrss" 'BEGIN { print k * 1.024 / 1000 }')"
 }
 
 # anon KEY CMD...: one more run of CMD under scripts/bench/peak_rss.sh, to split its peak RSS
@@ -150,7 +150,7 @@ anon() {
   printf '%s.anon\t%s\n%s.file\t%s\n' "$key" "$(awk '{print $5}' <<<"$line")" \
     "$key" "$(awk '{print $7}' <<<"$line")" >>"$results"
   printf '  %-58s %s\n' "  of which (sampled):" \
-    "$(awk '{printf "private (RssAnon) %.1f MB, mapped files (RssFile) %.1f MB", $5/1024, $7/1024}' <<<"$line")"
+    "$(awk '{printf "private (RssAnon) %.1f MB, mapped files (RssFile) %.1f MB", $5*1.024/1000, $7*1.024/1000}' <<<"$line")"
 }
 
 get() { awk -F'\t' -v k="$1" -v c="$2" '$1 == k { print $c }' "$results"; }

@@ -35,7 +35,7 @@ perf record -q -g -o "$work/perf.data" "${cmd[@]}" "$work/out" >/dev/null 2>"$wo
   || { cat "$work/perf.err" >&2; exit 1; }
 echo "== top symbols by self time: ${cmd[*]} OUT"
 perf report -i "$work/perf.data" --no-children --stdio --sort dso,sym 2>/dev/null \
-  | grep -E '^ +[0-9]+\.[0-9]+%' | head -n 15
+  | grep -E '^ +[0-9]+\.[0-9]+%' | head -n 15 || true  # head closes the pipe early
 rm -rf "$work/out"
 if command -v strace >/dev/null; then
   echo "== syscalls by wall time"

@@ -1,15 +1,20 @@
 //! Decoding lazy records ahead of the writer, on worker threads.
 //!
 //! Merging a `.cpb` whose large values are compressed records is bound by decompression, which
-//! is single-threaded per record. [`write_prefetched`] decodes the records a message refers to on
-//! `workers` threads, in write order and round-robin, each worker at most one record ahead, while
-//! the calling thread writes. Memory stays bounded by `2 * workers` decoded records.
+//! is single-threaded per record. [`write_prefetched`] decodes the records that are really
+//! compressed on `workers` threads, in write order and round-robin, each worker at most one
+//! record ahead, while the calling thread writes. Memory stays bounded by `2 * workers` decoded
+//! records. Records stored uncompressed (or as Brotli's stored blocks, which is what TensorFlow's
+//! writer produces for incompressible tensors) cost no more than a copy: they are streamed
+//! straight from the input to the output in small pieces, which keeps the copy in cache.
 
 use std::io::Write;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread;
 
 use crate::error::{ChunkedError, Result};
+use unbound_records::CompressionType;
+
 use crate::message::{check_record_len, RecordRef, WireMessage};
 
 /// Below this many bytes of lazy records, plain streaming is as fast and uses less memory.
@@ -17,7 +22,14 @@ const MIN_PREFETCH_BYTES: u64 = 64 << 20;
 
 /// Serializes `message` into `out`, decoding its lazy records on worker threads when that pays.
 pub fn write_prefetched(message: &WireMessage, out: &mut dyn Write) -> Result<()> {
-    let records: Vec<RecordRef> = message.lazy_records().into_iter().cloned().collect();
+    let all: Vec<RecordRef> = message.lazy_records().into_iter().cloned().collect();
+    let costly: Vec<bool> = all.iter().map(is_costly).collect();
+    let records: Vec<RecordRef> = all
+        .iter()
+        .zip(&costly)
+        .filter(|(_, c)| **c)
+        .map(|(r, _)| r.clone())
+        .collect();
     let total: u64 = records.iter().map(|r| r.len).sum();
     let workers = thread::available_parallelism()
         .map(|n| n.get())
@@ -42,19 +54,41 @@ pub fn write_prefetched(message: &WireMessage, out: &mut dyn Write) -> Result<()
                 }
             });
         }
+        let mut index = 0usize;
         let mut next = 0usize;
-        let result = message.write_with(out, &mut |_record, out| {
+        let result = message.write_with(out, &mut |record, out| {
+            let is_costly = costly[index];
+            index += 1;
+            if !is_costly {
+                return crate::message::Payload::Record(record.clone()).write_to(out);
+            }
             let queue = &queues[next % workers];
             next += 1;
             let bytes = queue
                 .recv()
                 .map_err(|_| ChunkedError::metadata("<prefetch>", "a decoding worker stopped"))??;
-            out.write_all(&bytes)
-                .map_err(|e| ChunkedError::io("<output>", e))
+            // Small writes keep the source of each kernel copy in cache.
+            for piece in bytes.chunks(1 << 20) {
+                out.write_all(piece)
+                    .map_err(|e| ChunkedError::io("<output>", e))?;
+            }
+            Ok(())
         });
         drop(queues); // unblocks workers still waiting to send
         result
     })
+}
+
+/// Whether reading `r` means real decompression (as opposed to a copy).
+fn is_costly(r: &RecordRef) -> bool {
+    match r.reader.chunk_of(r.position) {
+        Ok(c) => {
+            let compressed = !matches!(c.compression, None | Some(CompressionType::None));
+            // Brotli's stored meta-blocks keep the size; real compression shrinks it.
+            compressed && c.data_size.saturating_mul(100) < c.decoded_data_size.saturating_mul(99)
+        }
+        Err(_) => false, // the error surfaces when the record is streamed
+    }
 }
 
 fn decode(r: &RecordRef) -> Result<Vec<u8>> {

@@ -250,6 +250,13 @@ impl RecordReader {
         }
     }
 
+    /// Summary of the chunk holding the record at (or first after) `pos`: lets a caller judge
+    /// how costly reading it is (compression, stored versus decoded size) before reading it.
+    pub fn chunk_of(&self, pos: u64) -> Result<ChunkSummary, RecordsError> {
+        let (chunk, _) = self.locate(pos)?;
+        Ok(self.summary(&chunk))
+    }
+
     /// Iterates over the chunk headers in file order (the signature chunk
     /// first). Stops after the first error.
     pub fn chunks(&self) -> impl Iterator<Item = Result<ChunkSummary, RecordsError>> + '_ {

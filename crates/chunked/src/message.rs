@@ -235,6 +235,32 @@ impl WireMessage {
         Ok(())
     }
 
+    /// The serialization as a list of byte segments: small pieces (keys, lengths, scalars) are
+    /// gathered into owned buffers, large values are shared slices of their source (a mapped
+    /// file, a decoded chunk), so writing a multi-gigabyte message copies nothing up front.
+    pub fn to_segments(&self) -> Result<Vec<Bytes>> {
+        let mut seg = Segments::default();
+        self.write_segments(&mut seg)?;
+        seg.flush();
+        Ok(seg.parts)
+    }
+
+    fn write_segments(&self, seg: &mut Segments) -> Result<()> {
+        for field in self.write_order() {
+            field.write_head(&mut seg.pending);
+            match &field.value {
+                WireValue::Bytes(p) => seg.push(p.bytes()?),
+                WireValue::Message(m) => m.write_segments(seg)?,
+                WireValue::Group(g) => {
+                    seg.pending.extend_from_slice(g);
+                    put_key(field.number, WireType::EndGroup, &mut seg.pending);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Serializes into a new buffer (reading any lazy records).
     pub fn to_vec(&self) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.encoded_len().min(1 << 30) as usize);
@@ -259,6 +285,34 @@ impl WireMessage {
             None => (1, 0),
         });
         order
+    }
+}
+
+/// Segments under construction: see [`WireMessage::to_segments`].
+#[derive(Default)]
+struct Segments {
+    parts: Vec<Bytes>,
+    pending: Vec<u8>,
+}
+
+impl Segments {
+    /// Values at least this large are shared, not copied.
+    const SHARE_AT: usize = 64 << 10;
+
+    fn push(&mut self, value: Bytes) {
+        if value.len() < Self::SHARE_AT {
+            self.pending.extend_from_slice(&value);
+        } else {
+            self.flush();
+            self.parts.push(value);
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.parts
+                .push(Bytes::from(std::mem::take(&mut self.pending)));
+        }
     }
 }
 

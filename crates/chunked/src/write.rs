@@ -70,32 +70,14 @@ pub fn write_split(
         let mut infos = Vec::with_capacity(count);
         let mut total = 0;
         for chunk in &split.chunks {
-            let (kind, size, offset) = match chunk {
-                Chunk::Message(m) => {
-                    let bytes = m.to_vec()?;
-                    (
-                        ChunkType::Message,
-                        bytes.len() as u64,
-                        writer.write_record(&bytes)?,
-                    )
-                }
-                Chunk::SerializedMessage(p) => {
-                    let bytes = p.bytes()?;
-                    (
-                        ChunkType::Message,
-                        bytes.len() as u64,
-                        writer.write_record(&bytes)?,
-                    )
-                }
-                Chunk::Bytes(p) => {
-                    let bytes = p.bytes()?;
-                    (
-                        ChunkType::Bytes,
-                        bytes.len() as u64,
-                        writer.write_record(&bytes)?,
-                    )
-                }
+            let (kind, segments) = match chunk {
+                Chunk::Message(m) => (ChunkType::Message, m.to_segments()?),
+                Chunk::SerializedMessage(p) => (ChunkType::Message, vec![p.bytes()?]),
+                Chunk::Bytes(p) => (ChunkType::Bytes, vec![p.bytes()?]),
             };
+            let parts: Vec<&[u8]> = segments.iter().map(|b| b.as_ref()).collect();
+            let size: u64 = parts.iter().map(|p| p.len() as u64).sum();
+            let offset = writer.write_record_parts(&parts)?;
             infos.push(ChunkInfo {
                 r#type: kind as i32,
                 size,

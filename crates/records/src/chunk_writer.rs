@@ -56,11 +56,11 @@ impl<W: Write> Section<'_, W> {
 
 /// Writes a chunk whose data is the concatenation of `parts`, beginning at
 /// file position `begin`; returns the chunk end (the next position).
-pub(crate) fn write_chunk<W: Write>(
+pub(crate) fn write_chunk<W: Write, P: AsRef<[u8]>>(
     out: &mut W,
     begin: u64,
     header: &ChunkHeader,
-    parts: &[Vec<u8>],
+    parts: &[P],
 ) -> io::Result<u64> {
     let end = block::chunk_end(
         begin,
@@ -76,7 +76,7 @@ pub(crate) fn write_chunk<W: Write>(
     };
     s.write(&header.encode())?;
     for part in parts {
-        s.write(part)?;
+        s.write(part.as_ref())?;
     }
     s.pad()?;
     debug_assert_eq!(s.pos, end);

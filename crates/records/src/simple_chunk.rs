@@ -133,8 +133,16 @@ impl SimpleEncoder {
 
     /// Adds one record.
     pub(crate) fn add(&mut self, record: &[u8]) -> std::io::Result<()> {
-        varint::write_u64(&mut self.sizes, record.len() as u64);
-        self.values.write(record)?;
+        self.add_parts(&[record])
+    }
+
+    /// Adds one record given as consecutive parts.
+    pub(crate) fn add_parts(&mut self, parts: &[&[u8]]) -> std::io::Result<()> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        varint::write_u64(&mut self.sizes, len as u64);
+        for part in parts {
+            self.values.write(part)?;
+        }
         self.num_records += 1;
         Ok(())
     }

@@ -107,7 +107,7 @@ impl<W: Write> RecordWriter<W> {
             chunk_size_so_far: 0,
         };
         let signature = ChunkHeader::for_data(&[], ChunkType::FileSignature, 0, 0);
-        w.pos = write_chunk(&mut w.out, 0, &signature, &[]).map_err(|e| w.io(e))?;
+        w.pos = write_chunk(&mut w.out, 0, &signature, &[] as &[&[u8]]).map_err(|e| w.io(e))?;
         Ok(w)
     }
 
@@ -138,6 +138,79 @@ impl<W: Write> RecordWriter<W> {
             self.close_chunk()?;
         }
         Ok(pos)
+    }
+
+    /// Writes one record given as consecutive parts (for example a serialized message whose
+    /// large values are slices of a mapped file), without first concatenating them.
+    ///
+    /// A record too large to share a chunk (Riegeli's rule would close the chunk around it
+    /// anyway) is written as its own chunk straight from the parts: stored chunks are hashed in
+    /// one pass and written in a second, compressed ones fed to the compressor piece by piece.
+    /// The records and chunk layout are those [`RecordWriter::write_record`] of the concatenation
+    /// gives (byte for byte when the chunk is stored; a compressor fed in pieces may cut its
+    /// blocks differently).
+    /// Returns the record's numeric position.
+    pub fn write_record_parts(&mut self, parts: &[&[u8]]) -> Result<u64, RecordsError> {
+        let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let added = len.saturating_add(8);
+        let own_chunk = added.saturating_add(8) > self.desired_chunk_size;
+        if !own_chunk {
+            let joined: Vec<u8> = parts.concat();
+            return self.write_record(&joined);
+        }
+        if self.chunk_size_so_far > 0 {
+            self.close_chunk()?;
+        }
+        let pos = self.pos;
+        let compression = if self.options.compression == Compression::None {
+            Compression::None
+        } else if self.options.store_incompressible {
+            let sample = sample_of_parts(parts, len);
+            if compression::worth_compressing(self.options.compression, &sample) {
+                self.options.compression
+            } else {
+                Compression::None
+            }
+        } else {
+            self.options.compression
+        };
+        if compression == Compression::None {
+            self.write_stored_record(parts, len)?;
+        } else {
+            let mut enc = self.encoder(compression)?;
+            enc.add_parts(parts).map_err(|e| self.io(e))?;
+            self.chunk = Some(OpenChunk::Encoding(enc));
+            self.chunk_records = 1;
+            self.close_chunk()?;
+        }
+        Ok(pos)
+    }
+
+    /// Writes a one-record uncompressed simple chunk directly from `parts`.
+    fn write_stored_record(&mut self, parts: &[&[u8]], len: u64) -> Result<(), RecordsError> {
+        let mut sizes = Vec::new();
+        crate::varint::write_u64(&mut sizes, len);
+        let mut head = vec![Compression::None.compression_type().to_byte()];
+        crate::varint::write_u64(&mut head, sizes.len() as u64);
+        head.extend_from_slice(&sizes);
+        let mut all: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
+        all.push(&head);
+        all.extend_from_slice(parts);
+        let mut hasher = Hasher::new();
+        for p in &all {
+            hasher.update(p);
+        }
+        let header = ChunkHeader {
+            data_size: head.len() as u64 + len,
+            data_hash: hasher.finish(),
+            chunk_type: ChunkType::Simple,
+            num_records: 1,
+            decoded_data_size: len,
+        };
+        self.pos = write_chunk(&mut self.out, self.pos, &header, &all).map_err(|e| self.io(e))?;
+        self.chunk_records = 0;
+        self.chunk_size_so_far = 0;
+        Ok(())
     }
 
     /// Writes the last chunk and flushes; returns the output.
@@ -250,6 +323,40 @@ impl<W: Write> RecordWriter<W> {
         self.chunk_records = 0;
         self.chunk_size_so_far = 0;
         Ok(())
+    }
+}
+
+/// A compressibility sample of a record given as parts: pieces of its beginning, middle and
+/// end, at most [`SAMPLE_SIZE`].
+fn sample_of_parts(parts: &[&[u8]], len: u64) -> Vec<u8> {
+    let piece = (SAMPLE_SIZE / 3) as u64;
+    let mut sample = Vec::with_capacity(SAMPLE_SIZE);
+    for start in [
+        0,
+        (len / 2).saturating_sub(piece / 2),
+        len.saturating_sub(piece),
+    ] {
+        copy_range(parts, start, piece.min(len), &mut sample);
+    }
+    sample
+}
+
+/// Appends bytes `[start, start + n)` of the concatenation of `parts` to `out`.
+fn copy_range(parts: &[&[u8]], start: u64, n: u64, out: &mut Vec<u8>) {
+    let (mut skip, mut left) = (start, n);
+    for p in parts {
+        if left == 0 {
+            break;
+        }
+        let plen = p.len() as u64;
+        if skip >= plen {
+            skip -= plen;
+            continue;
+        }
+        let take = (plen - skip).min(left);
+        out.extend_from_slice(&p[skip as usize..(skip + take) as usize]);
+        left -= take;
+        skip = 0;
     }
 }
 

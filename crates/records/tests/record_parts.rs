@@ -5,7 +5,7 @@
 use unbound_records::{Compression, RecordReader, RecordWriter, WriterOptions};
 
 fn write(options: &WriterOptions, records: &[Vec<Vec<u8>>], parts: bool) -> (Vec<u8>, Vec<u64>) {
-    let mut w = RecordWriter::new(Vec::new(), options.clone()).unwrap();
+    let mut w = RecordWriter::new(Vec::new(), *options).unwrap();
     let mut positions = Vec::new();
     for r in records {
         let pos = if parts {

@@ -4,7 +4,7 @@
 mod common;
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -230,8 +230,10 @@ fn temp_dirs_for(out: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn kill_9_during_split_leaves_no_output() {
+/// A split of a generated model large enough to take a while, started and seen writing (its
+/// temporary directory exists) for 300 ms. Returns the child, the temp dir guard, the directory
+/// holding the output and the output path.
+fn split_seen_writing(stderr: Stdio) -> (std::process::Child, tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
     // 3 × 24 MiB of compressible tensors; brotli in a debug build takes many seconds on them.
@@ -250,10 +252,9 @@ fn kill_9_during_split_leaves_no_output() {
             OsStr::new("brotli"),
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
-    // Wait until it is writing (its temporary directory exists), let it write a little, kill.
     let deadline = Instant::now() + Duration::from_secs(60);
     while temp_dirs_for(&out_dir).is_empty() {
         assert!(
@@ -266,8 +267,14 @@ fn kill_9_during_split_leaves_no_output() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         child.try_wait().unwrap().is_none(),
-        "split finished before it could be killed: make the model bigger"
+        "split finished before it could be stopped: make the model bigger"
     );
+    (child, tmp, out_root, out_dir)
+}
+
+#[test]
+fn kill_9_during_split_leaves_no_output() {
+    let (mut child, _tmp, out_root, out_dir) = split_seen_writing(Stdio::null());
     child.kill().unwrap(); // SIGKILL
     let status = child.wait().unwrap();
     assert_eq!(
@@ -424,37 +431,7 @@ fn unknown_type_and_missing_files_exit_1() {
 
 #[test]
 fn sigterm_during_split_removes_the_temporary_output() {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("src");
-    write_big_model(&src, 3, 24 << 20);
-    let out_root = tmp.path().join("out");
-    std::fs::create_dir(&out_root).unwrap();
-    let out_dir = out_root.join("split");
-    let mut child = Command::new(bin())
-        .args([
-            OsStr::new("split"),
-            src.as_os_str(),
-            out_dir.as_os_str(),
-            OsStr::new("--max-size"),
-            OsStr::new("1000000"),
-            OsStr::new("--compression"),
-            OsStr::new("brotli"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while temp_dirs_for(&out_dir).is_empty() {
-        assert!(child.try_wait().unwrap().is_none(), "split ended early");
-        assert!(Instant::now() < deadline, "split never started writing");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "split finished too soon"
-    );
+    let (child, _tmp, out_root, out_dir) = split_seen_writing(Stdio::piped());
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

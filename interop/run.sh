@@ -17,7 +17,8 @@ venv="$(scripts/tf-venv.sh | tail -n 1)"
 py="$venv/bin/python"
 export TF_CPP_MIN_LOG_LEVEL=2
 harness="$(interop/build_harness.sh | tail -n 1)"
-cargo build --quiet --release -p unbound-cli -p unbound-proto --example dump_descriptors
+cargo build --quiet --release -p unbound-cli
+cargo build --quiet --release -p unbound-proto --example dump_descriptors
 unbound="$root/target/release/unbound"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

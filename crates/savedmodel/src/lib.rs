@@ -4,5 +4,6 @@
 //! - [`dir`]: reading a SavedModel directory (`saved_model.cpb`, then `.pb`, then `.pbtxt`)
 //!   and writing split or merged copies of it.
 
+pub mod bundle;
 pub mod dir;
 pub mod split;

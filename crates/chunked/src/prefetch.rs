@@ -3,7 +3,7 @@
 //! Merging a `.cpb` whose large values are compressed records is bound by decompression, which
 //! is single-threaded per record. [`write_prefetched`] decodes the records that are really
 //! compressed on `workers` threads, in write order and round-robin, each worker at most one
-//! record ahead, while the calling thread writes. Memory stays bounded by `2 * workers` decoded
+//! record ahead, while the calling thread writes. Memory stays bounded by `workers` decoded
 //! records. Records stored uncompressed (or as Brotli's stored blocks, which is what TensorFlow's
 //! writer produces for incompressible tensors) cost no more than a copy: they are streamed
 //! straight from the input to the output in small pieces, which keeps the copy in cache.
@@ -41,7 +41,9 @@ pub fn write_prefetched(message: &WireMessage, out: &mut dyn Write) -> Result<()
     thread::scope(|scope| {
         let mut queues: Vec<Receiver<Result<Vec<u8>>>> = Vec::with_capacity(workers);
         for w in 0..workers {
-            let (tx, rx) = sync_channel(1);
+            // A rendezvous channel: a worker hands over its record and only then decodes the next, so
+            // at most one decoded record per worker is held.
+            let (tx, rx) = sync_channel(0);
             queues.push(rx);
             let mine: Vec<RecordRef> = records.iter().skip(w).step_by(workers).cloned().collect();
             scope.spawn(move || {

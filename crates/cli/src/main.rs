@@ -28,6 +28,8 @@ enum Command {
     Proto(commands::proto::ProtoCommand),
     /// Show the chunk metadata tree, chunk types, sizes and positions of a .cpb file.
     Inspect(commands::inspect::Args),
+    /// List the variables (checkpoint key, object path, dtype, shape, bytes); write one as .npy.
+    Vars(commands::vars::Args),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => commands::merge::run(args),
         Command::Proto(cmd) => commands::proto::run(cmd),
         Command::Inspect(args) => commands::inspect::run(args),
+        Command::Vars(args) => commands::vars::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

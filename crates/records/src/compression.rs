@@ -10,8 +10,6 @@
 
 use std::io::{self, Read, Write};
 
-use brotli::{BrotliDecompressStream, BrotliResult, BrotliState, HeapAlloc, HuffmanCode};
-
 use crate::brotli_raw;
 use crate::chunk_bytes::ChunkBytes;
 use crate::error::DecodeFault;
@@ -278,80 +276,50 @@ fn pump(src: &mut dyn Read, sink: &mut LimitedSink<'_>) -> Result<(), DecodeFaul
 /// Streams a Brotli stream through the decoder, feeding the file pieces
 /// directly and rejecting trailing bytes after the end of the stream.
 fn brotli_stream(stream: &ChunkBytes, sink: &mut LimitedSink<'_>) -> Result<(), DecodeFault> {
-    let mut state = BrotliState::new(
-        HeapAlloc::<u8>::new(0),
-        HeapAlloc::<u32>::new(0),
-        HeapAlloc::<HuffmanCode>::new(HuffmanCode::default()),
-    );
-    // Standard Brotli only (as the C decoder Riegeli uses): the large-window
-    // extension would let a hostile stream demand a 1 GiB ring buffer.
-    state.large_window = false;
+    // Google's C decoder (through `brotlic`, built from source by cargo): measured about 1.4x
+    // faster than the pure-Rust decoder on Brotli-compressed float tensors, which is what
+    // bounds merging a TensorFlow-written `.cpb`. Standard windows only (the C default, as in
+    // Riegeli): the large-window extension would let a hostile stream demand a 1 GiB buffer.
+    let mut decoder = brotlic::BrotliDecoder::new();
     let mut buf = vec![0u8; STREAM_BUFFER];
-    let mut total_out = 0usize;
     let mut finished = false;
     for piece in stream.pieces() {
-        let mut avail_in = piece.len();
-        let mut in_off = 0usize;
-        while avail_in > 0 {
+        let mut input: &[u8] = piece;
+        while !input.is_empty() {
             if finished {
                 return Err(DecodeFault::Decompression(
                     "data after the end of the Brotli stream".into(),
                 ));
             }
-            let mut avail_out = buf.len();
-            let mut out_off = 0usize;
-            let result = BrotliDecompressStream(
-                &mut avail_in,
-                &mut in_off,
-                piece,
-                &mut avail_out,
-                &mut out_off,
-                &mut buf,
-                &mut total_out,
-                &mut state,
-            );
-            sink.write_all(&buf[..out_off])
+            let r = decoder
+                .decompress(input, &mut buf)
+                .map_err(|e| DecodeFault::Decompression(format!("invalid Brotli stream: {e:?}")))?;
+            input = &input[r.bytes_read..];
+            sink.write_all(&buf[..r.bytes_written])
                 .map_err(|e| classify(e, true))?;
-            match result {
-                BrotliResult::ResultSuccess => finished = true,
-                BrotliResult::NeedsMoreInput => {
-                    if avail_in > 0 {
+            match r.info {
+                brotlic::decode::DecoderInfo::Finished => finished = true,
+                brotlic::decode::DecoderInfo::NeedsMoreInput => {
+                    if !input.is_empty() && r.bytes_read == 0 {
                         return Err(DecodeFault::Decompression("Brotli decoder stalled".into()));
                     }
                 }
-                BrotliResult::NeedsMoreOutput => {}
-                BrotliResult::ResultFailure => {
-                    return Err(DecodeFault::Decompression("invalid Brotli stream".into()));
-                }
+                brotlic::decode::DecoderInfo::NeedsMoreOutput => {}
             }
         }
     }
-    // Drain any output still held by the decoder.
+    // Drain output the decoder still holds.
     while !finished {
-        let mut avail_in = 0usize;
-        let mut in_off = 0usize;
-        let mut avail_out = buf.len();
-        let mut out_off = 0usize;
-        let result = BrotliDecompressStream(
-            &mut avail_in,
-            &mut in_off,
-            &[],
-            &mut avail_out,
-            &mut out_off,
-            &mut buf,
-            &mut total_out,
-            &mut state,
-        );
-        sink.write_all(&buf[..out_off])
+        let r = decoder
+            .decompress(&[], &mut buf)
+            .map_err(|e| DecodeFault::Decompression(format!("invalid Brotli stream: {e:?}")))?;
+        sink.write_all(&buf[..r.bytes_written])
             .map_err(|e| classify(e, true))?;
-        match result {
-            BrotliResult::ResultSuccess => finished = true,
-            BrotliResult::NeedsMoreOutput => {}
-            BrotliResult::NeedsMoreInput => {
-                return Err(DecodeFault::Decompression("truncated Brotli stream".into()));
-            }
-            BrotliResult::ResultFailure => {
-                return Err(DecodeFault::Decompression("invalid Brotli stream".into()));
+        match r.info {
+            brotlic::decode::DecoderInfo::Finished => finished = true,
+            brotlic::decode::DecoderInfo::NeedsMoreOutput => {}
+            brotlic::decode::DecoderInfo::NeedsMoreInput => {
+                return Err(DecodeFault::Decompression("truncated Brotli stream".into()))
             }
         }
     }

@@ -6,4 +6,5 @@
 
 pub mod bundle;
 pub mod dir;
+pub mod npy;
 pub mod split;

@@ -5,6 +5,7 @@ pub mod inspect;
 pub mod merge;
 pub mod proto;
 pub mod split;
+pub mod vars;
 
 /// The error type subcommands return; printed by `main` with exit code 1.
 pub type CmdResult = Result<(), Box<dyn std::error::Error>>;

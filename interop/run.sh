@@ -72,6 +72,7 @@ done
 "$py" interop/compare_models.py "$manifest" | tee "$work/compare.out" | grep -v '^ok ' || true
 grep -q ' 0 failed$' "$work/compare.out" || failed=$((failed + 1))
 
+bash interop/fingerprint_check.sh || failed=$((failed + 1))
 if [ "${UNBOUND_SKIP_HUGE:-0}" != 1 ] && [ -x interop/huge_model.sh ]; then
   echo "== past 2 GiB"
   interop/huge_model.sh || failed=$((failed + 1))

@@ -28,6 +28,8 @@ enum Command {
     Proto(commands::proto::ProtoCommand),
     /// Show the chunk metadata tree, chunk types, sizes and positions of a .cpb file.
     Inspect(commands::inspect::Args),
+    /// Print the FingerprintDef TensorFlow computes for a SavedModel (.pb or .cpb).
+    Fingerprint(commands::fingerprint::Args),
     /// List the variables (checkpoint key, object path, dtype, shape, bytes); write one as .npy.
     Vars(commands::vars::Args),
 }
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => commands::merge::run(args),
         Command::Proto(cmd) => commands::proto::run(cmd),
         Command::Inspect(args) => commands::inspect::run(args),
+        Command::Fingerprint(args) => commands::fingerprint::run(args),
         Command::Vars(args) => commands::vars::run(args),
     };
     match result {

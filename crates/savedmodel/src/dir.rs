@@ -171,8 +171,9 @@ pub fn merge_dir(
 }
 
 /// Builds `out` in a temporary directory beside it: `write_model` writes the model file, every
-/// other file of `src` is copied, then the directory is renamed into place. `out` must not
-/// exist yet. Returns what `write_model` returned and the number of files copied.
+/// other file of `src` is copied, a fresh `fingerprint.pb` is computed for the result, then the
+/// directory is renamed into place. `out` must not exist yet. Returns what `write_model`
+/// returned and the number of files copied.
 fn write_dir_atomically<T>(
     src: &Path,
     out: &Path,
@@ -193,6 +194,9 @@ fn write_dir_atomically<T>(
         fs::create_dir_all(&tmp).map_err(|e| ChunkedError::io(&tmp, e))?;
         let value = write_model(&tmp)?;
         let copied = copy_tree(src, &tmp, true)?;
+        // A fresh fingerprint of the model just written (the old one is not carried over).
+        let fingerprint = crate::fingerprint::fingerprint_dir(&tmp)?;
+        crate::fingerprint::write_fingerprint(&tmp, &fingerprint)?;
         fs::rename(&tmp, out).map_err(|e| ChunkedError::io(out, e))?;
         sync_parent(out);
         Ok((value, copied))

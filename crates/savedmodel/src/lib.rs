@@ -6,5 +6,6 @@
 
 pub mod bundle;
 pub mod dir;
+pub mod fingerprint;
 pub mod npy;
 pub mod split;

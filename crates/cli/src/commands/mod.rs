@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod compression;
+pub mod fingerprint;
 pub mod inspect;
 pub mod merge;
 pub mod proto;

@@ -1,0 +1,157 @@
+//! `CreateFingerprintDefCpb`: the fingerprint of a `saved_model.cpb`, from its chunks
+//! (`cc/saved_model/fingerprinting_utils.cc`). No regularization is applied.
+//!
+//! - `saved_model_checksum` = `Cat(HashFields(root, []), FP64(""))`: every chunk the root's
+//!   chunked fields name, raw (the root's own chunk 0 is not hashed; the empty string is the
+//!   serialization of the empty SavedModel `HashFields` leaves behind).
+//! - The model is read with the metadata pruned to `meta_graphs[0].graph_def`,
+//!   `.signature_def` and `.object_graph_def` ([`prune`]), then:
+//!   - `graph_def_program_hash` = `Cat(FP64(ser(graph_def)), HashFields(root, [2, 0, 2]))`;
+//!   - `saved_object_graph_hash` = `Cat(FP64(ser(object_graph_def)), HashFields(root, [2, 0, 7]))`;
+//!   - `signature_def_hash`: for each signature in key order,
+//!     `h = Cat(h, Cat(FP64(key), FP64(ser(sig))))` then `h = Cat(h, HashFields(root, [2, 0, 5]))`.
+//!
+//! TensorFlow's `HashFields` also parses partially matching chunks into a scratch message it
+//! never hashes; only its reads can fail, and here the chunk is read the same way.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use unbound_chunked::prune::{tag_field, tag_index};
+use unbound_chunked::{ChunkSource, ChunkedError, FileChunks, Merger};
+use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
+use unbound_records::RecordReader;
+
+use super::canonical::Encoder;
+use super::farmhash::{fingerprint64, fingerprint_cat64};
+use super::hashes::{
+    descriptor, field_sources, first_meta_graph, hash_message, signature_hashes,
+    META_GRAPH_GRAPH_DEF, META_GRAPH_OBJECT_GRAPH_DEF, META_GRAPH_SIGNATURE_DEF,
+};
+use super::{Hashes, Result};
+
+/// `[meta_graphs, 0, field]`.
+fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
+    vec![tag_field(2), tag_index(0), tag_field(field)]
+}
+
+/// The hash fields for the chunked SavedModel in `cpb_file`.
+pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
+    let reader = Arc::new(RecordReader::open(cpb_file).map_err(ChunkedError::from)?);
+    let (chunks, metadata) = FileChunks::from_reader(reader)?;
+    let root = metadata.message.clone().unwrap_or_default();
+    let saved_model_checksum =
+        fingerprint_cat64(hash_fields(&root, &chunks, &[])?, fingerprint64(b""));
+
+    let graph_tags = meta_graph_tags(META_GRAPH_GRAPH_DEF);
+    let signature_tags = meta_graph_tags(META_GRAPH_SIGNATURE_DEF);
+    let object_graph_tags = meta_graph_tags(META_GRAPH_OBJECT_GRAPH_DEF);
+    let pruned = prune(
+        &root,
+        &[
+            graph_tags.clone(),
+            signature_tags.clone(),
+            object_graph_tags.clone(),
+        ],
+    );
+    let desc = descriptor("tensorflow.SavedModel")?;
+    let model = Merger::new(&chunks).merge(&desc, &pruned)?;
+    let meta_graph = first_meta_graph(&model)?;
+    let mg = meta_graph.message();
+    let mut enc = Encoder::new();
+
+    let graph = field_sources(&[mg], META_GRAPH_GRAPH_DEF)?;
+    let graph_def_program_hash = fingerprint_cat64(
+        hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?)?,
+        hash_fields(&root, &chunks, &graph_tags)?,
+    );
+
+    let signatures = signature_hashes(&mut enc, mg)?;
+    let mut signature_def_hash = 0;
+    if !signatures.is_empty() {
+        let chunked = hash_fields(&root, &chunks, &signature_tags)?;
+        for (key, sig) in signatures {
+            signature_def_hash = fingerprint_cat64(signature_def_hash, fingerprint_cat64(key, sig));
+            signature_def_hash = fingerprint_cat64(signature_def_hash, chunked);
+        }
+    }
+
+    let object_graph = field_sources(&[mg], META_GRAPH_OBJECT_GRAPH_DEF)?;
+    let saved_object_graph_hash = fingerprint_cat64(
+        hash_message(
+            &mut enc,
+            &object_graph,
+            &descriptor("tensorflow.SavedObjectGraph")?,
+        )?,
+        hash_fields(&root, &chunks, &object_graph_tags)?,
+    );
+    Ok(Hashes {
+        saved_model_checksum,
+        graph_def_program_hash,
+        signature_def_hash,
+        saved_object_graph_hash,
+    })
+}
+
+/// TensorFlow's `fieldTagMatches(a, b)`: how many leading tags of `a` equal those of `b`.
+fn matches(a: &[FieldIndex], b: &[FieldIndex]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// TensorFlow's `HashFields(chunked_message, field_tags)`.
+fn hash_fields(cm: &ChunkedMessage, chunks: &FileChunks, tags: &[FieldIndex]) -> Result<u64> {
+    let empty = ChunkedMessage::default();
+    let mut h = 0;
+    for cf in &cm.chunked_fields {
+        let child = cf.message.as_ref().unwrap_or(&empty);
+        let m = matches(&cf.field_tag, tags);
+        match child.chunk_index {
+            // An exact match with a chunk: hash the chunk.
+            Some(index) if m == tags.len() => {
+                h = fingerprint_cat64(h, fingerprint64(&chunks.bytes(index)?));
+            }
+            // An exact match split further: hash its parts.
+            None if m == tags.len() => {
+                h = fingerprint_cat64(h, hash_fields(child, chunks, tags)?);
+            }
+            // A chunk holding the target's parent: TensorFlow merges it into a scratch
+            // message, then looks for the target among its chunked fields.
+            Some(index) if m == cf.field_tag.len() => {
+                chunks.bytes(index)?;
+                h = fingerprint_cat64(h, hash_fields(child, chunks, tags)?);
+            }
+            // The target's parent, split further: each part's own chunked fields.
+            None if m == cf.field_tag.len() => {
+                for part in &child.chunked_fields {
+                    let grandchild = part.message.as_ref().unwrap_or(&empty);
+                    h = fingerprint_cat64(h, hash_fields(grandchild, chunks, tags)?);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(h)
+}
+
+/// TensorFlow's `PruneChunkedMessage`: keeps, at every level, the chunked fields whose tags
+/// are a prefix of one of `targets` (compared from the root at every depth, as TensorFlow
+/// does), once per target they lead to; fields below a target are dropped (`HashFields`
+/// hashes them from their chunks instead).
+pub fn prune(cm: &ChunkedMessage, targets: &[Vec<FieldIndex>]) -> ChunkedMessage {
+    let empty = ChunkedMessage::default();
+    let mut out = ChunkedMessage {
+        chunk_index: cm.chunk_index,
+        chunked_fields: Vec::new(),
+    };
+    for cf in &cm.chunked_fields {
+        for target in targets {
+            if matches(&cf.field_tag, target) == cf.field_tag.len() {
+                out.chunked_fields.push(ChunkedField {
+                    field_tag: cf.field_tag.clone(),
+                    message: Some(prune(cf.message.as_ref().unwrap_or(&empty), targets)),
+                });
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,194 @@
+//! SavedModel fingerprints (`fingerprint.pb`), equal to what TensorFlow 2.21's C++
+//! `saved_model::fingerprinting::CreateFingerprintDef(export_dir)` computes.
+//!
+//! - A directory with a `saved_model.cpb` (it wins over `.pb`, as in TensorFlow) is
+//!   fingerprinted from its chunks ([`cpb`]; producer 2); otherwise its `saved_model.pb`
+//!   ([`pb`]; producer 4, what TensorFlow 2.21 writes). A directory with neither is refused,
+//!   as TensorFlow refuses it (`.pbtxt` models are not fingerprinted).
+//! - Every hash field is FarmHash `Fingerprint64` ([`farmhash`]) of protobuf C++'s
+//!   deterministic serialization ([`canonical`]), combined with `FingerprintCat64`.
+//! - `checkpoint_hash` is the fingerprint of `variables/variables.index`, 0 when it cannot be
+//!   read; `uuid` is random (128 bits in decimal, zero-padded to at least 20 digits).
+
+pub mod canonical;
+mod cpb;
+pub mod farmhash;
+mod hashes;
+mod pb;
+pub mod regularize;
+pub mod rope;
+
+use std::path::{Path, PathBuf};
+
+use prost::Message as _;
+use unbound_chunked::{ChunkedError, WireMessage};
+pub use unbound_proto::tensorflow::FingerprintDef;
+use unbound_proto::tensorflow::VersionDef;
+
+use self::canonical::{Encoder, Source};
+
+/// The file a SavedModel's fingerprint is stored in.
+pub const FINGERPRINT_FILE: &str = "fingerprint.pb";
+
+/// `version.producer` TensorFlow 2.21 writes for a fingerprint computed from `saved_model.pb`.
+pub const PRODUCER_PB: i32 = 4;
+
+/// `version.producer` TensorFlow 2.21 writes for a fingerprint computed from
+/// `saved_model.cpb`.
+pub const PRODUCER_CPB: i32 = 2;
+
+/// Why a fingerprint could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum FingerprintError {
+    /// The model could not be read.
+    #[error(transparent)]
+    Read(#[from] ChunkedError),
+    /// The model holds something TensorFlow's fingerprinting refuses (or crashes on).
+    #[error("{}: {fault}", path.display())]
+    Model {
+        /// The model file.
+        path: PathBuf,
+        /// What is wrong.
+        fault: String,
+    },
+}
+
+impl From<FingerprintError> for ChunkedError {
+    fn from(e: FingerprintError) -> Self {
+        match e {
+            FingerprintError::Read(e) => e,
+            FingerprintError::Model { path, fault } => ChunkedError::io(
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("cannot fingerprint: {fault}"),
+                ),
+            ),
+        }
+    }
+}
+
+/// Result alias for fingerprinting.
+pub type Result<T, E = FingerprintError> = std::result::Result<T, E>;
+
+/// A model fault; the path is filled in by [`fingerprint_dir`].
+pub(crate) fn model_fault(fault: impl Into<String>) -> FingerprintError {
+    FingerprintError::Model {
+        path: PathBuf::new(),
+        fault: fault.into(),
+    }
+}
+
+/// The four hash fields computed from the model file.
+pub(crate) struct Hashes {
+    saved_model_checksum: u64,
+    graph_def_program_hash: u64,
+    signature_def_hash: u64,
+    saved_object_graph_hash: u64,
+}
+
+/// Which model file TensorFlow fingerprints in `dir`: `saved_model.cpb` if it exists (even
+/// beside a `.pb`), otherwise `saved_model.pb`.
+pub fn fingerprinted_file(dir: &Path) -> Result<PathBuf> {
+    for name in ["saved_model.cpb", "saved_model.pb"] {
+        let path = dir.join(name);
+        if path.exists() {
+            return Ok(path);
+        }
+    }
+    Err(ChunkedError::NotFound(dir.join("saved_model").display().to_string()).into())
+}
+
+/// TensorFlow's `CreateFingerprintDef(dir)`: the fingerprint of the SavedModel in `dir`, with
+/// a fresh random `uuid`.
+pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
+    let file = fingerprinted_file(dir)?;
+    let chunked = file.extension().is_some_and(|e| e == "cpb");
+    let hashes = if chunked {
+        cpb::hashes(&file)
+    } else {
+        pb::hashes(&file)
+    }
+    .map_err(|e| match e {
+        FingerprintError::Model { fault, .. } => FingerprintError::Model {
+            path: file.clone(),
+            fault,
+        },
+        e => e,
+    })?;
+    Ok(FingerprintDef {
+        saved_model_checksum: hashes.saved_model_checksum,
+        graph_def_program_hash: hashes.graph_def_program_hash,
+        signature_def_hash: hashes.signature_def_hash,
+        saved_object_graph_hash: hashes.saved_object_graph_hash,
+        checkpoint_hash: checkpoint_hash(dir),
+        uuid: random_uuid(),
+        version: Some(VersionDef {
+            producer: if chunked { PRODUCER_CPB } else { PRODUCER_PB },
+            ..Default::default()
+        }),
+    })
+}
+
+/// TensorFlow's `HashCheckpointIndexFile`: `Fingerprint64` of `variables/variables.index`,
+/// or 0 when it cannot be read.
+pub fn checkpoint_hash(dir: &Path) -> u64 {
+    std::fs::read(dir.join("variables").join("variables.index"))
+        .map(|data| farmhash::fingerprint64(&data))
+        .unwrap_or(0)
+}
+
+/// TensorFlow's `CreateRandomUUID`: two random 64-bit numbers `a`, `b` as the decimal
+/// `(a << 64) | b`, zero-padded to at least 20 digits.
+pub fn random_uuid() -> String {
+    let half = || {
+        getrandom::u64().unwrap_or_else(|_| {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0),
+            );
+            h.finish()
+        })
+    };
+    let uuid = (u128::from(half()) << 64) | u128::from(half());
+    format!("{uuid:020}")
+}
+
+/// The deterministic serialization of `def` (fields in number order, as TensorFlow writes
+/// `fingerprint.pb`).
+pub fn encode_fingerprint(def: &FingerprintDef) -> Result<Vec<u8>> {
+    let desc = hashes::descriptor("tensorflow.FingerprintDef")?;
+    let bytes = bytes::Bytes::from(def.encode_to_vec());
+    let msg =
+        WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
+            source_name: "FingerprintDef".to_string(),
+            error,
+        })?;
+    Ok(Encoder::new()
+        .encode(&[Source::Ref(&msg)], &desc)?
+        .to_vec()?)
+}
+
+/// Writes `def` as `dir/fingerprint.pb` (atomically: a temporary file, synced and renamed).
+pub fn write_fingerprint(dir: &Path, def: &FingerprintDef) -> Result<()> {
+    let bytes = encode_fingerprint(def)?;
+    let path = dir.join(FINGERPRINT_FILE);
+    unbound_chunked::atomic::write_atomically(&path, |out| {
+        std::io::Write::write_all(out, &bytes).map_err(|e| ChunkedError::io(&path, e))
+    })?;
+    Ok(())
+}
+
+/// Reads `dir/fingerprint.pb`.
+pub fn read_fingerprint(dir: &Path) -> Result<FingerprintDef> {
+    let path = dir.join(FINGERPRINT_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| ChunkedError::io(&path, e))?;
+    FingerprintDef::decode(bytes.as_slice()).map_err(|e| FingerprintError::Model {
+        path,
+        fault: format!("not a FingerprintDef: {e}"),
+    })
+}

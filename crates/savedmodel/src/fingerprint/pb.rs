@@ -1,0 +1,55 @@
+//! `CreateFingerprintDefPb`: the fingerprint of a `saved_model.pb`.
+
+use std::path::Path;
+
+use unbound_chunked::{read::map_file, ChunkedError, WireMessage};
+
+use super::canonical::{Encoder, Source};
+use super::farmhash::fingerprint_cat64;
+use super::hashes::{
+    descriptor, field_sources, first_meta_graph, hash_message, merged, object_graph_hash,
+    signature_hashes, META_GRAPH_GRAPH_DEF, META_GRAPH_OBJECT_GRAPH_DEF,
+};
+use super::regularize::simple_delete;
+use super::{Hashes, Result};
+
+/// The hash fields for the SavedModel in `pb_file`:
+///
+/// - `saved_model_checksum`: the whole model;
+/// - `graph_def_program_hash`: `meta_graphs[0].graph_def` after `SimpleDelete`;
+/// - `signature_def_hash`: for each signature in key order, `Cat(h, FP64(key))` then
+///   `Cat(h, FP64(ser(SignatureDef)))`;
+/// - `saved_object_graph_hash`: see [`object_graph_hash`].
+pub fn hashes(pb_file: &Path) -> Result<Hashes> {
+    let desc = descriptor("tensorflow.SavedModel")?;
+    let bytes = map_file(pb_file)?;
+    let model =
+        WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
+            source_name: pb_file.display().to_string(),
+            error,
+        })?;
+    let mut enc = Encoder::new();
+    let saved_model_checksum = hash_message(&mut enc, &[Source::Ref(&model)], &desc)?;
+
+    let meta_graph = first_meta_graph(&model)?;
+    let mg = meta_graph.message();
+    let graph_desc = descriptor("tensorflow.GraphDef")?;
+    let mut graph = merged(&field_sources(&[mg], META_GRAPH_GRAPH_DEF)?, &graph_desc);
+    simple_delete(&mut graph)?;
+    let graph_def_program_hash = hash_message(&mut enc, &[Source::Ref(&graph)], &graph_desc)?;
+    drop(graph);
+
+    let signature_def_hash = signature_hashes(&mut enc, mg)?
+        .into_iter()
+        .fold(0, |h, (key, sig)| {
+            fingerprint_cat64(fingerprint_cat64(h, key), sig)
+        });
+    let object_graph = field_sources(&[mg], META_GRAPH_OBJECT_GRAPH_DEF)?;
+    let saved_object_graph_hash = object_graph_hash(&mut enc, &object_graph)?;
+    Ok(Hashes {
+        saved_model_checksum,
+        graph_def_program_hash,
+        signature_def_hash,
+        saved_object_graph_hash,
+    })
+}

@@ -1,0 +1,142 @@
+//! Fingerprints of TensorFlow-made SavedModels against TensorFlow 2.21's own values: the
+//! `fingerprint.pb` TensorFlow's Python save wrote, and `CreateFingerprintDef` run by the
+//! interop harness (`merger_harness fingerprint`), for `.pb` models and for `.cpb` splits.
+
+use std::path::{Path, PathBuf};
+
+use unbound_records::WriterOptions;
+use unbound_savedmodel::dir::{merge_dir, split_dir};
+use unbound_savedmodel::fingerprint::{
+    fingerprint_dir, read_fingerprint, FingerprintDef, PRODUCER_CPB, PRODUCER_PB,
+};
+
+fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/models")
+        .join(name)
+}
+
+/// The hash fields and producer (the uuid is random).
+fn hashes(def: &FingerprintDef) -> [u64; 6] {
+    [
+        def.saved_model_checksum,
+        def.graph_def_program_hash,
+        def.signature_def_hash,
+        def.saved_object_graph_hash,
+        def.checkpoint_hash,
+        def.version.as_ref().map_or(0, |v| v.producer as u64),
+    ]
+}
+
+#[test]
+fn tf2_model_matches_the_fingerprint_tensorflow_saved() {
+    let dir = testdata("tf2_multi_sig");
+    let ours = fingerprint_dir(&dir).unwrap();
+    let theirs = read_fingerprint(&dir).unwrap();
+    assert_eq!(hashes(&ours), hashes(&theirs));
+    assert_eq!(hashes(&ours)[5], PRODUCER_PB as u64);
+    assert_ne!(ours.uuid, theirs.uuid);
+    assert!(ours.uuid.len() >= 20 && ours.uuid.bytes().all(|b| b.is_ascii_digit()));
+}
+
+#[test]
+fn tf1_model_matches_tensorflow() {
+    // `merger_harness fingerprint testdata/models/tf1_large_consts` (TensorFlow 2.21).
+    let ours = fingerprint_dir(&testdata("tf1_large_consts")).unwrap();
+    assert_eq!(
+        hashes(&ours),
+        [
+            5731778296566064998,
+            3752475815895365541,
+            17982758089025922183,
+            0,
+            15705411676348577676,
+            4
+        ]
+    );
+}
+
+/// Splits at small sizes, as computed by TensorFlow for `unbound split` outputs (the `.cpb`
+/// path hashes raw chunks, so these pin our splitter's output too).
+#[test]
+fn cpb_splits_match_tensorflow() {
+    let cases: [(&str, u64, [u64; 6]); 4] = [
+        (
+            "tf1_large_consts",
+            2000,
+            [
+                9636868881702684450,
+                11892508246071111234,
+                2511447370828981844,
+                17454850744699451884,
+                15705411676348577676,
+                2,
+            ],
+        ),
+        (
+            "tf1_large_consts",
+            20000,
+            [
+                13745907153696047725,
+                15344745069119144065,
+                2511447370828981844,
+                17454850744699451884,
+                15705411676348577676,
+                2,
+            ],
+        ),
+        (
+            "tf2_multi_sig",
+            2000,
+            [
+                15685508859927823359,
+                16099179758141202228,
+                12452207982299823181,
+                3458402271149004290,
+                13818791686636189008,
+                2,
+            ],
+        ),
+        (
+            "tf2_multi_sig",
+            20000,
+            [
+                327342792158562910,
+                15175952987223701672,
+                12452207982299823181,
+                3458402271149004290,
+                13818791686636189008,
+                2,
+            ],
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    for (model, max, want) in cases {
+        let out = tmp.path().join(format!("{model}.{max}"));
+        let options = WriterOptions::default();
+        split_dir(&testdata(model), &out, max, options, &mut |_| {}).unwrap();
+        let ours = fingerprint_dir(&out).unwrap();
+        assert_eq!(hashes(&ours), want, "{model} split at {max}");
+        assert_eq!(hashes(&ours)[5], PRODUCER_CPB as u64);
+        // split wrote the same fingerprint.pb.
+        let written = read_fingerprint(&out).unwrap();
+        assert_eq!(
+            hashes(&written),
+            want,
+            "fingerprint.pb of {model} split at {max}"
+        );
+    }
+}
+
+#[test]
+fn merge_writes_the_fingerprint_of_the_merged_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let split = tmp.path().join("split");
+    let merged = tmp.path().join("merged");
+    let src = testdata("tf2_multi_sig");
+    split_dir(&src, &split, 5000, WriterOptions::default(), &mut |_| {}).unwrap();
+    merge_dir(&split, &merged, &mut |_, _| {}).unwrap();
+    let written = read_fingerprint(&merged).unwrap();
+    // The merged model is the original one: TensorFlow's own fingerprint.
+    assert_eq!(hashes(&written), hashes(&read_fingerprint(&src).unwrap()));
+}

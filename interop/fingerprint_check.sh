@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Fingerprints against TensorFlow 2.21's C++ CreateFingerprintDef (merger_harness fingerprint):
+#
+# - `unbound fingerprint --json` on each TensorFlow-made test model (.pb), on `unbound split`s
+#   of it at small max sizes and with two compressions (.cpb; every kind of chunk), and on
+#   `unbound merge`s of those splits: every hash field and the producer equal TensorFlow's
+#   (the uuid is random);
+# - the fingerprint.pb that `unbound split` / `unbound merge` wrote equals what TensorFlow
+#   computes for that output directory, and tf2_multi_sig's own fingerprint.pb (written by
+#   TensorFlow's Python save) equals what both compute;
+# - our deterministic serialization equals protobuf C++'s byte for byte
+#   (crates/savedmodel/tests/fingerprint_deterministic.rs, given the harness).
+#
+# usage: interop/fingerprint_check.sh    (prints "fingerprint check: N passed, M failed")
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+venv="$(scripts/tf-venv.sh | tail -n 1)"
+py="$venv/bin/python"
+export TF_CPP_MIN_LOG_LEVEL=2
+harness="$(interop/build_harness.sh | tail -n 1)"
+cargo build --quiet --release -p unbound-cli
+unbound="${CARGO_TARGET_DIR:-$root/target}/release/unbound"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+echo "== fingerprints against TensorFlow's CreateFingerprintDef"
+manifest="$work/manifest"
+: >"$manifest"
+failed=0
+# NAME DIR [WRITTEN_FINGERPRINT_PB]
+check_dir() {
+  if ! "$unbound" fingerprint --json "$2" >"$work/$1.ours.json" 2>"$work/err"; then
+    echo "FAIL $1: unbound fingerprint: $(tail -n 1 "$work/err")"; failed=$((failed + 1)); return
+  fi
+  if ! "$harness" fingerprint "$2" >"$work/$1.tf.json" 2>"$work/err"; then
+    echo "FAIL $1: harness fingerprint: $(tail -n 1 "$work/err")"; failed=$((failed + 1)); return
+  fi
+  echo "$1 $work/$1.ours.json $work/$1.tf.json ${3:-}" >>"$manifest"
+}
+
+for model in tf2_multi_sig tf1_large_consts; do
+  src="testdata/models/$model"
+  stored=""
+  [ -f "$src/fingerprint.pb" ] && stored="$src/fingerprint.pb"
+  check_dir "$model.pb" "$src" $stored
+  for comp in zstd brotli; do
+    for max in 20000 2000 300; do
+      name="$model.$comp.$max"
+      out="$work/$name"
+      if ! "$unbound" split "$src" "$out" --max-size "$max" --compression "$comp" >/dev/null 2>"$work/err"; then
+        echo "FAIL $name: unbound split: $(tail -n 1 "$work/err")"; failed=$((failed + 1)); continue
+      fi
+      check_dir "$name.cpb" "$out" "$out/fingerprint.pb"
+      if ! "$unbound" merge "$out" "$out.merged" >/dev/null 2>"$work/err"; then
+        echo "FAIL $name: unbound merge: $(tail -n 1 "$work/err")"; failed=$((failed + 1)); continue
+      fi
+      check_dir "$name.merged" "$out.merged" "$out.merged/fingerprint.pb"
+    done
+  done
+done
+
+"$py" - "$manifest" >"$work/compare.out" <<'EOF' || true
+import json, sys
+
+FIELDS = ["saved_model_checksum", "graph_def_program_hash", "signature_def_hash",
+          "saved_object_graph_hash", "checkpoint_hash"]
+
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1
+        v |= (c & 0x7F) << s; s += 7
+        if c < 0x80:
+            return v, i
+
+def fingerprint_pb(path):
+    """FingerprintDef fields 1-5 (uint64), 6 (VersionDef.producer), 7 (uuid)."""
+    b = open(path, "rb").read()
+    out, i = {"version_producer": 0}, 0
+    while i < len(b):
+        key, i = varint(b, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint(b, i)
+            if 1 <= num <= 5:
+                out[FIELDS[num - 1]] = v
+        elif wt == 2:
+            n, i = varint(b, i)
+            body, i = b[i:i + n], i + n
+            if num == 6:
+                j = 0
+                while j < len(body):
+                    k, j = varint(body, j)
+                    v, j = varint(body, j)
+                    if k == 8:
+                        out["version_producer"] = v
+            elif num == 7:
+                out["uuid"] = body.decode()
+        else:
+            raise ValueError(f"unexpected wire type {wt}")
+    return out
+
+def diff(a, b):
+    keys = FIELDS + ["version_producer"]
+    return [f"{k}: {a.get(k, 0)} != {b.get(k, 0)}" for k in keys if a.get(k, 0) != b.get(k, 0)]
+
+passed = failed = 0
+for line in open(sys.argv[1]):
+    name, ours_path, tf_path, *written = line.split()
+    ours = json.load(open(ours_path))
+    ours = {**{k: ours[k] for k in FIELDS}, "version_producer": ours["version"]["producer"],
+            "uuid": ours["uuid"]}
+    tf = json.load(open(tf_path))
+    tf = {**{k: int(tf[k]) for k in FIELDS}, "version_producer": tf["version_producer"]}
+    faults = [f"unbound vs TensorFlow: {d}" for d in diff(ours, tf)]
+    if not (ours["uuid"].isdigit() and len(ours["uuid"]) >= 20):
+        faults.append(f"uuid {ours['uuid']!r} is not 20+ digits")
+    if written:
+        stored = fingerprint_pb(written[0])
+        faults += [f"{written[0]} vs TensorFlow: {d}" for d in diff(stored, tf)]
+    if faults:
+        failed += 1
+        print(f"FAIL {name}: " + "; ".join(faults))
+    else:
+        passed += 1
+        print(f"ok {name}" + (" (and its fingerprint.pb)" if written else ""))
+print(f"compared: {passed} passed, {failed} failed")
+EOF
+cat "$work/compare.out"
+passed=$(grep -c '^ok ' "$work/compare.out" || true)
+failed=$((failed + $(grep -c '^FAIL ' "$work/compare.out" || true)))
+grep -q '^compared: ' "$work/compare.out" || { echo "FAIL comparison script"; failed=$((failed + 1)); }
+
+echo "== deterministic serialization against protobuf C++"
+if UNBOUND_MERGER_HARNESS="$harness" cargo test --quiet --release -p unbound-savedmodel \
+  --test fingerprint_deterministic -- --nocapture >"$work/det.out" 2>&1; then
+  grep 'deterministic serialization:' "$work/det.out" || true
+  echo "ok deterministic serialization"
+  passed=$((passed + 1))
+else
+  tail -n 20 "$work/det.out"
+  echo "FAIL deterministic serialization"
+  failed=$((failed + 1))
+fi
+
+echo "fingerprint check: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

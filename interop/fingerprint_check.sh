@@ -8,8 +8,9 @@
 # - the fingerprint.pb that `unbound split` / `unbound merge` wrote equals what TensorFlow
 #   computes for that output directory, and tf2_multi_sig's own fingerprint.pb (written by
 #   TensorFlow's Python save) equals what both compute;
-# - our deterministic serialization equals protobuf C++'s byte for byte
-#   (crates/savedmodel/tests/fingerprint_deterministic.rs, given the harness).
+# - our deterministic serialization equals protobuf C++'s byte for byte, and hand-built models
+#   full of wire-format and regularization corner cases fingerprint as in TensorFlow
+#   (crates/savedmodel/tests/fingerprint_{deterministic,synthetic}.rs, given the harness).
 #
 # usage: interop/fingerprint_check.sh    (prints "fingerprint check: N passed, M failed")
 set -euo pipefail
@@ -132,17 +133,19 @@ passed=$(grep -c '^ok ' "$work/compare.out" || true)
 failed=$((failed + $(grep -c '^FAIL ' "$work/compare.out" || true)))
 grep -q '^compared: ' "$work/compare.out" || { echo "FAIL comparison script"; failed=$((failed + 1)); }
 
-echo "== deterministic serialization against protobuf C++"
-if UNBOUND_MERGER_HARNESS="$harness" cargo test --quiet --release -p unbound-savedmodel \
-  --test fingerprint_deterministic -- --nocapture >"$work/det.out" 2>&1; then
-  grep 'deterministic serialization:' "$work/det.out" || true
-  echo "ok deterministic serialization"
-  passed=$((passed + 1))
-else
-  tail -n 20 "$work/det.out"
-  echo "FAIL deterministic serialization"
-  failed=$((failed + 1))
-fi
+echo "== deterministic serialization against protobuf C++; hand-built corner cases"
+for t in fingerprint_deterministic fingerprint_synthetic; do
+  if UNBOUND_MERGER_HARNESS="$harness" cargo test --quiet --release -p unbound-savedmodel \
+    --test "$t" -- --nocapture >"$work/$t.out" 2>&1; then
+    grep -E '^(deterministic serialization|synthetic models):' "$work/$t.out" || true
+    echo "ok $t"
+    passed=$((passed + 1))
+  else
+    tail -n 20 "$work/$t.out"
+    echo "FAIL $t"
+    failed=$((failed + 1))
+  fi
+done
 
 echo "fingerprint check: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -20,22 +20,18 @@
 //!
 //! Groups are passed through as unknown fields (no TensorFlow message uses them).
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use bytes::Bytes;
-use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
+use prost_reflect::{FieldDescriptor, MessageDescriptor};
 use unbound_chunked::{ChunkedError, Payload, Result, WireField, WireMessage, WireValue};
 
+use super::maps::{map_entries, KeyOrder, MapKey, MapValue};
 use super::rope::Rope;
-
-const VARINT: u8 = 0;
-const FIXED64: u8 = 1;
-const LEN: u8 = 2;
-const START_GROUP: u8 = 3;
-const END_GROUP: u8 = 4;
-const FIXED32: u8 = 5;
+use super::wire_values::{
+    class_of, fits, numbers, put_number, put_numbers, put_unknown, Class, LEN,
+};
 
 /// Where a message's fields come from. Several sources of one message are merged in order
 /// (protobuf's semantics for a singular message field that occurs more than once).
@@ -81,56 +77,6 @@ pub fn payload_bytes(value: &WireValue) -> Result<Option<Bytes>> {
         WireValue::Message(m) => Some(Bytes::from(m.to_vec()?)),
         _ => None,
     })
-}
-
-/// How a field's values are read and written.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
-    /// Varint with its normalization.
-    Varint(VarintKind),
-    Fixed32,
-    Fixed64,
-    /// String or bytes.
-    Bytes,
-    Message,
-    /// Groups: kept as unknown fields.
-    Group,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum VarintKind {
-    /// `int32` and enums: truncated to 32 bits, written sign-extended.
-    Int32,
-    /// `uint32` and `sint32`: truncated to 32 bits.
-    Uint32,
-    /// 64-bit kinds: as read.
-    Int64,
-    Bool,
-}
-
-impl VarintKind {
-    fn normalize(self, v: u64) -> u64 {
-        match self {
-            VarintKind::Int32 => v as u32 as i32 as i64 as u64,
-            VarintKind::Uint32 => u64::from(v as u32),
-            VarintKind::Int64 => v,
-            VarintKind::Bool => u64::from(v != 0),
-        }
-    }
-}
-
-fn class_of(fd: &FieldDescriptor) -> Class {
-    match fd.kind() {
-        Kind::Int32 | Kind::Enum(_) => Class::Varint(VarintKind::Int32),
-        Kind::Uint32 | Kind::Sint32 => Class::Varint(VarintKind::Uint32),
-        Kind::Int64 | Kind::Uint64 | Kind::Sint64 => Class::Varint(VarintKind::Int64),
-        Kind::Bool => Class::Varint(VarintKind::Bool),
-        Kind::Fixed32 | Kind::Sfixed32 | Kind::Float => Class::Fixed32,
-        Kind::Fixed64 | Kind::Sfixed64 | Kind::Double => Class::Fixed64,
-        Kind::String | Kind::Bytes => Class::Bytes,
-        Kind::Message(_) if fd.is_group() => Class::Group,
-        Kind::Message(_) => Class::Message,
-    }
 }
 
 /// A known field, as the encoder needs it.
@@ -197,47 +143,6 @@ impl Layout {
         }
     }
 }
-
-/// Whether a value read for a field of `class` fits it; otherwise C++ keeps it as unknown.
-fn fits(class: Class, list: bool, value: &WireValue) -> bool {
-    match (class, value) {
-        (Class::Varint(_), WireValue::Varint(_))
-        | (Class::Fixed32, WireValue::Fixed32(_))
-        | (Class::Fixed64, WireValue::Fixed64(_))
-        | (Class::Bytes, WireValue::Bytes(_) | WireValue::Message(_))
-        | (Class::Message, WireValue::Bytes(_) | WireValue::Message(_)) => true,
-        // A packed run of a repeated numeric field.
-        (Class::Varint(_) | Class::Fixed32 | Class::Fixed64, WireValue::Bytes(_)) => list,
-        _ => false,
-    }
-}
-
-/// A map key: how C++'s `MapSorter` orders it, and its value as written.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct MapKey {
-    /// The sort order.
-    pub order: KeyOrder,
-    /// The normalized wire value of a numeric or bool key.
-    wire: u64,
-}
-
-/// The ordering part of a [`MapKey`].
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KeyOrder {
-    /// `bool` keys.
-    Bool(bool),
-    /// Signed integer keys.
-    Signed(i64),
-    /// Unsigned integer keys.
-    Unsigned(u64),
-    /// String keys, compared bytewise.
-    Str(Bytes),
-}
-
-/// The effective value of one map entry: the value's occurrences in the winning entry
-/// (merged for a message value; the last one counts for a scalar). Empty when the entry has
-/// no value (the default).
-pub type MapValue<'a> = Vec<Cow<'a, WireValue>>;
 
 /// Writes deterministic serializations; caches the field layout of each message type.
 #[derive(Default)]
@@ -372,7 +277,7 @@ impl Encoder {
                 for v in values {
                     numbers(info.class, v, &mut items)?;
                 }
-                put_numbers(info, &items, out);
+                put_numbers(info.number, info.class, info.packed, &items, out);
             }
             Class::Varint(_) | Class::Fixed32 | Class::Fixed64 => {
                 let mut items = Vec::new();
@@ -452,214 +357,4 @@ impl Encoder {
 
 fn message_desc(fd: &FieldDescriptor) -> MessageDescriptor {
     fd.kind().as_message().expect("message field").clone()
-}
-
-/// The entries of a map field by key, sorted; the last entry of a key wins.
-pub fn map_entries<'a>(
-    values: &[&'a WireValue],
-    key_fd: &FieldDescriptor,
-    value_fd: &FieldDescriptor,
-) -> Result<BTreeMap<MapKey, MapValue<'a>>> {
-    let key_class = class_of(key_fd);
-    let value_class = class_of(value_fd);
-    let mut out = BTreeMap::new();
-    for v in values {
-        let entry: Vec<(u32, Cow<'a, WireValue>)> = match v {
-            WireValue::Message(m) => m
-                .fields
-                .iter()
-                .map(|f| (f.number, Cow::Borrowed(&f.value)))
-                .collect(),
-            WireValue::Bytes(p) => parse(p)?
-                .fields
-                .into_iter()
-                .map(|f| (f.number, Cow::Owned(f.value)))
-                .collect(),
-            _ => continue,
-        };
-        let mut key = None;
-        let mut vals: MapValue<'a> = Vec::new();
-        for (number, value) in entry {
-            match number {
-                1 if fits(key_class, false, &value) => key = Some(value),
-                2 if fits(value_class, false, &value) => {
-                    if value_class != Class::Message {
-                        vals.clear();
-                    }
-                    vals.push(value);
-                }
-                _ => {}
-            }
-        }
-        out.insert(map_key(key_fd, key.as_deref())?, vals);
-    }
-    Ok(out)
-}
-
-fn map_key(key_fd: &FieldDescriptor, value: Option<&WireValue>) -> Result<MapKey> {
-    let class = class_of(key_fd);
-    if class == Class::Bytes {
-        let bytes = match value {
-            Some(v) => payload_bytes(v)?.unwrap_or_default(),
-            None => Bytes::new(),
-        };
-        return Ok(MapKey {
-            order: KeyOrder::Str(bytes),
-            wire: 0,
-        });
-    }
-    let raw = match value {
-        Some(WireValue::Varint(v)) => *v,
-        Some(WireValue::Fixed32(v)) => u64::from(*v),
-        Some(WireValue::Fixed64(v)) => *v,
-        _ => 0,
-    };
-    let wire = match class {
-        Class::Varint(k) => k.normalize(raw),
-        _ => raw,
-    };
-    let order = match key_fd.kind() {
-        Kind::Bool => KeyOrder::Bool(wire != 0),
-        Kind::Int32 | Kind::Sfixed32 => KeyOrder::Signed(i64::from(wire as u32 as i32)),
-        Kind::Sint32 => KeyOrder::Signed(i64::from(zigzag32(wire as u32))),
-        Kind::Int64 | Kind::Sfixed64 => KeyOrder::Signed(wire as i64),
-        Kind::Sint64 => KeyOrder::Signed(zigzag64(wire)),
-        _ => KeyOrder::Unsigned(wire),
-    };
-    Ok(MapKey { order, wire })
-}
-
-fn zigzag32(v: u32) -> i32 {
-    ((v >> 1) as i32) ^ -((v & 1) as i32)
-}
-
-fn zigzag64(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
-/// The numbers a value holds: one, or a packed run.
-fn numbers(class: Class, value: &WireValue, out: &mut Vec<u64>) -> Result<()> {
-    match (class, value) {
-        (Class::Varint(k), WireValue::Varint(v)) => out.push(k.normalize(*v)),
-        (Class::Fixed32, WireValue::Fixed32(v)) => out.push(u64::from(*v)),
-        (Class::Fixed64, WireValue::Fixed64(v)) => out.push(*v),
-        (_, WireValue::Bytes(p)) => {
-            let bytes = p.bytes()?;
-            let bad = |fault: &str| ChunkedError::Wire {
-                source_name: "packed field being fingerprinted".to_string(),
-                error: unbound_chunked::WireError::new(0, fault),
-            };
-            match class {
-                Class::Varint(k) => {
-                    let mut pos = 0;
-                    while pos < bytes.len() {
-                        let v = unbound_chunked::wire::read_varint(&bytes, &mut pos).map_err(
-                            |error| ChunkedError::Wire {
-                                source_name: "packed field being fingerprinted".to_string(),
-                                error,
-                            },
-                        )?;
-                        out.push(k.normalize(v));
-                    }
-                }
-                Class::Fixed32 => {
-                    if bytes.len() % 4 != 0 {
-                        return Err(bad("packed fixed32 run is not a multiple of 4 bytes"));
-                    }
-                    out.extend(
-                        bytes
-                            .chunks_exact(4)
-                            .map(|c| u64::from(u32::from_le_bytes(c.try_into().expect("4")))),
-                    );
-                }
-                _ => {
-                    if bytes.len() % 8 != 0 {
-                        return Err(bad("packed fixed64 run is not a multiple of 8 bytes"));
-                    }
-                    out.extend(
-                        bytes
-                            .chunks_exact(8)
-                            .map(|c| u64::from_le_bytes(c.try_into().expect("8"))),
-                    );
-                }
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-fn put_number(number: u32, class: Class, v: u64, out: &mut Rope) {
-    match class {
-        Class::Fixed32 => {
-            out.put_key(number, FIXED32);
-            out.put(&(v as u32).to_le_bytes());
-        }
-        Class::Fixed64 => {
-            out.put_key(number, FIXED64);
-            out.put(&v.to_le_bytes());
-        }
-        _ => {
-            out.put_key(number, VARINT);
-            out.put_varint(v);
-        }
-    }
-}
-
-fn put_numbers(info: &FieldInfo, items: &[u64], out: &mut Rope) {
-    if items.is_empty() {
-        return;
-    }
-    if !info.packed {
-        for &v in items {
-            put_number(info.number, info.class, v, out);
-        }
-        return;
-    }
-    let mut body = Rope::new();
-    for &v in items {
-        match info.class {
-            Class::Fixed32 => body.put(&(v as u32).to_le_bytes()),
-            Class::Fixed64 => body.put(&v.to_le_bytes()),
-            _ => body.put_varint(v),
-        }
-    }
-    out.put_key(info.number, LEN);
-    out.put_varint(body.len());
-    out.append(body);
-}
-
-/// An unknown field, re-encoded as C++'s `UnknownFieldSet` writes it.
-fn put_unknown(field: &WireField, out: &mut Rope) -> Result<()> {
-    match &field.value {
-        WireValue::Varint(v) => {
-            out.put_key(field.number, VARINT);
-            out.put_varint(*v);
-        }
-        WireValue::Fixed64(v) => {
-            out.put_key(field.number, FIXED64);
-            out.put(&v.to_le_bytes());
-        }
-        WireValue::Fixed32(v) => {
-            out.put_key(field.number, FIXED32);
-            out.put(&v.to_le_bytes());
-        }
-        WireValue::Bytes(p) => {
-            out.put_key(field.number, LEN);
-            out.put_varint(p.len());
-            out.put_payload(p);
-        }
-        WireValue::Message(m) => {
-            let bytes = m.to_vec()?;
-            out.put_key(field.number, LEN);
-            out.put_varint(bytes.len() as u64);
-            out.put(&bytes);
-        }
-        WireValue::Group(g) => {
-            out.put_key(field.number, START_GROUP);
-            out.put(g);
-            out.put_key(field.number, END_GROUP);
-        }
-    }
-    Ok(())
 }

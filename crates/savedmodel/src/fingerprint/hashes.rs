@@ -4,8 +4,9 @@
 use prost_reflect::MessageDescriptor;
 use unbound_chunked::{WireMessage, WireValue};
 
-use super::canonical::{map_entries, source_of, Encoder, KeyOrder, Source};
+use super::canonical::{source_of, Encoder, Source};
 use super::farmhash::{fingerprint64, fingerprint_cat64};
+use super::maps::{map_entries, KeyOrder};
 use super::regularize::{strip_uid, suffix_uid};
 use super::{model_fault, Result};
 

@@ -14,9 +14,11 @@ pub mod canonical;
 mod cpb;
 pub mod farmhash;
 mod hashes;
+pub mod maps;
 mod pb;
 pub mod regularize;
 pub mod rope;
+mod wire_values;
 
 use std::path::{Path, PathBuf};
 

@@ -32,6 +32,10 @@ enum Command {
     Fingerprint(commands::fingerprint::Args),
     /// List the variables (checkpoint key, object path, dtype, shape, bytes); write one as .npy.
     Vars(commands::vars::Args),
+    /// Show what a SavedModel holds: tag-sets, signatures, ops, functions, variables, sizes.
+    Show(commands::show::Args),
+    /// Check a SavedModel directory: record hashes, chunk metadata, merge, variables CRCs.
+    Verify(commands::verify::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +54,8 @@ fn main() -> ExitCode {
         Command::Inspect(args) => commands::inspect::run(args),
         Command::Fingerprint(args) => commands::fingerprint::run(args),
         Command::Vars(args) => commands::vars::run(args),
+        Command::Show(args) => commands::show::run(args),
+        Command::Verify(args) => commands::verify::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,4 +8,6 @@ pub mod bundle;
 pub mod dir;
 pub mod fingerprint;
 pub mod npy;
+pub mod show;
 pub mod split;
+pub mod verify;

@@ -5,7 +5,9 @@ pub mod fingerprint;
 pub mod inspect;
 pub mod merge;
 pub mod proto;
+pub mod show;
 pub mod split;
+pub mod verify;
 pub mod vars;
 
 /// The error type subcommands return; printed by `main` with exit code 1.

@@ -1,0 +1,29 @@
+//! `unbound show DIR [--json]`: what a SavedModel holds, as `saved_model_cli show --all`
+//! reports it, plus format, sizes, functions, variables, assets and function aliases.
+
+use std::path::PathBuf;
+
+use unbound_savedmodel::show::{show, text};
+
+use super::CmdResult;
+
+/// Arguments of `unbound show`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The SavedModel directory.
+    dir: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> CmdResult {
+    let info = show(&args.dir)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        print!("{}", text::render(&info));
+    }
+    Ok(())
+}

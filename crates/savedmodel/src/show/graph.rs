@@ -1,0 +1,131 @@
+//! Graph statistics from a wire-level `MetaGraphDef.graph_def`: node count, the ops used, the
+//! library's functions. Nodes are decoded one level at a time; tensor values are never read.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use unbound_chunked::{Result, WireMessage};
+
+use super::wire::{messages, string, varint};
+
+/// `MetaGraphDef.graph_def`.
+const META_GRAPH_DEF_GRAPH: u32 = 2;
+/// `GraphDef`: `node`, `library`, `versions`.
+const GRAPH_NODE: u32 = 1;
+const GRAPH_LIBRARY: u32 = 2;
+const GRAPH_VERSIONS: u32 = 4;
+/// `FunctionDefLibrary.function`.
+const LIBRARY_FUNCTION: u32 = 1;
+/// `FunctionDef`: `signature` (an OpDef, name = 1), `node_def`.
+const FUNCTION_SIGNATURE: u32 = 1;
+const FUNCTION_NODE_DEF: u32 = 3;
+/// `NodeDef`: `op`, `attr`.
+const NODE_OP: u32 = 2;
+const NODE_ATTR: u32 = 5;
+/// `AttrValue.func` (a NameAttrList, name = 1).
+const ATTR_FUNC: u32 = 10;
+
+/// What `show` reports about a graph.
+pub struct GraphStats {
+    /// Number of nodes.
+    pub nodes: u64,
+    /// `versions.producer`.
+    pub producer: i64,
+    /// Ops used, as TensorFlow's `ops_used_by_graph_def` computes them, sorted.
+    pub ops: Vec<String>,
+    /// Library function names, in order.
+    pub functions: Vec<String>,
+    /// Nodes in all library functions.
+    pub function_nodes: u64,
+}
+
+/// A node's op and, for `PartitionedCall` / `StatefulPartitionedCall`, the function it calls.
+struct NodeOps {
+    op: String,
+    called: Option<String>,
+}
+
+/// Statistics of the `graph_def` of `mg` (all its occurrences, as protobuf merges them).
+pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
+    let mut nodes = Vec::new();
+    let mut functions: Vec<(String, Vec<NodeOps>)> = Vec::new();
+    let mut producer = 0;
+    for graph in messages(mg, META_GRAPH_DEF_GRAPH, file) {
+        let graph = graph?;
+        for node in messages(&graph, GRAPH_NODE, file) {
+            nodes.push(node_ops(&*node?, file)?);
+        }
+        for library in messages(&graph, GRAPH_LIBRARY, file) {
+            let library = library?;
+            for function in messages(&library, LIBRARY_FUNCTION, file) {
+                let function = function?;
+                let mut name = String::new();
+                for sig in messages(&function, FUNCTION_SIGNATURE, file) {
+                    name = string(&*sig?, 1)?;
+                }
+                let mut body = Vec::new();
+                for node in messages(&function, FUNCTION_NODE_DEF, file) {
+                    body.push(node_ops(&*node?, file)?);
+                }
+                functions.push((name, body));
+            }
+        }
+        for versions in messages(&graph, GRAPH_VERSIONS, file) {
+            producer = varint(&*versions?, 1) as i64;
+        }
+    }
+    let function_nodes = functions.iter().map(|(_, b)| b.len() as u64).sum();
+    Ok(GraphStats {
+        nodes: nodes.len() as u64,
+        producer,
+        ops: ops_used(&nodes, &functions),
+        functions: functions.iter().map(|(n, _)| n.clone()).collect(),
+        function_nodes,
+    })
+}
+
+/// TensorFlow's `meta_graph.ops_used_by_graph_def`: the ops of the graph's nodes and of the
+/// functions they reach (by op name, or by `attr["f"]` of a partitioned call), function names
+/// excluded.
+fn ops_used(nodes: &[NodeOps], functions: &[(String, Vec<NodeOps>)]) -> Vec<String> {
+    let by_name: BTreeMap<&str, &[NodeOps]> = functions
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let mut used: BTreeSet<&str> = BTreeSet::new();
+    let mut pending: Vec<&[NodeOps]> = vec![nodes];
+    while let Some(list) = pending.pop() {
+        for n in list {
+            for op in std::iter::once(n.op.as_str()).chain(n.called.as_deref()) {
+                if used.insert(op) {
+                    if let Some(body) = by_name.get(op) {
+                        pending.push(body);
+                    }
+                }
+            }
+        }
+    }
+    used.into_iter()
+        .filter(|op| !by_name.contains_key(op))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The op of a node and the function a partitioned call names.
+fn node_ops(node: &WireMessage, file: &str) -> Result<NodeOps> {
+    let op = string(node, NODE_OP)?;
+    let mut called = None;
+    if op == "PartitionedCall" || op == "StatefulPartitionedCall" {
+        for entry in messages(node, NODE_ATTR, file) {
+            let entry = entry?;
+            if string(&entry, 1)? != "f" {
+                continue;
+            }
+            for value in messages(&entry, 2, file) {
+                for func in messages(&*value?, ATTR_FUNC, file) {
+                    called = Some(string(&*func?, 1)?);
+                }
+            }
+        }
+    }
+    Ok(NodeOps { op, called })
+}

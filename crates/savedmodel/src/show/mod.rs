@@ -1,0 +1,263 @@
+//! `show`: what a SavedModel directory holds, as `saved_model_cli show --all` reports it (tag-sets,
+//! signatures with their inputs and outputs, the ops, the concrete functions with their
+//! arguments) plus the format, sizes, library functions, the object graph's concrete functions
+//! and variables, assets, `function_aliases` and the checkpoint's keys.
+//!
+//! Only what is needed is read: a `.pb` is mapped and decoded lazily (the graph's nodes are
+//! scanned for their names and ops, tensor contents are never touched), and of a `.cpb` only the
+//! chunks other than large `BYTES` chunks (tensor contents) are read and merged.
+//!
+//! [`SavedModelInfo`] serializes (serde) to the JSON shape `unbound show --json` prints, and
+//! [`text::render`] gives the text form.
+
+mod checkpoint;
+mod graph;
+pub(crate) mod objects;
+mod read;
+mod signature;
+mod structured;
+pub mod text;
+pub(crate) mod wire;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+use unbound_chunked::Result;
+
+pub use structured::ArgValue;
+
+/// Everything `unbound show` reports about a SavedModel directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct SavedModelInfo {
+    /// The directory, as given.
+    pub dir: String,
+    /// `"pb"`, `"cpb"` or `"pbtxt"`.
+    pub format: String,
+    /// File name of the model file (`saved_model.pb`, ...).
+    pub model_file: String,
+    /// Size of the model file in bytes.
+    pub model_file_bytes: u64,
+    /// Number of chunks of a `.cpb` (`ChunkMetadata.chunks`); `None` for other formats.
+    pub chunks: Option<u64>,
+    /// `SavedModel.saved_model_schema_version`.
+    pub saved_model_schema_version: i64,
+    /// Total size of the files under `variables/` (0 when there is none).
+    pub variables_bytes: u64,
+    /// Number of files under `variables/`.
+    pub variables_files: u64,
+    /// The MetaGraphs, sorted by tag list as `saved_model_cli` shows them.
+    pub meta_graphs: Vec<MetaGraphInfo>,
+    /// The checkpoint in `variables/`, when there is one and it can be read.
+    pub checkpoint: Option<CheckpointInfo>,
+}
+
+/// One MetaGraphDef.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetaGraphInfo {
+    /// `meta_info_def.tags`.
+    pub tags: Vec<String>,
+    /// `meta_info_def.tensorflow_version`.
+    pub tensorflow_version: String,
+    /// `meta_info_def.tensorflow_git_version`.
+    pub tensorflow_git_version: String,
+    /// `meta_info_def.stripped_default_attrs`.
+    pub stripped_default_attrs: bool,
+    /// `meta_info_def.function_aliases`: alias to function name.
+    pub function_aliases: BTreeMap<String, String>,
+    /// Number of nodes of `graph_def` (library functions not counted).
+    pub graph_nodes: u64,
+    /// `graph_def.versions.producer`.
+    pub graph_producer: i64,
+    /// The ops the graph uses, as `saved_model_cli` lists them (nodes of the graph and of the
+    /// library functions they reach; function names excluded), sorted.
+    pub ops: Vec<String>,
+    /// Names of the functions in `graph_def.library`, in library order.
+    pub library_functions: Vec<String>,
+    /// Total number of nodes in the library functions.
+    pub library_function_nodes: u64,
+    /// Signatures by key.
+    pub signatures: BTreeMap<String, SignatureInfo>,
+    /// `asset_file_def`, in order.
+    pub assets: Vec<AssetInfo>,
+    /// Keys of `collection_def`, sorted (TF1 models).
+    pub collections: Vec<String>,
+    /// The object graph (TF2 models); `None` when the MetaGraph has none.
+    pub object_graph: Option<ObjectGraphInfo>,
+}
+
+/// One SignatureDef.
+#[derive(Debug, Clone, Serialize)]
+pub struct SignatureInfo {
+    /// `method_name`.
+    pub method_name: String,
+    /// Inputs by key.
+    pub inputs: BTreeMap<String, TensorInfoView>,
+    /// Outputs by key.
+    pub outputs: BTreeMap<String, TensorInfoView>,
+    /// `defaults`: default values of optional inputs, by key (dtype and shape of the value).
+    pub defaults: BTreeMap<String, TensorInfoView>,
+}
+
+/// A `TensorInfo`: a dense tensor name, a sparse tensor's three tensors, or a composite
+/// tensor's components.
+#[derive(Debug, Clone, Serialize)]
+pub struct TensorInfoView {
+    /// `DT_FLOAT`, ... (the DataType enum name; `DT_<number>` for unknown values).
+    pub dtype: String,
+    /// Dimensions, `-1` for unknown ones; `None` for unknown rank.
+    pub shape: Option<Vec<i64>>,
+    /// The tensor name (`"x:0"`); empty for sparse and composite tensors.
+    pub name: String,
+    /// `"name"`, `"coo_sparse"`, `"composite_tensor"` or `"none"`.
+    pub encoding: String,
+    /// For `coo_sparse`: the values, indices and dense shape tensor names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coo_sparse: Option<[String; 3]>,
+    /// For `composite_tensor`: its components.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<TensorInfoView>,
+}
+
+/// One `AssetFileDef`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AssetInfo {
+    /// File name relative to `assets/`.
+    pub filename: String,
+    /// The tensor that holds the asset path.
+    pub tensor_name: String,
+}
+
+/// The `SavedObjectGraph` of a MetaGraph.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObjectGraphInfo {
+    /// Number of object nodes.
+    pub nodes: u64,
+    /// `concrete_functions`, sorted by name.
+    pub concrete_functions: Vec<ConcreteFunctionInfo>,
+    /// The functions reachable as children of the root object, sorted by name: what
+    /// `saved_model_cli show --all` lists under "Concrete Functions".
+    pub functions: Vec<FunctionInfo>,
+    /// Variables (`SavedVariable` nodes), in node order.
+    pub variables: Vec<VariableInfo>,
+}
+
+/// One entry of `SavedObjectGraph.concrete_functions`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConcreteFunctionInfo {
+    /// The function's name in the library.
+    pub name: String,
+    /// Number of `bound_inputs` (captured variables and resources).
+    pub bound_inputs: u64,
+}
+
+/// A function child of the root object (a `tf.function` or a bare concrete function).
+#[derive(Debug, Clone, Serialize)]
+pub struct FunctionInfo {
+    /// The child's name (the attribute name on the root object).
+    pub name: String,
+    /// Its concrete functions, sorted by name.
+    pub concrete_functions: Vec<CallableInfo>,
+}
+
+/// One concrete function of a [`FunctionInfo`] with its input signature.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallableInfo {
+    /// The concrete function's name.
+    pub name: String,
+    /// Positional arguments (`structured_input_signature[0]`), or for bare concrete functions
+    /// without one, the argument keywords as strings.
+    pub args: Vec<ArgValue>,
+    /// Keyword arguments (`structured_input_signature[1]`), by name.
+    pub kwargs: BTreeMap<String, ArgValue>,
+}
+
+/// One variable of the object graph.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariableInfo {
+    /// The object path from the root object: child names joined with `/` (as `unbound vars`
+    /// shows them).
+    pub path: String,
+    /// `SavedVariable.name`.
+    pub name: String,
+    /// DataType enum name.
+    pub dtype: String,
+    /// Dimensions, `None` for unknown rank.
+    pub shape: Option<Vec<i64>>,
+    /// `SavedVariable.trainable`.
+    pub trainable: bool,
+    /// The variable's key in the checkpoint (from the checkpoint's object graph), when known.
+    pub checkpoint_key: Option<String>,
+}
+
+/// The tensor bundle in `variables/`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckpointInfo {
+    /// The bundle prefix, relative to the directory (`variables/variables`).
+    pub prefix: String,
+    /// Number of data shards.
+    pub shards: u64,
+    /// Every key but the header, sorted.
+    pub keys: Vec<CheckpointKey>,
+}
+
+/// One key of the checkpoint.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckpointKey {
+    /// The key (`w/.ATTRIBUTES/VARIABLE_VALUE`, `_CHECKPOINTABLE_OBJECT_GRAPH`, ...).
+    pub key: String,
+    /// DataType enum name.
+    pub dtype: String,
+    /// Dimensions.
+    pub shape: Option<Vec<i64>>,
+    /// Size of the stored value in bytes.
+    pub bytes: u64,
+}
+
+/// Reads what `unbound show` reports about the SavedModel in `dir`.
+pub fn show(dir: &Path) -> Result<SavedModelInfo> {
+    let model = read::read_model(dir)?;
+    let (variables_bytes, variables_files) = dir_size(&dir.join("variables"));
+    let checkpoint = checkpoint::read_checkpoint(dir);
+    let mut meta_graphs = Vec::new();
+    for mg in &model.meta_graphs {
+        let mut info = read::meta_graph_info(mg, &model.file_name)?;
+        if let (Some(og), Some(ck)) = (&mut info.object_graph, &checkpoint) {
+            objects::attach_checkpoint_keys(og, &ck.object_graph);
+        }
+        meta_graphs.push(info);
+    }
+    meta_graphs.sort_by(|a, b| a.tags.cmp(&b.tags));
+    Ok(SavedModelInfo {
+        dir: dir.display().to_string(),
+        format: model.format.to_string(),
+        model_file: model.file_name.clone(),
+        model_file_bytes: model.file_bytes,
+        chunks: model.chunks,
+        saved_model_schema_version: model.schema_version,
+        variables_bytes,
+        variables_files,
+        meta_graphs,
+        checkpoint: checkpoint.map(|c| c.info),
+    })
+}
+
+/// Total size and number of the regular files under `dir` (recursively); zeros when absent.
+fn dir_size(dir: &Path) -> (u64, u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (0, 0);
+    };
+    let (mut bytes, mut files) = (0, 0);
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta.is_dir() {
+            let (b, f) = dir_size(&entry.path());
+            bytes += b;
+            files += f;
+        } else if meta.is_file() {
+            bytes += meta.len();
+            files += 1;
+        }
+    }
+    (bytes, files)
+}

@@ -1,0 +1,147 @@
+//! Reading only what `show` needs: the top of a mapped `.pb`, or the chunks of a `.cpb` other
+//! than large `BYTES` chunks (tensor contents), merged.
+
+use std::path::Path;
+
+use prost::Message as _;
+use unbound_chunked::{merger::MAX_NESTING, ChunkedError, FileChunks, Merger, Result, WireMessage};
+use unbound_proto::tensorflow::proto_splitter::{
+    chunk_info::Type as ChunkType, ChunkInfo, ChunkedField, ChunkedMessage,
+};
+use unbound_proto::tensorflow::MetaGraphDef;
+
+use super::{graph, objects, signature, wire, AssetInfo, MetaGraphInfo};
+use crate::dir::{model_file, read_text, saved_model_descriptor};
+
+/// `BYTES` chunks larger than this are not read: they hold tensor contents (or other large
+/// strings) that `show` does not report.
+const LARGE_BYTES_CHUNK: u64 = 64 * 1024;
+
+/// The parts of a model file `show` works from.
+pub struct ModelParts {
+    /// `"pb"`, `"cpb"` or `"pbtxt"`.
+    pub format: &'static str,
+    /// The model file's name.
+    pub file_name: String,
+    /// Its size.
+    pub file_bytes: u64,
+    /// Chunk count of a `.cpb`.
+    pub chunks: Option<u64>,
+    /// `saved_model_schema_version`.
+    pub schema_version: i64,
+    /// The MetaGraphDefs, decoded one level (nested messages may still be bytes).
+    pub meta_graphs: Vec<WireMessage>,
+}
+
+/// Reads the model file of `dir` (`.cpb`, else `.pb`, else `.pbtxt`) as cheaply as possible.
+pub fn read_model(dir: &Path) -> Result<ModelParts> {
+    let (path, kind) = model_file(dir)?;
+    let desc = saved_model_descriptor()?;
+    let file_bytes = std::fs::metadata(&path)
+        .map_err(|e| ChunkedError::io(&path, e))?
+        .len();
+    let name = path.display().to_string();
+    let (root, chunks) = match kind {
+        "cpb" => {
+            let (chunks, metadata) = FileChunks::open(&path)?;
+            let tree = metadata.message.clone().unwrap_or_default();
+            let pruned = without_large_bytes(&tree, &metadata.chunks, 0);
+            let root = Merger::new(&chunks).merge(&desc, &pruned)?;
+            (root, Some(metadata.chunks.len() as u64))
+        }
+        "pb" => (unbound_chunked::read_pb(&path, &desc)?, None),
+        _ => (read_text(&path, &desc)?, None),
+    };
+    let meta_graphs = wire::messages(&root, 2, &name)
+        .map(|m| m.map(|m| m.into_owned()))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ModelParts {
+        format: kind,
+        file_name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        file_bytes,
+        chunks,
+        schema_version: wire::varint(&root, 1) as i64,
+        meta_graphs,
+    })
+}
+
+/// `cm` without the chunked fields whose chunk is a large `BYTES` chunk.
+pub fn without_large_bytes(
+    cm: &ChunkedMessage,
+    infos: &[ChunkInfo],
+    depth: usize,
+) -> ChunkedMessage {
+    if depth > MAX_NESTING {
+        // The Merger refuses such nesting anyway; keep it for it to report.
+        return cm.clone();
+    }
+    let large = |cf: &ChunkedField| {
+        cf.message
+            .as_ref()
+            .and_then(|c| c.chunk_index)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| infos.get(i))
+            .is_some_and(|info| {
+                info.r#type == ChunkType::Bytes as i32 && info.size > LARGE_BYTES_CHUNK
+            })
+    };
+    ChunkedMessage {
+        chunk_index: cm.chunk_index,
+        chunked_fields: cm
+            .chunked_fields
+            .iter()
+            .filter(|cf| !large(cf))
+            .map(|cf| ChunkedField {
+                field_tag: cf.field_tag.clone(),
+                message: cf
+                    .message
+                    .as_ref()
+                    .map(|c| without_large_bytes(c, infos, depth + 1)),
+            })
+            .collect(),
+    }
+}
+
+/// Everything `show` reports about one MetaGraphDef.
+pub fn meta_graph_info(mg: &WireMessage, file: &str) -> Result<MetaGraphInfo> {
+    let small = MetaGraphDef::decode(bytes::Bytes::from(wire::encode_without(mg, 2)?))
+        .map_err(|e| ChunkedError::metadata(file, format!("MetaGraphDef does not decode: {e}")))?;
+    let stats = graph::graph_stats(mg, file)?;
+    let info = small.meta_info_def.clone().unwrap_or_default();
+    let mut collections: Vec<String> = small.collection_def.keys().cloned().collect();
+    collections.sort();
+    Ok(MetaGraphInfo {
+        tags: info.tags,
+        tensorflow_version: info.tensorflow_version,
+        tensorflow_git_version: info.tensorflow_git_version,
+        stripped_default_attrs: info.stripped_default_attrs,
+        function_aliases: info.function_aliases.into_iter().collect(),
+        graph_nodes: stats.nodes,
+        graph_producer: stats.producer,
+        ops: stats.ops,
+        library_functions: stats.functions,
+        library_function_nodes: stats.function_nodes,
+        signatures: small
+            .signature_def
+            .iter()
+            .map(|(k, s)| (k.clone(), signature::signature_info(s)))
+            .collect(),
+        assets: small
+            .asset_file_def
+            .iter()
+            .map(|a| AssetInfo {
+                filename: a.filename.clone(),
+                tensor_name: a
+                    .tensor_info
+                    .as_ref()
+                    .map(|t| signature::tensor_info(t).name)
+                    .unwrap_or_default(),
+            })
+            .collect(),
+        collections,
+        object_graph: small.object_graph_def.as_ref().map(objects::object_graph),
+    })
+}

@@ -1,0 +1,74 @@
+//! Read-only helpers over [`WireMessage`]s whose nested messages may be expanded (a merged
+//! `.cpb`) or still raw bytes (a mapped `.pb`): the fields `show` needs, decoded on demand.
+
+use std::borrow::Cow;
+
+use unbound_chunked::{ChunkedError, Payload, Result, WireMessage, WireValue};
+
+/// The occurrences of message field `number`, each expanded (borrowed) or parsed from its
+/// bytes (one level; its own nested messages stay bytes).
+pub fn messages<'a>(
+    m: &'a WireMessage,
+    number: u32,
+    what: &'a str,
+) -> impl Iterator<Item = Result<Cow<'a, WireMessage>>> + 'a {
+    m.fields
+        .iter()
+        .filter(move |f| f.number == number)
+        .map(move |f| match &f.value {
+            WireValue::Message(sub) => Ok(Cow::Borrowed(sub)),
+            WireValue::Bytes(p) => parse(p, what).map(Cow::Owned),
+            _ => Err(ChunkedError::metadata(
+                what,
+                format!("field {number} holds a scalar where a message was expected"),
+            )),
+        })
+}
+
+/// Parses one level of a payload.
+pub fn parse(p: &Payload, what: &str) -> Result<WireMessage> {
+    let bytes = p.bytes()?;
+    WireMessage::parse(&bytes, None).map_err(|error| ChunkedError::Wire {
+        source_name: what.to_string(),
+        error,
+    })
+}
+
+/// The last varint of field `number` (protobuf's "last one wins"), or 0.
+pub fn varint(m: &WireMessage, number: u32) -> u64 {
+    m.fields
+        .iter()
+        .rev()
+        .find_map(|f| match (&f.value, f.number == number) {
+            (WireValue::Varint(v), true) => Some(*v),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+/// The last string of field `number` (lossy UTF-8), or empty.
+pub fn string(m: &WireMessage, number: u32) -> Result<String> {
+    match m.fields.iter().rev().find(|f| f.number == number) {
+        Some(f) => match &f.value {
+            WireValue::Bytes(p) => Ok(String::from_utf8_lossy(&p.bytes()?).into_owned()),
+            WireValue::Message(sub) => Ok(String::from_utf8_lossy(&sub.to_vec()?).into_owned()),
+            _ => Ok(String::new()),
+        },
+        None => Ok(String::new()),
+    }
+}
+
+/// The message made of `m`'s fields other than `skip`, serialized (for prost decoding of the
+/// small parts of a large message).
+pub fn encode_without(m: &WireMessage, skip: u32) -> Result<Vec<u8>> {
+    let rest = WireMessage {
+        fields: m
+            .fields
+            .iter()
+            .filter(|f| f.number != skip)
+            .cloned()
+            .collect(),
+        descriptor: None,
+    };
+    rest.to_vec()
+}

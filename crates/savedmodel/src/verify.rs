@@ -147,7 +147,15 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
             }
         },
         Err(e) => {
-            report.fault(path, e);
+            let text = e.to_string();
+            let text = text
+                .strip_prefix(&format!("{}: ", path.display()))
+                .unwrap_or(&text)
+                .to_string();
+            report.fault(
+                path,
+                format!("the chunk metadata (the last record) cannot be read: {text}"),
+            );
             return None;
         }
     };

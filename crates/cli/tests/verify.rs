@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::*;
-use unbound_proto::tensorflow::proto_splitter::chunk_info::Type as ChunkType;
+use unbound_proto::tensorflow::proto_splitter::{chunk_info::Type as ChunkType, ChunkMetadata};
+
+/// An edit of a `.cpb`'s metadata.
+type Edit = Box<dyn Fn(&mut ChunkMetadata)>;
 
 fn verify(dir: &Path) -> Output {
     unbound([Path::new("verify").as_os_str(), dir.as_os_str()])
@@ -124,31 +127,21 @@ fn a_corrupted_cpb_chunk_is_caught() {
 #[test]
 fn chunk_metadata_faults_are_caught() {
     let f = fixture("none");
-    let cases: Vec<(&str, Box<dyn Fn(&mut _)>)> = vec![
+    let cases: Vec<(&str, Edit)> = vec![
         (
             "size 1 in the metadata",
-            Box::new(
-                |m: &mut unbound_proto::tensorflow::proto_splitter::ChunkMetadata| {
-                    m.chunks[1].size = 1
-                },
-            ),
+            Box::new(|m: &mut ChunkMetadata| m.chunks[1].size = 1),
         ),
         (
             "invalid chunk type 0",
-            Box::new(
-                |m: &mut unbound_proto::tensorflow::proto_splitter::ChunkMetadata| {
-                    m.chunks[2].r#type = ChunkType::Unset as i32
-                },
-            ),
+            Box::new(|m: &mut ChunkMetadata| m.chunks[2].r#type = ChunkType::Unset as i32),
         ),
         (
             "chunk index 999 is out of range",
-            Box::new(
-                |m: &mut unbound_proto::tensorflow::proto_splitter::ChunkMetadata| {
-                    let tree = m.message.as_mut().unwrap();
-                    tree.chunked_fields[0].message.as_mut().unwrap().chunk_index = Some(999)
-                },
-            ),
+            Box::new(|m: &mut ChunkMetadata| {
+                let tree = m.message.as_mut().unwrap();
+                tree.chunked_fields[0].message.as_mut().unwrap().chunk_index = Some(999)
+            }),
         ),
     ];
     for (needle, edit) in cases {

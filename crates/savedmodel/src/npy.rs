@@ -144,8 +144,19 @@ pub fn header(descr: &str, shape: &[i64]) -> Result<Vec<u8>, String> {
 }
 
 /// Writes tensor `key` as `.npy` to `out` (streamed; nothing buffered beyond a piece).
-/// Returns what was written; on error, `out` holds a partial file.
+/// `out_name` names the output in errors. Returns what was written; on error, `out` holds a
+/// partial file.
 pub fn write_npy_to(
+    reader: &BundleReader,
+    key: &[u8],
+    out: &mut dyn Write,
+    opts: NpyOptions,
+    out_name: &Path,
+) -> Result<NpyInfo, NpyError> {
+    write_impl(reader, key, out, opts, out_name)
+}
+
+fn write_impl(
     reader: &BundleReader,
     key: &[u8],
     out: &mut dyn Write,
@@ -187,12 +198,14 @@ pub fn write_npy_to(
     let mut written = head.len() as u64;
     match (lay, strings) {
         (Layout::Strings, Some((values, width))) => {
+            let mut out = BufWriter::with_capacity(CHUNK_SIZE, &mut *out);
             let zeros = vec![0u8; width];
             for v in &values {
                 out.write_all(v).map_err(io)?;
                 out.write_all(&zeros[v.len()..]).map_err(io)?;
                 written += width as u64;
             }
+            out.flush().map_err(io)?;
         }
         (Layout::Bf16ToF32, _) => {
             let mut wide = Vec::with_capacity(2 * CHUNK_SIZE);
@@ -249,8 +262,9 @@ pub fn write_npy(
             move |e| NpyError::Io { path: p, source: e }
         };
         let file = File::create(&tmp).map_err(io(path))?;
+        // Pieces of CHUNK_SIZE pass straight through; the header and padded strings gather.
         let mut out = BufWriter::with_capacity(CHUNK_SIZE, file);
-        let info = write_npy_to(reader, key, &mut out, opts, path)?;
+        let info = write_impl(reader, key, &mut out, opts, path)?;
         let file = out.into_inner().map_err(|e| io(path)(e.into_error()))?;
         file.sync_all().map_err(io(path))?;
         drop(file);
@@ -283,7 +297,9 @@ mod tests {
             .unwrap()
             .contains("'shape': (5,), }"));
         let h = header("<i8", &[]).unwrap();
-        assert!(std::str::from_utf8(&h[10..]).unwrap().contains("'shape': (), }"));
+        assert!(std::str::from_utf8(&h[10..])
+            .unwrap()
+            .contains("'shape': (), }"));
         assert_eq!(h.len() % 64, 0);
         assert!(header("<f4", &vec![1; 30000]).is_err());
     }

@@ -245,3 +245,51 @@ fn random_index_and_data_damage_never_panics() {
         }
     }
 }
+
+#[test]
+fn streaming_a_multi_piece_tensor_checks_the_checksum_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("big");
+    let bytes: Vec<u8> = (0..(7u32 << 19)).map(|i| (i * 7 + i / 251) as u8).collect();
+    let mut w = BundleWriter::create(&prefix).unwrap();
+    w.add(
+        "pad",
+        &Tensor::raw(DataType::DtInt8, vec![3], vec![1, 2, 3]),
+    )
+    .unwrap();
+    w.add(
+        "big",
+        &Tensor::raw(DataType::DtUint8, vec![bytes.len() as i64], bytes.clone()),
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let r = BundleReader::open(&prefix).unwrap();
+    let mut pieces = 0;
+    let mut out = Vec::new();
+    let n = r
+        .for_each_raw_chunk("big", |p| {
+            pieces += 1;
+            out.extend_from_slice(p);
+            Ok::<_, unbound_savedmodel::bundle::BundleError>(())
+        })
+        .unwrap();
+    assert_eq!((n as usize, pieces), (bytes.len(), 4));
+    assert_eq!(out, bytes);
+    // A flipped byte in the last piece: every piece is delivered, then the error.
+    let offset = r.entry("big").unwrap().offset as u64;
+    flip(&data_path(&prefix, 0, 1), offset + bytes.len() as u64 - 2);
+    let r = BundleReader::open(&prefix).unwrap();
+    let mut seen = 0;
+    let e = r
+        .copy_raw_to("big", &mut std::io::sink())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("checksum") && e.contains("big"), "{e}");
+    r.for_each_raw_chunk("big", |p| {
+        seen += p.len();
+        Ok::<_, unbound_savedmodel::bundle::BundleError>(())
+    })
+    .unwrap_err();
+    assert_eq!(seen, bytes.len());
+}

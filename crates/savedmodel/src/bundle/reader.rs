@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -22,10 +21,6 @@ use super::sstable::read_table;
 use super::strings::{decode_strings, decode_variants};
 use super::tensor::{num_elements, shape_from_proto, Tensor, TensorData};
 use super::OBJECT_GRAPH_KEY;
-
-/// Size of the pieces [`BundleReader::for_each_raw_chunk`] hands out: small enough to stay
-/// in cache between checksumming and writing, large enough to amortize each call.
-pub const CHUNK_SIZE: usize = 1 << 20;
 
 /// The newest bundle format version this reader understands (TensorFlow's
 /// `kTensorBundleVersion`).
@@ -158,52 +153,6 @@ impl BundleReader {
         }
     }
 
-    /// Writes the raw little-endian bytes of a fixed-size tensor to `out`, streaming from the
-    /// mapped file and checking the checksum on the way. Returns the bytes written. On a
-    /// checksum mismatch the bytes are already written and an error is returned: write to a
-    /// temporary file and discard it on error.
-    pub fn copy_raw_to(&self, key: impl AsRef<[u8]>, out: &mut dyn Write) -> Result<u64> {
-        self.for_each_raw_chunk(key, |piece| {
-            out.write_all(piece)
-                .map_err(|e| BundleError::io("(output)", e))
-        })
-    }
-
-    /// Calls `f` with consecutive pieces (at most [`CHUNK_SIZE`] bytes) of the raw bytes of a
-    /// fixed-size tensor, computing its checksum on the way; an error if it does not match at
-    /// the end. Returns the byte count.
-    pub fn for_each_raw_chunk<E: From<BundleError>>(
-        &self,
-        key: impl AsRef<[u8]>,
-        mut f: impl FnMut(&[u8]) -> std::result::Result<(), E>,
-    ) -> std::result::Result<u64, E> {
-        let key = key.as_ref();
-        let entry = self.lookup(key)?;
-        if !matches!(storage(entry.dtype), Storage::Fixed(_) | Storage::Opaque) {
-            return Err(BundleError::Unsupported {
-                key: super::display_key(key),
-                what: format!("{} values have no raw byte form", tf_name(entry.dtype)),
-            }
-            .into());
-        }
-        if !entry.slices.is_empty() {
-            let t = self.read_partitioned(key, entry)?;
-            let bytes = t.as_raw().cloned().unwrap_or_default();
-            for piece in bytes.chunks(CHUNK_SIZE) {
-                f(piece)?;
-            }
-            return Ok(bytes.len() as u64);
-        }
-        let (path, bytes) = self.checked_bytes(key, entry)?;
-        let mut c = 0;
-        for piece in bytes.chunks(CHUNK_SIZE) {
-            c = crc::extend(c, piece);
-            f(piece)?;
-        }
-        check_crc(&path, key, entry, c)?;
-        Ok(bytes.len() as u64)
-    }
-
     /// The object graph of an object-based checkpoint (`_CHECKPOINTABLE_OBJECT_GRAPH`), or
     /// `None` for a name-based one.
     pub fn object_graph(&self) -> Result<Option<TrackableObjectGraph>> {
@@ -328,7 +277,12 @@ impl BundleReader {
     }
 }
 
-fn check_crc(path: &Path, key: &[u8], entry: &BundleEntryProto, actual: u32) -> Result<()> {
+pub(crate) fn check_crc(
+    path: &Path,
+    key: &[u8],
+    entry: &BundleEntryProto,
+    actual: u32,
+) -> Result<()> {
     let stored = crc::unmask(entry.crc32c);
     if stored != actual {
         return Err(BundleError::tensor(

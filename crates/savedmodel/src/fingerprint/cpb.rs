@@ -14,21 +14,25 @@
 //! TensorFlow's `HashFields` also parses partially matching chunks into a scratch message it
 //! never hashes; only its reads can fail, and here the chunk is read the same way.
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use unbound_chunked::prune::{tag_field, tag_index};
-use unbound_chunked::{ChunkSource, ChunkedError, FileChunks, Merger};
-use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
+use unbound_chunked::{ChunkedError, FileChunks, Merger};
+use unbound_proto::tensorflow::proto_splitter::{
+    ChunkInfo, ChunkedField, ChunkedMessage, FieldIndex,
+};
 use unbound_records::RecordReader;
 
 use super::canonical::Encoder;
-use super::farmhash::{fingerprint64, fingerprint_cat64};
+use super::farmhash::{fingerprint64, fingerprint_cat64, Fingerprint64};
 use super::hashes::{
     descriptor, field_sources, first_meta_graph, hash_message, signature_hashes,
     META_GRAPH_GRAPH_DEF, META_GRAPH_OBJECT_GRAPH_DEF, META_GRAPH_SIGNATURE_DEF,
 };
-use super::{Hashes, Result};
+use super::{model_fault, Hashes, Result};
 
 /// `[meta_graphs, 0, field]`.
 fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
@@ -38,24 +42,39 @@ fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
 /// The hash fields for the chunked SavedModel in `cpb_file`.
 pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     let reader = Arc::new(RecordReader::open(cpb_file).map_err(ChunkedError::from)?);
-    let (chunks, metadata) = FileChunks::from_reader(reader)?;
+    let (chunks, metadata) = FileChunks::from_reader(reader.clone())?;
     let root = metadata.message.clone().unwrap_or_default();
-    let saved_model_checksum =
-        fingerprint_cat64(hash_fields(&root, &chunks, &[])?, fingerprint64(b""));
-
     let graph_tags = meta_graph_tags(META_GRAPH_GRAPH_DEF);
     let signature_tags = meta_graph_tags(META_GRAPH_SIGNATURE_DEF);
     let object_graph_tags = meta_graph_tags(META_GRAPH_OBJECT_GRAPH_DEF);
-    let pruned = prune(
-        &root,
-        &[
-            graph_tags.clone(),
-            signature_tags.clone(),
-            object_graph_tags.clone(),
-        ],
-    );
+    let targets = [
+        graph_tags.clone(),
+        signature_tags.clone(),
+        object_graph_tags.clone(),
+    ];
+
+    // Every chunk `HashFields` reads, fingerprinted once, in parallel (TensorFlow reads most
+    // of them twice: for the checksum and for the graph).
+    let mut wanted = BTreeSet::new();
+    for tags in std::iter::once(&[][..]).chain(targets.iter().map(Vec::as_slice)) {
+        hash_fields(&root, tags, &mut |index| {
+            wanted.insert(index);
+            Ok(0)
+        })?;
+    }
+    let prints = chunk_prints(&reader, &metadata.chunks, wanted.into_iter().collect())?;
+    let mut print = |index: u64| {
+        prints
+            .get(&index)
+            .copied()
+            .ok_or_else(|| model_fault(format!("chunk {index} was not read")))
+    };
+
+    let saved_model_checksum =
+        fingerprint_cat64(hash_fields(&root, &[], &mut print)?, fingerprint64(b""));
+
     let desc = descriptor("tensorflow.SavedModel")?;
-    let model = Merger::new(&chunks).merge(&desc, &pruned)?;
+    let model = Merger::new(&chunks).merge(&desc, &prune(&root, &targets))?;
     let meta_graph = first_meta_graph(&model)?;
     let mg = meta_graph.message();
     let mut enc = Encoder::new();
@@ -63,13 +82,13 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     let graph = field_sources(&[mg], META_GRAPH_GRAPH_DEF)?;
     let graph_def_program_hash = fingerprint_cat64(
         hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?)?,
-        hash_fields(&root, &chunks, &graph_tags)?,
+        hash_fields(&root, &graph_tags, &mut print)?,
     );
 
     let signatures = signature_hashes(&mut enc, mg)?;
     let mut signature_def_hash = 0;
     if !signatures.is_empty() {
-        let chunked = hash_fields(&root, &chunks, &signature_tags)?;
+        let chunked = hash_fields(&root, &signature_tags, &mut print)?;
         for (key, sig) in signatures {
             signature_def_hash = fingerprint_cat64(signature_def_hash, fingerprint_cat64(key, sig));
             signature_def_hash = fingerprint_cat64(signature_def_hash, chunked);
@@ -83,7 +102,7 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
             &object_graph,
             &descriptor("tensorflow.SavedObjectGraph")?,
         )?,
-        hash_fields(&root, &chunks, &object_graph_tags)?,
+        hash_fields(&root, &object_graph_tags, &mut print)?,
     );
     Ok(Hashes {
         saved_model_checksum,
@@ -93,13 +112,80 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     })
 }
 
+/// `Fingerprint64` of each chunk in `indices`, streamed from the file (a multi-gigabyte chunk
+/// is never held whole) on as many threads as there are cores.
+fn chunk_prints(
+    reader: &RecordReader,
+    infos: &[ChunkInfo],
+    indices: Vec<u64>,
+) -> Result<HashMap<u64, u64>> {
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(indices.len())
+        .max(1);
+    let work = || -> Result<Vec<(u64, u64)>> {
+        let mut out = Vec::new();
+        while let Some(&index) = indices.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let info = usize::try_from(index)
+                .ok()
+                .and_then(|i| infos.get(i))
+                .ok_or_else(|| {
+                    ChunkedError::metadata(
+                        reader.name(),
+                        format!(
+                            "chunk index {index} is out of range for {} chunks",
+                            infos.len()
+                        ),
+                    )
+                })?;
+            let mut hasher = HashWriter(Fingerprint64::new());
+            reader
+                .copy_record_to(info.offset, &mut hasher)
+                .map_err(ChunkedError::from)?;
+            out.push((index, hasher.0.finish()));
+        }
+        Ok(out)
+    };
+    let results: Vec<Result<Vec<(u64, u64)>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("chunk hashing thread panicked"))
+            .collect()
+    });
+    let mut prints = HashMap::with_capacity(indices.len());
+    for r in results {
+        prints.extend(r?);
+    }
+    Ok(prints)
+}
+
+/// A [`Fingerprint64`] fed through `io::Write`.
+struct HashWriter(Fingerprint64);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// TensorFlow's `fieldTagMatches(a, b)`: how many leading tags of `a` equal those of `b`.
 fn matches(a: &[FieldIndex], b: &[FieldIndex]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// TensorFlow's `HashFields(chunked_message, field_tags)`.
-fn hash_fields(cm: &ChunkedMessage, chunks: &FileChunks, tags: &[FieldIndex]) -> Result<u64> {
+/// TensorFlow's `HashFields(chunked_message, field_tags)`; `print(i)` is chunk `i`'s
+/// `Fingerprint64`.
+fn hash_fields(
+    cm: &ChunkedMessage,
+    tags: &[FieldIndex],
+    print: &mut dyn FnMut(u64) -> Result<u64>,
+) -> Result<u64> {
     let empty = ChunkedMessage::default();
     let mut h = 0;
     for cf in &cm.chunked_fields {
@@ -108,23 +194,24 @@ fn hash_fields(cm: &ChunkedMessage, chunks: &FileChunks, tags: &[FieldIndex]) ->
         match child.chunk_index {
             // An exact match with a chunk: hash the chunk.
             Some(index) if m == tags.len() => {
-                h = fingerprint_cat64(h, fingerprint64(&chunks.bytes(index)?));
+                h = fingerprint_cat64(h, print(index)?);
             }
             // An exact match split further: hash its parts.
             None if m == tags.len() => {
-                h = fingerprint_cat64(h, hash_fields(child, chunks, tags)?);
+                h = fingerprint_cat64(h, hash_fields(child, tags, print)?);
             }
             // A chunk holding the target's parent: TensorFlow merges it into a scratch
-            // message, then looks for the target among its chunked fields.
+            // message (so it must be readable), then looks for the target among its chunked
+            // fields.
             Some(index) if m == cf.field_tag.len() => {
-                chunks.bytes(index)?;
-                h = fingerprint_cat64(h, hash_fields(child, chunks, tags)?);
+                print(index)?;
+                h = fingerprint_cat64(h, hash_fields(child, tags, print)?);
             }
             // The target's parent, split further: each part's own chunked fields.
             None if m == cf.field_tag.len() => {
                 for part in &child.chunked_fields {
                     let grandchild = part.message.as_ref().unwrap_or(&empty);
-                    h = fingerprint_cat64(h, hash_fields(grandchild, chunks, tags)?);
+                    h = fingerprint_cat64(h, hash_fields(grandchild, tags, print)?);
                 }
             }
             _ => {}

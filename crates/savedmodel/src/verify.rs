@@ -553,7 +553,7 @@ fn verify_variables(dir: &Path, meta_graphs: &[MetaGraphDef], report: &mut Verif
         let Some(og) = &mg.object_graph_def else {
             continue;
         };
-        let info = crate::show::objects::object_graph(og);
+        let info = crate::show::objects::object_graph(og, &[]);
         for v in &info.variables {
             match by_path.get(&v.path) {
                 Some(key) if keys.contains(key.as_bytes()) => {}

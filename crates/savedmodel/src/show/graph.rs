@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use unbound_chunked::{Result, WireMessage};
 
+use super::load_order::load_order;
 use super::wire::{messages, string, varint};
 
 /// `MetaGraphDef.graph_def`.
@@ -21,8 +22,10 @@ const FUNCTION_NODE_DEF: u32 = 3;
 /// `NodeDef`: `op`, `attr`.
 const NODE_OP: u32 = 2;
 const NODE_ATTR: u32 = 5;
-/// `AttrValue.func` (a NameAttrList, name = 1).
+/// `AttrValue.func` (a NameAttrList, name = 1), `AttrValue.list`, `ListValue.func`.
 const ATTR_FUNC: u32 = 10;
+const ATTR_LIST: u32 = 1;
+const LIST_FUNC: u32 = 9;
 
 /// What `show` reports about a graph.
 pub struct GraphStats {
@@ -36,12 +39,18 @@ pub struct GraphStats {
     pub functions: Vec<String>,
     /// Nodes in all library functions.
     pub function_nodes: u64,
+    /// The library functions in the order TensorFlow's loader imports them.
+    pub load_order: Vec<String>,
 }
 
-/// A node's op and, for `PartitionedCall` / `StatefulPartitionedCall`, the function it calls.
-struct NodeOps {
-    op: String,
-    called: Option<String>,
+/// A node's op and the functions its attributes name.
+pub struct NodeOps {
+    /// The op.
+    pub op: String,
+    /// For `PartitionedCall` / `StatefulPartitionedCall`, `attr["f"]`'s function.
+    pub called: Option<String>,
+    /// Every function named by a `func` or `list.func` attribute (function body nodes only).
+    pub funcs: Vec<String>,
 }
 
 /// Statistics of the `graph_def` of `mg` (all its occurrences, as protobuf merges them).
@@ -52,7 +61,7 @@ pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
     for graph in messages(mg, META_GRAPH_DEF_GRAPH, file) {
         let graph = graph?;
         for node in messages(&graph, GRAPH_NODE, file) {
-            nodes.push(node_ops(&*node?, file)?);
+            nodes.push(node_ops(&*node?, file, false)?);
         }
         for library in messages(&graph, GRAPH_LIBRARY, file) {
             let library = library?;
@@ -64,7 +73,7 @@ pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
                 }
                 let mut body = Vec::new();
                 for node in messages(&function, FUNCTION_NODE_DEF, file) {
-                    body.push(node_ops(&*node?, file)?);
+                    body.push(node_ops(&*node?, file, true)?);
                 }
                 functions.push((name, body));
             }
@@ -78,6 +87,7 @@ pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
         nodes: nodes.len() as u64,
         producer,
         ops: ops_used(&nodes, &functions),
+        load_order: load_order(&functions),
         functions: functions.iter().map(|(n, _)| n.clone()).collect(),
         function_nodes,
     })
@@ -110,22 +120,35 @@ fn ops_used(nodes: &[NodeOps], functions: &[(String, Vec<NodeOps>)]) -> Vec<Stri
         .collect()
 }
 
-/// The op of a node and the function a partitioned call names.
-fn node_ops(node: &WireMessage, file: &str) -> Result<NodeOps> {
+/// The op of a node, the function a partitioned call names, and with `all_funcs` every
+/// function its attributes name.
+fn node_ops(node: &WireMessage, file: &str, all_funcs: bool) -> Result<NodeOps> {
     let op = string(node, NODE_OP)?;
+    let partitioned = op == "PartitionedCall" || op == "StatefulPartitionedCall";
     let mut called = None;
-    if op == "PartitionedCall" || op == "StatefulPartitionedCall" {
+    let mut funcs = Vec::new();
+    if partitioned || all_funcs {
         for entry in messages(node, NODE_ATTR, file) {
             let entry = entry?;
-            if string(&entry, 1)? != "f" {
-                continue;
-            }
+            let is_f = string(&entry, 1)? == "f";
             for value in messages(&entry, 2, file) {
-                for func in messages(&*value?, ATTR_FUNC, file) {
-                    called = Some(string(&*func?, 1)?);
+                let value = value?;
+                for func in messages(&value, ATTR_FUNC, file) {
+                    let name = string(&*func?, 1)?;
+                    if partitioned && is_f {
+                        called = Some(name.clone());
+                    }
+                    funcs.push(name);
+                }
+                if all_funcs {
+                    for list in messages(&value, ATTR_LIST, file) {
+                        for func in messages(&*list?, LIST_FUNC, file) {
+                            funcs.push(string(&*func?, 1)?);
+                        }
+                    }
                 }
             }
         }
     }
-    Ok(NodeOps { op, called })
+    Ok(NodeOps { op, called, funcs })
 }

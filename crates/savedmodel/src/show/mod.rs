@@ -12,6 +12,7 @@
 
 mod checkpoint;
 mod graph;
+mod load_order;
 pub(crate) mod objects;
 mod read;
 mod signature;

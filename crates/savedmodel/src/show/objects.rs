@@ -1,7 +1,7 @@
 //! The object graph (`SavedObjectGraph`): concrete functions, the functions of the root object
 //! and the variables with their object paths and checkpoint keys.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use unbound_proto::tensorflow::{
     saved_object::Kind, trackable_object_graph::TrackableObject, SavedObjectGraph,
@@ -15,8 +15,10 @@ use super::{CallableInfo, ConcreteFunctionInfo, FunctionInfo, ObjectGraphInfo, V
 /// The attribute name under which a variable's value is checkpointed.
 const VARIABLE_VALUE: &str = "VARIABLE_VALUE";
 
-/// What `show` reports about an object graph.
-pub fn object_graph(og: &SavedObjectGraph) -> ObjectGraphInfo {
+/// What `show` reports about an object graph. `load_order` is the library's import order
+/// ([`super::load_order`]), which orders each function's concrete functions as
+/// `saved_model_cli` lists them; functions not in it come last, by name.
+pub fn object_graph(og: &SavedObjectGraph, load_order: &[String]) -> ObjectGraphInfo {
     let children: Vec<Vec<(String, usize)>> = og
         .nodes
         .iter()
@@ -56,7 +58,7 @@ pub fn object_graph(og: &SavedObjectGraph) -> ObjectGraphInfo {
     ObjectGraphInfo {
         nodes: og.nodes.len() as u64,
         concrete_functions,
-        functions: root_functions(og),
+        functions: root_functions(og, load_order),
         variables,
     }
 }
@@ -86,8 +88,19 @@ fn object_paths(children: &[Vec<(String, usize)>]) -> Vec<Option<String>> {
 }
 
 /// The function children of the root object, sorted by name, each with its concrete functions
-/// sorted by name: what `saved_model_cli show --all` lists under "Concrete Functions".
-fn root_functions(og: &SavedObjectGraph) -> Vec<FunctionInfo> {
+/// in load order: what `saved_model_cli show --all` lists under "Concrete Functions".
+fn root_functions(og: &SavedObjectGraph, load_order: &[String]) -> Vec<FunctionInfo> {
+    let rank: HashMap<&str, usize> = load_order
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let key = |c: &CallableInfo| {
+        (
+            rank.get(c.name.as_str()).copied().unwrap_or(usize::MAX),
+            c.name.clone(),
+        )
+    };
     let Some(root) = og.nodes.first() else {
         return Vec::new();
     };
@@ -114,7 +127,7 @@ fn root_functions(og: &SavedObjectGraph) -> Vec<FunctionInfo> {
             }
             _ => continue,
         };
-        callables.sort_by(|a: &CallableInfo, b| a.name.cmp(&b.name));
+        callables.sort_by_key(|c: &CallableInfo| key(c));
         out.push(FunctionInfo {
             name: child.local_name.clone(),
             concrete_functions: callables,

@@ -142,6 +142,9 @@ pub fn meta_graph_info(mg: &WireMessage, file: &str) -> Result<MetaGraphInfo> {
             })
             .collect(),
         collections,
-        object_graph: small.object_graph_def.as_ref().map(objects::object_graph),
+        object_graph: small
+            .object_graph_def
+            .as_ref()
+            .map(|og| objects::object_graph(og, &stats.load_order)),
     })
 }

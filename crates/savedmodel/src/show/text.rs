@@ -203,13 +203,15 @@ fn concrete_functions(out: &mut String, info: &SavedModelInfo) {
         return;
     }
     out.push_str("\nConcrete Functions:");
+    if functions.is_empty() {
+        out.push('\n');
+    }
     for f in functions {
         let _ = write!(out, "\n  Function Name: '{}'\n", f.name);
         for (i, c) in f.concrete_functions.iter().enumerate() {
             callable(out, i + 1, c);
         }
     }
-    out.push('\n');
 }
 
 fn callable(out: &mut String, option: usize, c: &CallableInfo) {

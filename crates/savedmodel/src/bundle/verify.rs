@@ -74,7 +74,9 @@ pub fn verify_prefix(prefix: &Path) -> Vec<BundleFault> {
 impl BundleReader {
     /// Checks every data shard exists and every tensor reads back with a matching checksum;
     /// partitioned tensors must have disjoint slices covering them. A missing shard is
-    /// reported once (not once per tensor stored in it). Empty when all is well.
+    /// reported once (not once per tensor stored in it). Empty when all is well. (Whether
+    /// every key the object graph names is present is left to the caller: see
+    /// [`super::object_paths`].)
     pub fn verify(&self) -> Vec<BundleFault> {
         let mut faults = Vec::new();
         let mut missing: BTreeMap<i32, usize> = BTreeMap::new();

@@ -169,6 +169,43 @@ mod tests {
     }
 
     #[test]
+    fn random_binary_keys_round_trip() {
+        // Keys with shared prefixes, zero and 0xff bytes, empty values; random block sizes
+        // and restart intervals.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..40 {
+            let alphabet = [0x00u8, 0x01, b'a', b'b', 0xfe, 0xff];
+            let mut keys = std::collections::BTreeSet::new();
+            for _ in 0..(next() % 300) {
+                let len = (next() % 12) as usize;
+                keys.insert(
+                    (0..len)
+                        .map(|_| alphabet[(next() % 6) as usize])
+                        .collect::<Vec<u8>>(),
+                );
+            }
+            let rows: Vec<(Vec<u8>, Vec<u8>)> = keys
+                .into_iter()
+                .map(|k| {
+                    let v = vec![k.len() as u8; (next() % 40) as usize];
+                    (k, v)
+                })
+                .collect();
+            let block_size = 1 + (next() % 700) as usize;
+            let interval = 1 + (next() % 20) as usize;
+            let table = build(&rows, block_size, interval);
+            check_round_trip(&rows, &table);
+            assert!(round < 40);
+        }
+    }
+
+    #[test]
     fn oversized_entry_starts_its_own_block() {
         // An entry of at least 2 * block_size flushes the block before it.
         let block_size = 1000;

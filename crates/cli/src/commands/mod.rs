@@ -7,8 +7,8 @@ pub mod merge;
 pub mod proto;
 pub mod show;
 pub mod split;
-pub mod verify;
 pub mod vars;
+pub mod verify;
 
 /// The error type subcommands return; printed by `main` with exit code 1.
 pub type CmdResult = Result<(), Box<dyn std::error::Error>>;

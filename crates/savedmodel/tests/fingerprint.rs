@@ -140,3 +140,88 @@ fn merge_writes_the_fingerprint_of_the_merged_model() {
     // The merged model is the original one: TensorFlow's own fingerprint.
     assert_eq!(hashes(&written), hashes(&read_fingerprint(&src).unwrap()));
 }
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends a length-delimited field.
+fn put(out: &mut Vec<u8>, number: u32, body: &[u8]) {
+    varint(u64::from(number) << 3 | 2, out);
+    varint(body.len() as u64, out);
+    out.extend_from_slice(body);
+}
+
+/// A SavedModel whose object graph has one concrete function `name` with `signature` as its
+/// `canonicalized_input_signature`.
+fn model_with_function(name: &str, signature: &[u8]) -> Vec<u8> {
+    let mut function = Vec::new();
+    put(&mut function, 3, signature);
+    let mut entry = Vec::new();
+    put(&mut entry, 1, name.as_bytes());
+    put(&mut entry, 2, &function);
+    let mut object_graph = Vec::new();
+    put(&mut object_graph, 2, &entry);
+    let mut meta_graph = Vec::new();
+    put(&mut meta_graph, 7, &object_graph);
+    let mut model = Vec::new();
+    put(&mut model, 2, &meta_graph);
+    model
+}
+
+fn write_model(root: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("saved_model.pb"), bytes).unwrap();
+    dir
+}
+
+#[test]
+fn absurd_nesting_is_an_error_not_a_crash() {
+    // StructuredValue.list_value (51) -> ListValue.values (1) -> ..., 20000 levels deep.
+    let mut value = Vec::new();
+    for _ in 0..20_000 {
+        let mut list = Vec::new();
+        put(&mut list, 1, &value);
+        value.clear();
+        put(&mut value, 51, &list);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_model(tmp.path(), "deep", &model_with_function("f_1", &value));
+    let err = fingerprint_dir(&dir).unwrap_err().to_string();
+    assert!(err.contains("nesting deeper than"), "{err}");
+}
+
+#[test]
+fn models_tensorflow_cannot_fingerprint_are_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A concrete function name without a UID suffix (TensorFlow's GetSuffixUID fails).
+    let dir = write_model(
+        tmp.path(),
+        "no_uid",
+        &model_with_function("no_uid_here", b""),
+    );
+    let err = fingerprint_dir(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("saved_model.pb") && err.contains("\"no_uid_here\""),
+        "{err}"
+    );
+    // split refuses too, and leaves nothing behind.
+    let out = tmp.path().join("out");
+    let err = split_dir(&dir, &out, 1 << 30, WriterOptions::default(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot fingerprint"), "{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    // No meta graph at all.
+    let dir = write_model(tmp.path(), "empty", b"");
+    let err = fingerprint_dir(&dir).unwrap_err().to_string();
+    assert!(err.contains("no meta graph"), "{err}");
+    // Neither saved_model.pb nor .cpb.
+    let err = fingerprint_dir(tmp.path()).unwrap_err().to_string();
+    assert!(err.contains("neither"), "{err}");
+}

@@ -23,131 +23,28 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use bytes::Bytes;
-use prost_reflect::{FieldDescriptor, MessageDescriptor};
-use unbound_chunked::{ChunkedError, Payload, Result, WireField, WireMessage, WireValue};
+use prost_reflect::MessageDescriptor;
+use unbound_chunked::{ChunkedError, Result};
 
-use super::maps::{map_entries, KeyOrder, MapKey, MapValue};
+pub use super::fields::{Source, Val};
+use super::layout::{FieldInfo, Layout};
+use super::maps::{map_entries, Held, KeyOrder, MapKey, MapValue};
 use super::rope::Rope;
-use super::wire_values::{
-    class_of, fits, numbers, put_number, put_numbers, put_unknown, Class, LEN,
-};
+use super::wire_values::{fits, number, put_number, put_repeated, put_unknown, Class, LEN};
 
-/// Where a message's fields come from. Several sources of one message are merged in order
-/// (protobuf's semantics for a singular message field that occurs more than once).
-pub enum Source<'a> {
-    /// A message already held (a parsed file, or a message the Merger expanded).
-    Ref(&'a WireMessage),
-    /// A message parsed on the way.
-    Owned(WireMessage),
-}
+/// Deepest message nesting encoded: protobuf C++'s default parsing recursion limit (a model
+/// nested deeper does not parse in TensorFlow either).
+pub const MAX_DEPTH: usize = 100;
 
-impl Source<'_> {
-    /// The message.
-    pub fn message(&self) -> &WireMessage {
-        match self {
-            Source::Ref(m) => m,
-            Source::Owned(m) => m,
-        }
-    }
-}
-
-/// The source of a length-delimited value that holds a message.
-pub fn source_of(value: &WireValue) -> Result<Option<Source<'_>>> {
-    Ok(match value {
-        WireValue::Message(m) => Some(Source::Ref(m)),
-        WireValue::Bytes(p) => Some(Source::Owned(parse(p)?)),
-        _ => None,
-    })
-}
-
-/// Parses one level of a payload (reading it if it is a lazy record).
-pub fn parse(payload: &Payload) -> Result<WireMessage> {
-    let bytes = payload.bytes()?;
-    WireMessage::parse(&bytes, None).map_err(|error| ChunkedError::Wire {
-        source_name: "message being fingerprinted".to_string(),
-        error,
-    })
-}
-
-/// The bytes of a length-delimited value (a message value is serialized as it is held).
-pub fn payload_bytes(value: &WireValue) -> Result<Option<Bytes>> {
-    Ok(match value {
-        WireValue::Bytes(p) => Some(p.bytes()?),
-        WireValue::Message(m) => Some(Bytes::from(m.to_vec()?)),
-        _ => None,
-    })
-}
-
-/// A known field, as the encoder needs it.
-struct FieldInfo {
-    fd: FieldDescriptor,
-    number: u32,
-    class: Class,
-    /// For a map field: the key and value fields of its entry.
-    map: Option<(FieldDescriptor, FieldDescriptor)>,
-    list: bool,
-    packed: bool,
-    presence: bool,
-    /// Index of its (non-synthetic) oneof in [`Layout::oneofs`].
-    oneof: Option<usize>,
-}
-
-/// A message type's fields in number order.
-struct Layout {
-    fields: Vec<FieldInfo>,
-    by_number: HashMap<u32, usize>,
-    oneofs: usize,
-}
-
-impl Layout {
-    fn new(desc: &MessageDescriptor) -> Self {
-        let oneof_names: Vec<String> = desc
-            .oneofs()
-            .filter(|o| !o.is_synthetic())
-            .map(|o| o.full_name().to_string())
-            .collect();
-        let mut fields: Vec<FieldInfo> = desc
-            .fields()
-            .map(|fd| {
-                let map = fd.is_map().then(|| {
-                    let entry = fd.kind().as_message().expect("map entry").clone();
-                    (entry.map_entry_key_field(), entry.map_entry_value_field())
-                });
-                let oneof = fd
-                    .containing_oneof()
-                    .filter(|o| !o.is_synthetic())
-                    .and_then(|o| oneof_names.iter().position(|n| n == o.full_name()));
-                FieldInfo {
-                    number: fd.number(),
-                    class: class_of(&fd),
-                    map,
-                    list: fd.is_list(),
-                    packed: fd.is_packed(),
-                    presence: fd.supports_presence(),
-                    oneof,
-                    fd,
-                }
-            })
-            .collect();
-        fields.sort_by_key(|f| f.number);
-        let by_number = fields
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.number, i))
-            .collect();
-        Self {
-            fields,
-            by_number,
-            oneofs: oneof_names.len(),
-        }
-    }
-}
+/// Output buffers start this large at most (they grow past it as needed).
+const MAX_RESERVE: usize = 64 << 10;
 
 /// Writes deterministic serializations; caches the field layout of each message type.
 #[derive(Default)]
 pub struct Encoder {
-    layouts: HashMap<String, Rc<Layout>>,
+    layouts: Vec<Rc<Layout>>,
+    by_name: HashMap<String, usize>,
+    depth: usize,
 }
 
 impl Encoder {
@@ -156,133 +53,147 @@ impl Encoder {
         Self::default()
     }
 
-    fn layout(&mut self, desc: &MessageDescriptor) -> Rc<Layout> {
-        self.layouts
-            .entry(desc.full_name().to_string())
-            .or_insert_with(|| Rc::new(Layout::new(desc)))
-            .clone()
+    fn layout_index(&mut self, desc: &MessageDescriptor) -> usize {
+        if let Some(&i) = self.by_name.get(desc.full_name()) {
+            return i;
+        }
+        self.layouts.push(Rc::new(Layout::new(desc)));
+        let i = self.layouts.len() - 1;
+        self.by_name.insert(desc.full_name().to_string(), i);
+        i
+    }
+
+    /// The layout of the messages `field` holds.
+    fn child(&mut self, field: &FieldInfo) -> usize {
+        if let Some(i) = field.child.get() {
+            return i;
+        }
+        let desc = field.message.as_ref().expect("a message field");
+        let i = self.layout_index(desc);
+        field.child.set(Some(i));
+        i
     }
 
     /// The deterministic serialization of the message of type `desc` made of `sources`.
     pub fn encode(&mut self, sources: &[Source<'_>], desc: &MessageDescriptor) -> Result<Rope> {
-        let layout = self.layout(desc);
+        let layout = self.layout_index(desc);
+        self.encode_at(sources, layout)
+    }
+
+    fn encode_at(&mut self, sources: &[Source<'_>], layout: usize) -> Result<Rope> {
+        let layout = self.layouts[layout].clone();
+        if self.depth > MAX_DEPTH {
+            return Err(ChunkedError::TooDeep {
+                source_name: format!("{} being fingerprinted", layout.name),
+                limit: MAX_DEPTH,
+            });
+        }
+        self.depth += 1;
+        let result = self.encode_fields(sources, &layout);
+        self.depth -= 1;
+        result
+    }
+
+    fn encode_fields(&mut self, sources: &[Source<'_>], layout: &Layout) -> Result<Rope> {
         // Known occurrences (field index, sequence number, value) and unknown ones.
-        let mut known: Vec<(usize, usize, &WireValue)> = Vec::new();
-        let mut unknown: Vec<&WireField> = Vec::new();
+        let mut known: Vec<(usize, usize, Val<'_>)> = Vec::with_capacity(16);
+        let mut unknown: Vec<(u32, Val<'_>)> = Vec::new();
         // Per oneof: the member last set and the sequence number from which it counts.
         let mut oneof_state: Vec<Option<(usize, usize)>> = vec![None; layout.oneofs];
         let mut seq = 0;
         for source in sources {
-            for field in &source.message().fields {
+            source.for_each(|number, value| {
                 seq += 1;
-                let Some(&i) = layout.by_number.get(&field.number) else {
-                    unknown.push(field);
-                    continue;
+                let Some(i) = layout.index(number) else {
+                    unknown.push((number, value));
+                    return;
                 };
                 let info = &layout.fields[i];
-                if !fits(info.class, info.list, &field.value) {
-                    unknown.push(field);
-                    continue;
+                if !fits(info.class, info.list, value) {
+                    unknown.push((number, value));
+                    return;
                 }
                 if let Some(o) = info.oneof {
                     if oneof_state[o].is_none_or(|(member, _)| member != i) {
                         oneof_state[o] = Some((i, seq));
                     }
                 }
-                known.push((i, seq, &field.value));
-            }
+                known.push((i, seq, value));
+            })?;
         }
-        known.sort_by_key(|&(i, s, _)| (i, s));
+        if !known.is_sorted_by_key(|&(i, _, _)| i) {
+            known.sort_by_key(|&(i, s, _)| (i, s));
+        }
 
-        let mut out = Rope::new();
+        let input: usize = sources.iter().map(Source::input_len).sum();
+        let mut out = Rope::with_capacity((input + input / 8 + 16).min(MAX_RESERVE));
         let mut rest = known.as_slice();
+        let mut values: Vec<Val<'_>> = Vec::new();
         while let Some(&(i, _, _)) = rest.first() {
             let n = rest.iter().take_while(|(j, _, _)| *j == i).count();
             let (group, tail) = rest.split_at(n);
             rest = tail;
             let info = &layout.fields[i];
-            let mut values: Vec<&WireValue> = group.iter().map(|&(_, _, v)| v).collect();
-            if let Some(o) = info.oneof {
-                match oneof_state[o] {
-                    Some((member, from)) if member == i => {
-                        values = group
-                            .iter()
-                            .filter(|&&(_, s, _)| s >= from)
-                            .map(|&(_, _, v)| v)
-                            .collect();
-                    }
-                    _ => continue,
-                }
-            }
+            let from = match info.oneof.map(|o| oneof_state[o]) {
+                None => 0,
+                Some(Some((member, from))) if member == i => from,
+                Some(_) => continue,
+            };
+            values.clear();
+            values.extend(
+                group
+                    .iter()
+                    .filter(|&&(_, s, _)| s >= from)
+                    .map(|&(_, _, v)| v),
+            );
             self.encode_field(info, &values, &mut out)?;
         }
-        for field in unknown {
-            put_unknown(field, &mut out)?;
+        for (number, value) in unknown {
+            put_unknown(number, value, &mut out)?;
         }
         Ok(out)
     }
 
-    fn encode_field(
-        &mut self,
-        info: &FieldInfo,
-        values: &[&WireValue],
-        out: &mut Rope,
-    ) -> Result<()> {
-        if let Some((key_fd, value_fd)) = &info.map {
-            let entries = map_entries(values, key_fd, value_fd)?;
+    fn encode_field(&mut self, info: &FieldInfo, values: &[Val<'_>], out: &mut Rope) -> Result<()> {
+        if let Some(map) = &info.map {
+            let entries = map_entries(values, map)?;
             for (key, value) in &entries {
-                let body = self.map_entry(key, value, key_fd, value_fd)?;
+                let body = self.map_entry(info, key, value)?;
                 out.put_key(info.number, LEN);
                 out.put_varint(body.len());
                 out.append(body);
             }
             return Ok(());
         }
+        let last = values[values.len() - 1];
         match info.class {
             Class::Message => {
-                let desc = message_desc(&info.fd);
+                let child = self.child(info);
                 if info.list {
                     for v in values {
-                        let src: Vec<Source<'_>> = source_of(v)?.into_iter().collect();
-                        self.put_message(info.number, &src, &desc, out)?;
+                        self.put_message(info.number, &[*v], child, out)?;
                     }
                 } else {
-                    let mut srcs = Vec::with_capacity(values.len());
-                    for v in values {
-                        srcs.extend(source_of(v)?);
-                    }
-                    self.put_message(info.number, &srcs, &desc, out)?;
+                    self.put_message(info.number, values, child, out)?;
+                }
+            }
+            Class::Bytes if info.list => {
+                for v in values {
+                    out.put_key(info.number, LEN);
+                    v.put_len(out)?;
                 }
             }
             Class::Bytes => {
-                let chosen = if info.list {
-                    values
-                } else {
-                    &values[values.len() - 1..]
-                };
-                for v in chosen {
-                    let payload = match v {
-                        WireValue::Bytes(p) => p.clone(),
-                        other => Payload::Inline(payload_bytes(other)?.unwrap_or_default()),
-                    };
-                    if info.list || info.presence || !payload.is_empty() {
-                        out.put_key(info.number, LEN);
-                        out.put_varint(payload.len());
-                        out.put_payload(&payload);
-                    }
+                if info.presence || !last.is_empty_len() {
+                    out.put_key(info.number, LEN);
+                    last.put_len(out)?;
                 }
             }
             Class::Varint(_) | Class::Fixed32 | Class::Fixed64 if info.list => {
-                let mut items = Vec::new();
-                for v in values {
-                    numbers(info.class, v, &mut items)?;
-                }
-                put_numbers(info.number, info.class, info.packed, &items, out);
+                put_repeated(info.number, info.class, info.packed, values, out)?;
             }
             Class::Varint(_) | Class::Fixed32 | Class::Fixed64 => {
-                let mut items = Vec::new();
-                numbers(info.class, values[values.len() - 1], &mut items)?;
-                let v = items[0];
+                let v = number(info.class, last);
                 if info.presence || v != 0 {
                     put_number(info.number, info.class, v, out);
                 }
@@ -292,28 +203,33 @@ impl Encoder {
         Ok(())
     }
 
+    /// Writes a message field made of the messages `values` hold (merged in order).
     fn put_message(
         &mut self,
         number: u32,
-        sources: &[Source<'_>],
-        desc: &MessageDescriptor,
+        values: &[Val<'_>],
+        layout: usize,
         out: &mut Rope,
     ) -> Result<()> {
-        let body = self.encode(sources, desc)?;
+        let body = if let [one] = values {
+            let source = one.to_source()?;
+            self.encode_at(source.as_slice(), layout)?
+        } else {
+            let mut sources = Vec::with_capacity(values.len());
+            for v in values {
+                sources.extend(v.to_source()?);
+            }
+            self.encode_at(&sources, layout)?
+        };
         out.put_key(number, LEN);
         out.put_varint(body.len());
         out.append(body);
         Ok(())
     }
 
-    /// One map entry: key and value, both always written.
-    fn map_entry(
-        &mut self,
-        key: &MapKey,
-        value: &MapValue<'_>,
-        key_fd: &FieldDescriptor,
-        value_fd: &FieldDescriptor,
-    ) -> Result<Rope> {
+    /// One entry of map field `info`: key and value, both always written.
+    fn map_entry(&mut self, info: &FieldInfo, key: &MapKey, value: &MapValue<'_>) -> Result<Rope> {
+        let map = info.map.as_ref().expect("a map field");
         let mut body = Rope::new();
         match &key.order {
             KeyOrder::Str(s) => {
@@ -321,40 +237,32 @@ impl Encoder {
                 body.put_varint(s.len() as u64);
                 body.put(s);
             }
-            _ => put_number(1, class_of(key_fd), key.wire, &mut body),
+            _ => put_number(1, map.key_class, key.wire, &mut body),
         }
-        let class = class_of(value_fd);
-        match class {
+        let last = value.last().map(|v| v.val());
+        match map.value_class {
             Class::Message => {
-                let mut srcs = Vec::new();
-                for v in value {
-                    srcs.extend(source_of(v)?);
+                let child = self.child(info);
+                if let [one] = value.as_slice() {
+                    self.put_message(2, &[one.val()], child, &mut body)?;
+                } else {
+                    let vals: Vec<Val<'_>> = value.iter().map(Held::val).collect();
+                    self.put_message(2, &vals, child, &mut body)?;
                 }
-                self.put_message(2, &srcs, &message_desc(value_fd), &mut body)?;
             }
             Class::Bytes => {
-                let payload = match value.last().map(|v| v.as_ref()) {
-                    Some(WireValue::Bytes(p)) => p.clone(),
-                    Some(other) => Payload::Inline(payload_bytes(other)?.unwrap_or_default()),
-                    None => Payload::Inline(Bytes::new()),
-                };
                 body.put_key(2, LEN);
-                body.put_varint(payload.len());
-                body.put_payload(&payload);
-            }
-            Class::Varint(_) | Class::Fixed32 | Class::Fixed64 => {
-                let mut items = Vec::new();
-                if let Some(v) = value.last() {
-                    numbers(class, v, &mut items)?;
+                match last {
+                    Some(v) => v.put_len(&mut body)?,
+                    None => body.put_varint(0),
                 }
-                put_number(2, class, items.first().copied().unwrap_or(0), &mut body);
+            }
+            class @ (Class::Varint(_) | Class::Fixed32 | Class::Fixed64) => {
+                let v = last.map_or(0, |v| number(class, v));
+                put_number(2, class, v, &mut body);
             }
             Class::Group => unreachable!("map values are never groups"),
         }
         Ok(body)
     }
-}
-
-fn message_desc(fd: &FieldDescriptor) -> MessageDescriptor {
-    fd.kind().as_message().expect("message field").clone()
 }

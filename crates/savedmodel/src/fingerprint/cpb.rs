@@ -75,17 +75,16 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
 
     let desc = descriptor("tensorflow.SavedModel")?;
     let model = Merger::new(&chunks).merge(&desc, &prune(&root, &targets))?;
-    let meta_graph = first_meta_graph(&model)?;
-    let mg = meta_graph.message();
+    let meta_graph = [first_meta_graph(&model)?];
     let mut enc = Encoder::new();
 
-    let graph = field_sources(&[mg], META_GRAPH_GRAPH_DEF)?;
+    let graph = field_sources(&meta_graph, META_GRAPH_GRAPH_DEF)?;
     let graph_def_program_hash = fingerprint_cat64(
         hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?)?,
         hash_fields(&root, &graph_tags, &mut print)?,
     );
 
-    let signatures = signature_hashes(&mut enc, mg)?;
+    let signatures = signature_hashes(&mut enc, &meta_graph[0])?;
     let mut signature_def_hash = 0;
     if !signatures.is_empty() {
         let chunked = hash_fields(&root, &signature_tags, &mut print)?;
@@ -95,7 +94,7 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
         }
     }
 
-    let object_graph = field_sources(&[mg], META_GRAPH_OBJECT_GRAPH_DEF)?;
+    let object_graph = field_sources(&meta_graph, META_GRAPH_OBJECT_GRAPH_DEF)?;
     let saved_object_graph_hash = fingerprint_cat64(
         hash_message(
             &mut enc,

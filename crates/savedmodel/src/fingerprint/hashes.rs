@@ -2,10 +2,12 @@
 //! signatures and object graph, each serialized deterministically.
 
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{WireMessage, WireValue};
+use unbound_chunked::{WireField, WireMessage};
 
-use super::canonical::{source_of, Encoder, Source};
+use super::canonical::Encoder;
 use super::farmhash::{fingerprint64, fingerprint_cat64};
+use super::fields::{Source, Val};
+use super::layout::MapInfo;
 use super::maps::{map_entries, KeyOrder};
 use super::regularize::{strip_uid, suffix_uid};
 use super::{model_fault, Result};
@@ -26,47 +28,51 @@ pub fn descriptor(name: &str) -> Result<MessageDescriptor> {
     Ok(crate::dir::message_descriptor(name)?)
 }
 
-fn is_len(v: &WireValue) -> bool {
-    matches!(v, WireValue::Bytes(_) | WireValue::Message(_))
-}
-
 /// `meta_graphs[0]`. TensorFlow dereferences it unchecked; a model without one is refused.
 pub fn first_meta_graph(model: &WireMessage) -> Result<Source<'_>> {
     let first = model
         .fields
         .iter()
-        .find(|f| f.number == SAVED_MODEL_META_GRAPHS && is_len(&f.value))
+        .map(|f| (f.number, Val::from_wire(&f.value)))
+        .find(|(n, v)| *n == SAVED_MODEL_META_GRAPHS && v.is_len())
         .ok_or_else(|| model_fault("the SavedModel has no meta graph to fingerprint"))?;
-    Ok(source_of(&first.value)?.expect("a length-delimited value"))
+    Ok(first.1.to_source()?.expect("a length-delimited value"))
 }
 
-/// The occurrences of a message field of `msg` (merged in order, they make its value).
-pub fn field_sources<'a>(msgs: &[&'a WireMessage], number: u32) -> Result<Vec<Source<'a>>> {
+/// The length-delimited occurrences of field `number` in `sources`.
+pub fn field_values<'s>(sources: &'s [Source<'_>], number: u32) -> Result<Vec<Val<'s>>> {
     let mut out = Vec::new();
-    for m in msgs {
-        for f in m.fields.iter().filter(|f| f.number == number) {
-            out.extend(source_of(&f.value)?);
-        }
+    for s in sources {
+        s.for_each(|n, v| {
+            if n == number && v.is_len() {
+                out.push(v);
+            }
+        })?;
     }
     Ok(out)
 }
 
-/// The length-delimited occurrences of field `number` in `msgs`.
-pub fn field_values<'a>(msgs: &[&'a WireMessage], number: u32) -> Vec<&'a WireValue> {
-    msgs.iter()
-        .flat_map(|m| m.fields.iter())
-        .filter(|f| f.number == number && is_len(&f.value))
-        .map(|f| &f.value)
-        .collect()
+/// The occurrences of a message field in `sources` (merged in order, they make its value).
+pub fn field_sources<'s>(sources: &'s [Source<'_>], number: u32) -> Result<Vec<Source<'s>>> {
+    let mut out = Vec::new();
+    for v in field_values(sources, number)? {
+        out.extend(v.to_source()?);
+    }
+    Ok(out)
 }
 
 /// One message holding the fields of all `sources`, in order.
-pub fn merged(sources: &[Source<'_>], desc: &MessageDescriptor) -> WireMessage {
+pub fn merged(sources: &[Source<'_>], desc: &MessageDescriptor) -> Result<WireMessage> {
     let mut out = WireMessage::new(Some(desc.clone()));
     for s in sources {
-        out.fields.extend(s.message().fields.iter().cloned());
+        s.for_each(|number, v| {
+            out.fields.push(WireField {
+                number,
+                value: v.to_wire(),
+            })
+        })?;
     }
-    out
+    Ok(out)
 }
 
 /// FarmHash of the deterministic serialization of the message made of `sources`.
@@ -80,19 +86,14 @@ pub fn hash_message(
 
 /// The signature entries of `meta_graph` in key order, each as
 /// `(FP64(key), FP64(ser(SignatureDef)))`.
-pub fn signature_hashes(enc: &mut Encoder, meta_graph: &WireMessage) -> Result<Vec<(u64, u64)>> {
+pub fn signature_hashes(enc: &mut Encoder, meta_graph: &Source<'_>) -> Result<Vec<(u64, u64)>> {
     let mg = descriptor("tensorflow.MetaGraphDef")?;
     let sig = descriptor("tensorflow.SignatureDef")?;
     let fd = mg
         .get_field(META_GRAPH_SIGNATURE_DEF)
         .expect("MetaGraphDef.signature_def");
-    let entry = fd.kind().as_message().expect("map entry").clone();
-    let values = field_values(&[meta_graph], META_GRAPH_SIGNATURE_DEF);
-    let entries = map_entries(
-        &values,
-        &entry.map_entry_key_field(),
-        &entry.map_entry_value_field(),
-    )?;
+    let values = field_values(std::slice::from_ref(meta_graph), META_GRAPH_SIGNATURE_DEF)?;
+    let entries = map_entries(&values, &MapInfo::of(&fd))?;
     let mut out = Vec::with_capacity(entries.len());
     for (key, value) in &entries {
         let KeyOrder::Str(name) = &key.order else {
@@ -100,7 +101,7 @@ pub fn signature_hashes(enc: &mut Encoder, meta_graph: &WireMessage) -> Result<V
         };
         let mut srcs = Vec::new();
         for v in value {
-            srcs.extend(source_of(v)?);
+            srcs.extend(v.val().to_source()?);
         }
         out.push((fingerprint64(name), hash_message(enc, &srcs, &sig)?));
     }
@@ -119,14 +120,8 @@ pub fn object_graph_hash(enc: &mut Encoder, object_graph: &[Source<'_>]) -> Resu
     let fd = og
         .get_field(OBJECT_GRAPH_CONCRETE_FUNCTIONS)
         .expect("SavedObjectGraph.concrete_functions");
-    let entry = fd.kind().as_message().expect("map entry").clone();
-    let msgs: Vec<&WireMessage> = object_graph.iter().map(Source::message).collect();
-    let values = field_values(&msgs, OBJECT_GRAPH_CONCRETE_FUNCTIONS);
-    let entries = map_entries(
-        &values,
-        &entry.map_entry_key_field(),
-        &entry.map_entry_value_field(),
-    )?;
+    let values = field_values(object_graph, OBJECT_GRAPH_CONCRETE_FUNCTIONS)?;
+    let entries = map_entries(&values, &MapInfo::of(&fd))?;
     let mut by_uid = std::collections::BTreeMap::new();
     for (key, value) in &entries {
         let KeyOrder::Str(name) = &key.order else {
@@ -146,7 +141,7 @@ pub fn object_graph_hash(enc: &mut Encoder, object_graph: &[Source<'_>]) -> Resu
         h = fingerprint_cat64(h, fingerprint64(strip_uid(name, uid)));
         let mut srcs = Vec::new();
         for v in value {
-            srcs.extend(source_of(v)?);
+            srcs.extend(v.val().to_source()?);
         }
         h = fingerprint_cat64(h, hash_message(enc, &srcs, &cf)?);
     }

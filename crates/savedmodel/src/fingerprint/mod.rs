@@ -13,7 +13,9 @@
 pub mod canonical;
 mod cpb;
 pub mod farmhash;
+pub mod fields;
 mod hashes;
+mod layout;
 pub mod maps;
 mod pb;
 pub mod regularize;

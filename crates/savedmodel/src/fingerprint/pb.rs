@@ -31,20 +31,22 @@ pub fn hashes(pb_file: &Path) -> Result<Hashes> {
     let mut enc = Encoder::new();
     let saved_model_checksum = hash_message(&mut enc, &[Source::Ref(&model)], &desc)?;
 
-    let meta_graph = first_meta_graph(&model)?;
-    let mg = meta_graph.message();
+    let meta_graph = [first_meta_graph(&model)?];
     let graph_desc = descriptor("tensorflow.GraphDef")?;
-    let mut graph = merged(&field_sources(&[mg], META_GRAPH_GRAPH_DEF)?, &graph_desc);
+    let mut graph = merged(
+        &field_sources(&meta_graph, META_GRAPH_GRAPH_DEF)?,
+        &graph_desc,
+    )?;
     simple_delete(&mut graph)?;
     let graph_def_program_hash = hash_message(&mut enc, &[Source::Ref(&graph)], &graph_desc)?;
     drop(graph);
 
-    let signature_def_hash = signature_hashes(&mut enc, mg)?
+    let signature_def_hash = signature_hashes(&mut enc, &meta_graph[0])?
         .into_iter()
         .fold(0, |h, (key, sig)| {
             fingerprint_cat64(fingerprint_cat64(h, key), sig)
         });
-    let object_graph = field_sources(&[mg], META_GRAPH_OBJECT_GRAPH_DEF)?;
+    let object_graph = field_sources(&meta_graph, META_GRAPH_OBJECT_GRAPH_DEF)?;
     let saved_object_graph_hash = object_graph_hash(&mut enc, &object_graph)?;
     Ok(Hashes {
         saved_model_checksum,

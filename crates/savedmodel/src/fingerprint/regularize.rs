@@ -18,7 +18,7 @@ use prost::Message as _;
 use unbound_chunked::{WireField, WireMessage, WireValue};
 use unbound_proto::tensorflow::{attr_value::Value, AttrValue};
 
-use super::canonical::{parse, payload_bytes, source_of};
+use super::fields::{last_bytes, Source, Val};
 use super::{model_fault, Result};
 
 /// `GraphDef.node`, `.library`, `.versions`.
@@ -67,11 +67,18 @@ pub fn simple_delete(graph: &mut WireMessage) -> Result<()> {
 
 /// The regularized node, or `None` when the node is left as it is.
 fn regularize_node(value: &WireValue) -> Result<Option<WireMessage>> {
-    let Some(source) = source_of(value)? else {
+    // The op, from a scan of the node in place: most nodes are left as they are.
+    let Some(source) = Val::from_wire(value).to_source()? else {
         return Ok(None);
     };
-    let node = source.message();
-    let op = last_bytes(node, NODE_OP)?.unwrap_or_default();
+    let op = last_bytes(&source, NODE_OP)?.unwrap_or_default();
+    if !matches!(
+        &op[..],
+        b"PartitionedCall" | b"StatefulPartitionedCall" | b"Const"
+    ) {
+        return Ok(None);
+    }
+    let node = &source;
     let mut entries = Vec::new();
     match &op[..] {
         b"PartitionedCall" | b"StatefulPartitionedCall" => {
@@ -119,45 +126,49 @@ fn regularize_node(value: &WireValue) -> Result<Option<WireMessage>> {
     if entries.is_empty() {
         return Ok(None);
     }
-    let mut out = WireMessage {
-        fields: node.fields.clone(),
-        descriptor: None,
-    };
+    let mut out = WireMessage::new(None);
+    node.for_each(|number, v| {
+        out.fields.push(WireField {
+            number,
+            value: v.to_wire(),
+        })
+    })?;
     out.fields.extend(entries);
     Ok(Some(out))
 }
 
-/// The last occurrence of a string field, if any.
-fn last_bytes(msg: &WireMessage, number: u32) -> Result<Option<Bytes>> {
-    match msg.fields.iter().rev().find(|f| {
-        f.number == number && matches!(f.value, WireValue::Bytes(_) | WireValue::Message(_))
-    }) {
-        Some(f) => Ok(payload_bytes(&f.value)?),
-        None => Ok(None),
-    }
-}
-
 /// The effective `attr[key]` of a node (the last entry for the key wins), as one message
 /// made of its value's occurrences. `None` when there is no entry for the key.
-fn attr(node: &WireMessage, key: &[u8]) -> Result<Option<WireMessage>> {
-    let mut found = None;
-    for f in &node.fields {
-        if f.number != NODE_ATTR {
-            continue;
+fn attr(node: &Source<'_>, key: &[u8]) -> Result<Option<WireMessage>> {
+    let mut entries = Vec::new();
+    node.for_each(|number, v| {
+        if number == NODE_ATTR && v.is_len() {
+            entries.push(v);
         }
-        let Some(source) = source_of(&f.value)? else {
+    })?;
+    let mut found = None;
+    for v in entries {
+        let Some(entry) = v.to_source()? else {
             continue;
         };
-        let entry = source.message();
-        if last_bytes(entry, 1)?.unwrap_or_default() != key {
+        if last_bytes(&entry, 1)?.unwrap_or_default() != key {
             continue;
         }
+        let mut values = Vec::new();
+        entry.for_each(|n, v| {
+            if n == 2 && v.is_len() {
+                values.push(v);
+            }
+        })?;
         let mut value = WireMessage::new(None);
-        for v in entry.fields.iter().filter(|v| v.number == 2) {
-            match &v.value {
-                WireValue::Bytes(p) => value.fields.extend(parse(p)?.fields),
-                WireValue::Message(m) => value.fields.extend(m.fields.iter().cloned()),
-                _ => {}
+        for v in values {
+            if let Some(src) = v.to_source()? {
+                src.for_each(|number, v| {
+                    value.fields.push(WireField {
+                        number,
+                        value: v.to_wire(),
+                    })
+                })?;
             }
         }
         found = Some(value);
@@ -165,7 +176,7 @@ fn attr(node: &WireMessage, key: &[u8]) -> Result<Option<WireMessage>> {
     Ok(found)
 }
 
-fn decode_attr(attr: &WireMessage, node: &WireMessage, key: &str) -> Result<AttrValue> {
+fn decode_attr(attr: &WireMessage, node: &Source<'_>, key: &str) -> Result<AttrValue> {
     let bytes = attr.to_vec()?;
     AttrValue::decode(bytes.as_slice()).map_err(|e| {
         node_fault(
@@ -176,7 +187,7 @@ fn decode_attr(attr: &WireMessage, node: &WireMessage, key: &str) -> Result<Attr
     })
 }
 
-fn node_fault(node: &WireMessage, op: &[u8], what: &str) -> super::FingerprintError {
+fn node_fault(node: &Source<'_>, op: &[u8], what: &str) -> super::FingerprintError {
     let name = last_bytes(node, NODE_NAME)
         .ok()
         .flatten()

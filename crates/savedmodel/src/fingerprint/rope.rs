@@ -34,6 +34,15 @@ impl Rope {
         Self::default()
     }
 
+    /// An empty rope with room for `capacity` bytes of small writes.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            parts: Vec::new(),
+            pending: Vec::with_capacity(capacity),
+            len: 0,
+        }
+    }
+
     /// Length in bytes.
     pub fn len(&self) -> u64 {
         self.len
@@ -72,6 +81,15 @@ impl Rope {
             Payload::Inline(b) if b.len() < SHARE_AT => self.put(b),
             Payload::Inline(b) => self.push_part(Part::Bytes(b.clone()), b.len() as u64),
             Payload::Record(r) => self.push_part(Part::Record(r.clone()), r.len),
+        }
+    }
+
+    /// Appends `buf[start..end]`: copied when small, shared when large.
+    pub fn put_shared(&mut self, buf: &Bytes, start: usize, end: usize) {
+        if end - start < SHARE_AT {
+            self.put(&buf[start..end]);
+        } else {
+            self.push_part(Part::Bytes(buf.slice(start..end)), (end - start) as u64);
         }
     }
 

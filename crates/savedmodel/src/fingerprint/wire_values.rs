@@ -2,8 +2,10 @@
 //! reads (varints by type, packed runs), and how it writes scalars and unknown fields.
 
 use prost_reflect::{FieldDescriptor, Kind};
-use unbound_chunked::{ChunkedError, Result, WireField, WireValue};
+use unbound_chunked::wire::read_varint;
+use unbound_chunked::{ChunkedError, Result};
 
+use super::fields::Val;
 use super::rope::Rope;
 
 pub(super) const VARINT: u8 = 0;
@@ -64,141 +66,173 @@ pub(super) fn class_of(fd: &FieldDescriptor) -> Class {
 }
 
 /// Whether a value read for a field of `class` fits it; otherwise C++ keeps it as unknown.
-pub(super) fn fits(class: Class, list: bool, value: &WireValue) -> bool {
+pub(super) fn fits(class: Class, list: bool, value: Val<'_>) -> bool {
     match (class, value) {
-        (Class::Varint(_), WireValue::Varint(_))
-        | (Class::Fixed32, WireValue::Fixed32(_))
-        | (Class::Fixed64, WireValue::Fixed64(_))
-        | (Class::Bytes, WireValue::Bytes(_) | WireValue::Message(_))
-        | (Class::Message, WireValue::Bytes(_) | WireValue::Message(_)) => true,
+        (Class::Varint(_), Val::Varint(_))
+        | (Class::Fixed32, Val::Fixed32(_))
+        | (Class::Fixed64, Val::Fixed64(_)) => true,
+        (Class::Bytes | Class::Message, v) => v.is_len(),
         // A packed run of a repeated numeric field.
-        (Class::Varint(_) | Class::Fixed32 | Class::Fixed64, WireValue::Bytes(_)) => list,
+        (Class::Varint(_) | Class::Fixed32 | Class::Fixed64, v) => list && v.is_len(),
         _ => false,
     }
 }
 
-/// The numbers a value holds: one, or a packed run.
-pub(super) fn numbers(class: Class, value: &WireValue, out: &mut Vec<u64>) -> Result<()> {
+fn packed_error(fault: impl Into<String>) -> ChunkedError {
+    ChunkedError::Wire {
+        source_name: "packed field being fingerprinted".to_string(),
+        error: unbound_chunked::WireError::new(0, fault),
+    }
+}
+
+/// The one number a scalar value holds (normalized); 0 for a value that holds none.
+pub(super) fn number(class: Class, value: Val<'_>) -> u64 {
     match (class, value) {
-        (Class::Varint(k), WireValue::Varint(v)) => out.push(k.normalize(*v)),
-        (Class::Fixed32, WireValue::Fixed32(v)) => out.push(u64::from(*v)),
-        (Class::Fixed64, WireValue::Fixed64(v)) => out.push(*v),
-        (_, WireValue::Bytes(p)) => {
-            let bytes = p.bytes()?;
-            let bad = |fault: &str| ChunkedError::Wire {
-                source_name: "packed field being fingerprinted".to_string(),
-                error: unbound_chunked::WireError::new(0, fault),
-            };
-            match class {
-                Class::Varint(k) => {
-                    let mut pos = 0;
-                    while pos < bytes.len() {
-                        let v = unbound_chunked::wire::read_varint(&bytes, &mut pos).map_err(
-                            |error| ChunkedError::Wire {
-                                source_name: "packed field being fingerprinted".to_string(),
-                                error,
-                            },
-                        )?;
-                        out.push(k.normalize(v));
-                    }
-                }
-                Class::Fixed32 => {
-                    if bytes.len() % 4 != 0 {
-                        return Err(bad("packed fixed32 run is not a multiple of 4 bytes"));
-                    }
-                    out.extend(
-                        bytes
-                            .chunks_exact(4)
-                            .map(|c| u64::from(u32::from_le_bytes(c.try_into().expect("4")))),
-                    );
-                }
-                _ => {
-                    if bytes.len() % 8 != 0 {
-                        return Err(bad("packed fixed64 run is not a multiple of 8 bytes"));
-                    }
-                    out.extend(
-                        bytes
-                            .chunks_exact(8)
-                            .map(|c| u64::from_le_bytes(c.try_into().expect("8"))),
-                    );
-                }
+        (Class::Varint(k), Val::Varint(v)) => k.normalize(v),
+        (Class::Fixed32, Val::Fixed32(v)) => u64::from(v),
+        (Class::Fixed64, Val::Fixed64(v)) => v,
+        _ => 0,
+    }
+}
+
+/// Calls `f` with each number of a packed run (normalized).
+fn for_each_packed(class: Class, run: &[u8], mut f: impl FnMut(u64)) -> Result<()> {
+    match class {
+        Class::Varint(k) => {
+            let mut pos = 0;
+            while pos < run.len() {
+                let v = read_varint(run, &mut pos).map_err(|error| ChunkedError::Wire {
+                    source_name: "packed field being fingerprinted".to_string(),
+                    error,
+                })?;
+                f(k.normalize(v));
             }
         }
-        _ => {}
+        Class::Fixed32 => {
+            if run.len() % 4 != 0 {
+                return Err(packed_error(
+                    "packed fixed32 run is not a multiple of 4 bytes",
+                ));
+            }
+            for c in run.chunks_exact(4) {
+                f(u64::from(u32::from_le_bytes(
+                    c.try_into().expect("4 bytes"),
+                )));
+            }
+        }
+        _ => {
+            if run.len() % 8 != 0 {
+                return Err(packed_error(
+                    "packed fixed64 run is not a multiple of 8 bytes",
+                ));
+            }
+            for c in run.chunks_exact(8) {
+                f(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+            }
+        }
     }
     Ok(())
 }
 
-pub(super) fn put_number(number: u32, class: Class, v: u64, out: &mut Rope) {
+fn put_value(class: Class, v: u64, out: &mut Rope) {
     match class {
-        Class::Fixed32 => {
-            out.put_key(number, FIXED32);
-            out.put(&(v as u32).to_le_bytes());
-        }
-        Class::Fixed64 => {
-            out.put_key(number, FIXED64);
-            out.put(&v.to_le_bytes());
-        }
-        _ => {
-            out.put_key(number, VARINT);
-            out.put_varint(v);
-        }
+        Class::Fixed32 => out.put(&(v as u32).to_le_bytes()),
+        Class::Fixed64 => out.put(&v.to_le_bytes()),
+        _ => out.put_varint(v),
     }
 }
 
-pub(super) fn put_numbers(number: u32, class: Class, packed: bool, items: &[u64], out: &mut Rope) {
-    if items.is_empty() {
-        return;
-    }
-    if !packed {
-        for &v in items {
-            put_number(number, class, v, out);
-        }
-        return;
-    }
+/// Writes one scalar field.
+pub(super) fn put_number(number: u32, class: Class, v: u64, out: &mut Rope) {
+    let wire_type = match class {
+        Class::Fixed32 => FIXED32,
+        Class::Fixed64 => FIXED64,
+        _ => VARINT,
+    };
+    out.put_key(number, wire_type);
+    put_value(class, v, out);
+}
+
+/// Writes a repeated numeric field from its occurrences (single values and packed runs):
+/// packed when the schema says so, one key per value otherwise. Packed fixed-width runs are
+/// carried over as they are (shared when large).
+pub(super) fn put_repeated(
+    number: u32,
+    class: Class,
+    packed: bool,
+    values: &[Val<'_>],
+    out: &mut Rope,
+) -> Result<()> {
     let mut body = Rope::new();
-    for &v in items {
-        match class {
-            Class::Fixed32 => body.put(&(v as u32).to_le_bytes()),
-            Class::Fixed64 => body.put(&v.to_le_bytes()),
-            _ => body.put_varint(v),
+    for &v in values {
+        if !v.is_len() {
+            let n = self::number(class, v);
+            if packed {
+                put_value(class, n, &mut body);
+            } else {
+                put_number(number, class, n, out);
+            }
+            continue;
         }
+        let bytes;
+        let (buf, start, end) = match v {
+            Val::Slice(b, s, e) => (b, s, e),
+            other => {
+                bytes = other.bytes()?.unwrap_or_default();
+                (&bytes, 0, bytes.len())
+            }
+        };
+        let run = &buf[start..end];
+        if packed && matches!(class, Class::Fixed32 | Class::Fixed64) {
+            let width = if class == Class::Fixed32 { 4 } else { 8 };
+            if run.len() % width != 0 {
+                return Err(packed_error(format!(
+                    "packed run of {} bytes is not a multiple of {width}",
+                    run.len()
+                )));
+            }
+            body.put_shared(buf, start, end);
+            continue;
+        }
+        for_each_packed(class, run, |n| {
+            if packed {
+                put_value(class, n, &mut body);
+            } else {
+                put_number(number, class, n, out);
+            }
+        })?;
     }
-    out.put_key(number, LEN);
-    out.put_varint(body.len());
-    out.append(body);
+    if packed && !body.is_empty() {
+        out.put_key(number, LEN);
+        out.put_varint(body.len());
+        out.append(body);
+    }
+    Ok(())
 }
 
 /// An unknown field, re-encoded as C++'s `UnknownFieldSet` writes it.
-pub(super) fn put_unknown(field: &WireField, out: &mut Rope) -> Result<()> {
-    match &field.value {
-        WireValue::Varint(v) => {
-            out.put_key(field.number, VARINT);
-            out.put_varint(*v);
+pub(super) fn put_unknown(number: u32, value: Val<'_>, out: &mut Rope) -> Result<()> {
+    match value {
+        Val::Varint(v) => {
+            out.put_key(number, VARINT);
+            out.put_varint(v);
         }
-        WireValue::Fixed64(v) => {
-            out.put_key(field.number, FIXED64);
+        Val::Fixed64(v) => {
+            out.put_key(number, FIXED64);
             out.put(&v.to_le_bytes());
         }
-        WireValue::Fixed32(v) => {
-            out.put_key(field.number, FIXED32);
+        Val::Fixed32(v) => {
+            out.put_key(number, FIXED32);
             out.put(&v.to_le_bytes());
         }
-        WireValue::Bytes(p) => {
-            out.put_key(field.number, LEN);
-            out.put_varint(p.len());
-            out.put_payload(p);
-        }
-        WireValue::Message(m) => {
-            let bytes = m.to_vec()?;
-            out.put_key(field.number, LEN);
-            out.put_varint(bytes.len() as u64);
-            out.put(&bytes);
-        }
-        WireValue::Group(g) => {
-            out.put_key(field.number, START_GROUP);
+        Val::Group(g) => {
+            out.put_key(number, START_GROUP);
             out.put(g);
-            out.put_key(field.number, END_GROUP);
+            out.put_key(number, END_GROUP);
+        }
+        len => {
+            out.put_key(number, LEN);
+            len.put_len(out)?;
         }
     }
     Ok(())

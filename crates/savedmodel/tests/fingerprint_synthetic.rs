@@ -130,7 +130,9 @@ fn corner_cases() -> W {
     let graph_1 = w()
         .msg(1, n1)
         .key(4, 2)
-        .raw(&[10, 0x08, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x10, 0x80, 0x80, 0x00]) // producer -1, min_consumer 0 (non-minimal)
+        .raw(&[
+            10, 0x08, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x10, 0x80, 0x80, 0x00,
+        ]) // producer -1, min_consumer 0 (non-minimal)
         .int(77, 3);
     let graph_2 = w().msg(1, n2).msg(2, w().msg(1, function)).int(3, 0);
     let sig = |m: &str| {
@@ -189,11 +191,26 @@ fn regularization() -> W {
             ],
         ),
         node(
+            "str_unknown",
+            "Const",
+            vec![
+                ("dtype", attr_type(7)),
+                // clear_value() keeps unknown fields: 20, and `i` (3) with the wrong wire type.
+                (
+                    "value",
+                    w().msg(8, w().int(1, 7)).int(20, 5).bytes(3, b"zz"),
+                ),
+            ],
+        ),
+        node(
             "float",
             "Const",
             vec![
                 ("dtype", attr_type(1)),
-                ("value", w().msg(8, w().int(1, 1).bytes(5, &[0, 0, 128, 63]))),
+                (
+                    "value",
+                    w().msg(8, w().int(1, 1).bytes(5, &[0, 0, 128, 63])),
+                ),
             ],
         ),
     ];
@@ -297,7 +314,10 @@ fn corner_cases_equal_tensorflow() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let mut checked = 0;
-    for (name, model) in [("corners", corner_cases()), ("regularize", regularization())] {
+    for (name, model) in [
+        ("corners", corner_cases()),
+        ("regularize", regularization()),
+    ] {
         let dir = tmp.path().join(name);
         std::fs::create_dir_all(dir.join("variables")).unwrap();
         std::fs::write(dir.join("saved_model.pb"), &model.0).unwrap();

@@ -29,11 +29,10 @@ const GRAPH_VERSIONS: u32 = 4;
 const NODE_NAME: u32 = 1;
 const NODE_OP: u32 = 2;
 const NODE_ATTR: u32 = 5;
-/// `AttrValue.s`, `.func`; `NameAttrList.name`. `AttrValue`'s fields are 1 to 10, all in
+/// `AttrValue.s`, `.func`; `NameAttrList.name`. `AttrValue`'s fields (1 to 10) are all in
 /// its `value` oneof.
 const ATTR_S: u32 = 2;
 const ATTR_FUNC: u32 = 10;
-const ATTR_LAST_KNOWN: u32 = 10;
 const NAME_ATTR_LIST_NAME: u32 = 1;
 /// `DataType.DT_STRING`.
 const DT_STRING: i32 = 7;
@@ -114,9 +113,7 @@ fn regularize_node(value: &WireValue) -> Result<Option<WireMessage>> {
             if is_string {
                 if let Some(mut value) = attr(node, b"value")? {
                     // `clear_value()`: every known field is in the oneof; unknown ones stay.
-                    value
-                        .fields
-                        .retain(|f| f.number == 0 || f.number > ATTR_LAST_KNOWN);
+                    value.fields.retain(|f| !is_attr_value_field(f));
                     entries.push(entry(b"value", value));
                 }
             }
@@ -201,6 +198,18 @@ fn node_fault(node: &Source<'_>, op: &[u8], what: &str) -> super::FingerprintErr
         "{op}node \"{}\" {what}; TensorFlow cannot fingerprint this graph",
         String::from_utf8_lossy(&name)
     ))
+}
+
+/// Whether `f` is a field of `AttrValue` as C++ reads it: a known number with its wire type
+/// (`list`, `s`, `shape`, `tensor`, `placeholder`, `func` length-delimited; `i`, `b`, `type`
+/// varints; `f` fixed32). Anything else is an unknown field.
+fn is_attr_value_field(f: &WireField) -> bool {
+    match f.number {
+        1 | 2 | 7..=10 => matches!(f.value, WireValue::Bytes(_) | WireValue::Message(_)),
+        3 | 5 | 6 => matches!(f.value, WireValue::Varint(_)),
+        4 => matches!(f.value, WireValue::Fixed32(_)),
+        _ => false,
+    }
 }
 
 fn entry(key: &[u8], value: WireMessage) -> WireField {

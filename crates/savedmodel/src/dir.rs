@@ -159,10 +159,14 @@ pub fn merge_dir(
             ),
         ));
     }
-    let (model_bytes, copied_files) = write_dir_atomically(src, out, |tmp| {
-        write_message_with_progress(&tmp.join("saved_model.pb"), &model, &mut |n| {
+    // The closure owns the model, so its input mapping is released once the model is written,
+    // before the fingerprint maps the output: peak memory holds one copy, not two.
+    let (model_bytes, copied_files) = write_dir_atomically(src, out, move |tmp| {
+        let written = write_message_with_progress(&tmp.join("saved_model.pb"), &model, &mut |n| {
             progress(n, size)
-        })
+        });
+        drop(model);
+        written
     })?;
     Ok(MergeReport {
         model_bytes,

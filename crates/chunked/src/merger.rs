@@ -356,13 +356,7 @@ impl<'a> Merger<'a> {
                     self.descend_or_read(element, &elem_desc, rest, child, chunk_index, depth + 1)
                 }
                 kind => {
-                    if !last {
-                        return Err(self.schema(
-                            desc,
-                            format!("scalar field {} cannot hold more fields", fd.name()),
-                        ));
-                    }
-                    let value = self.scalar_value(&kind, &fd, chunk_index)?;
+                    let value = self.trailing_scalar(desc, &kind, &fd, last, chunk_index)?;
                     target.set_repeated_scalar(&fd, *index, value)
                 }
             },
@@ -410,13 +404,7 @@ impl<'a> Merger<'a> {
                     self.descend_or_read(sub, &sub_desc, rest, child, chunk_index, depth + 1)
                 }
                 kind => {
-                    if !last {
-                        return Err(self.schema(
-                            desc,
-                            format!("scalar field {} cannot hold more fields", fd.name()),
-                        ));
-                    }
-                    let value = self.scalar_value(&kind, &fd, chunk_index)?;
+                    let value = self.trailing_scalar(desc, &kind, &fd, last, chunk_index)?;
                     target.set_scalar(&fd, value);
                     Ok(())
                 }
@@ -439,6 +427,24 @@ impl<'a> Merger<'a> {
         } else {
             self.apply(message, desc, rest, child, chunk_index, depth)
         }
+    }
+
+    /// The value for scalar field `fd`, which must end the tag path (a scalar holds no fields).
+    fn trailing_scalar(
+        &self,
+        desc: &MessageDescriptor,
+        kind: &Kind,
+        fd: &prost_reflect::FieldDescriptor,
+        last: bool,
+        chunk_index: u64,
+    ) -> Result<crate::message::WireValue> {
+        if !last {
+            return Err(self.schema(
+                desc,
+                format!("scalar field {} cannot hold more fields", fd.name()),
+            ));
+        }
+        self.scalar_value(kind, fd, chunk_index)
     }
 
     /// The value a BYTES chunk gives a scalar field: the raw bytes for string and bytes fields,

@@ -217,6 +217,13 @@ pub struct Scope<'a> {
 }
 
 impl Scope<'_> {
+    /// `path` relative to this scope, made absolute.
+    fn full_path(&self, path: &[PathElem]) -> Vec<PathElem> {
+        let mut full = self.prefix.clone();
+        full.extend_from_slice(path);
+        full
+    }
+
     /// Adds a chunk at `path` relative to this scope.
     pub fn add_chunk(
         &mut self,
@@ -224,15 +231,13 @@ impl Scope<'_> {
         path: &[PathElem],
         insert_at: Option<usize>,
     ) -> Result<ChunkHandle> {
-        let mut full = self.prefix.clone();
-        full.extend_from_slice(path);
+        let full = self.full_path(path);
         self.sink.add_chunk(chunk, &full, insert_at)
     }
 
     /// A scope for the part of this message at `path` (a child splitter's `fields_in_parent`).
     pub fn child(&mut self, path: &[PathElem]) -> Scope<'_> {
-        let mut prefix = self.prefix.clone();
-        prefix.extend_from_slice(path);
+        let prefix = self.full_path(path);
         Scope {
             sink: self.sink,
             prefix,
@@ -247,8 +252,7 @@ impl Scope<'_> {
     /// Adds a finished split of the part at `path` relative to this scope, nested
     /// ([`ChunkSink::add_nested`]).
     pub fn add_nested(&mut self, part: SplitOutput, path: &[PathElem]) -> Result<()> {
-        let mut full = self.prefix.clone();
-        full.extend_from_slice(path);
+        let full = self.full_path(path);
         self.sink.add_nested(part, &full)
     }
 

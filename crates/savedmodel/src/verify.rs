@@ -20,6 +20,7 @@ use std::sync::Arc;
 use prost::Message as _;
 use prost_reflect::{Kind, MessageDescriptor};
 use unbound_chunked::merger::{FileChunks, MAX_NESTING};
+use unbound_chunked::scalar::{scalar_wire, ScalarWire};
 use unbound_chunked::tags::steps;
 use unbound_chunked::{Merger, Payload, WireMessage, WireValue};
 use unbound_proto::tensorflow::proto_splitter::{
@@ -393,19 +394,7 @@ fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Res
             }
             (Kind::String, WireValue::Bytes(p)) => check_utf8(p).map_err(in_field)?,
             (Kind::Bytes, WireValue::Bytes(_)) => {}
-            (Kind::Double | Kind::Fixed64 | Kind::Sfixed64, WireValue::Fixed64(_)) => {}
-            (Kind::Float | Kind::Fixed32 | Kind::Sfixed32, WireValue::Fixed32(_)) => {}
-            (
-                Kind::Int32
-                | Kind::Int64
-                | Kind::Uint32
-                | Kind::Uint64
-                | Kind::Sint32
-                | Kind::Sint64
-                | Kind::Bool
-                | Kind::Enum(_),
-                WireValue::Varint(_),
-            ) => {}
+            (kind, value) if wire_fits(&kind, value) => {}
             (_, WireValue::Bytes(p)) if packed_ok => {
                 check_packed(&fd.kind(), p).map_err(in_field)?
             }
@@ -431,15 +420,25 @@ fn wire_kind(v: &WireValue) -> &'static str {
 }
 
 /// A packed run of scalars of `kind`: whole fixed-width values, or varints that decode.
+/// Whether a fixed-width or varint value has the wire layout of `kind`.
+fn wire_fits(kind: &Kind, value: &WireValue) -> bool {
+    matches!(
+        (scalar_wire(kind), value),
+        (Some(ScalarWire::Varint), WireValue::Varint(_))
+            | (Some(ScalarWire::Fixed32), WireValue::Fixed32(_))
+            | (Some(ScalarWire::Fixed64), WireValue::Fixed64(_))
+    )
+}
+
 fn check_packed(kind: &Kind, p: &Payload) -> Result<(), String> {
     let bytes = p.bytes().map_err(|e| e.to_string())?;
-    let width = match kind {
-        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => 8,
-        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => 4,
-        Kind::String | Kind::Bytes | Kind::Message(_) => {
+    let width = match scalar_wire(kind) {
+        Some(ScalarWire::Fixed64) => 8,
+        Some(ScalarWire::Fixed32) => 4,
+        Some(ScalarWire::Varint) => 0,
+        Some(ScalarWire::Len) | None => {
             return Err("a packed run where the schema has no scalar".into())
         }
-        _ => 0,
     };
     if width > 0 {
         return match bytes.len() % width {

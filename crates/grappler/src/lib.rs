@@ -1,0 +1,17 @@
+//! Host for TensorFlow graph-optimizer plugins.
+//!
+//! Plugins are shared libraries written against TensorFlow's pluggable graph optimizer C API
+//! (`grappler.h`): they export `TF_InitGraph`, register one optimizer for one device type, and
+//! are handed serialized `GraphDef`s. This crate loads them, validates their registration with
+//! TensorFlow's rules and messages, runs them on a model's graphs, and exports the util C API
+//! (`TF_Buffer`, `TF_Status`, grappler item, graph properties, function library) that plugins
+//! call back into.
+//!
+//! The util C API is exported from the executable that links this crate: its binary must be
+//! linked with `-Wl,--export-dynamic-symbol=TF_*` (the `unbound` CLI's build script does this),
+//! so a plugin's undefined `TF_*` symbols resolve to ours when it is loaded.
+
+#![warn(missing_docs)]
+
+pub mod abi;
+pub mod ops;

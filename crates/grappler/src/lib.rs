@@ -15,3 +15,11 @@
 
 pub mod abi;
 pub mod ops;
+pub mod buffer;
+pub mod configs;
+pub mod exports;
+pub mod item;
+pub mod plugin;
+mod shims;
+pub mod status;
+pub mod util_api;

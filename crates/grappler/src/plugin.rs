@@ -1,0 +1,232 @@
+//! Loading one plugin: `dlopen`, `TF_InitGraph` with the registration structs pre-filled as
+//! TensorFlow fills them (`InitGraphPlugin` in `grappler.cc`), and TensorFlow's validation with
+//! its messages.
+
+use std::ffi::{c_void, CStr};
+use std::path::{Path, PathBuf};
+
+use crate::abi::{
+    InitGraphFn, TfBuffer, TpOptimizer, TpOptimizerConfigs, TpOptimizerRegistrationParams,
+    GO_VERSION, INIT_GRAPH_SYMBOL, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
+    TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE, TP_OPTIMIZER_STRUCT_SIZE,
+};
+use crate::configs::PluginConfigs;
+use crate::status::{code, TfStatus};
+
+/// A plugin that failed to load or register; the message names the file.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("plugin {}: {message}", path.display())]
+pub struct PluginError {
+    /// The plugin file.
+    pub path: PathBuf,
+    /// What went wrong (TensorFlow's message where TensorFlow has one).
+    pub message: String,
+}
+
+/// What a plugin registered.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    /// The device type its optimizer is for.
+    pub device_type: String,
+    /// Its recommendations for the built-in optimizers.
+    pub configs: PluginConfigs,
+}
+
+/// A loaded, registered plugin. The library stays loaded as long as this value lives.
+#[derive(Debug)]
+pub struct LoadedPlugin {
+    /// The file it was loaded from.
+    pub path: PathBuf,
+    /// What it registered.
+    pub registration: Registration,
+    optimizer: TpOptimizer,
+    _library: libloading::os::unix::Library,
+}
+
+/// Room after each struct the plugin fills in: a plugin built against a newer header may write
+/// fields we do not know; they land here instead of on the stack or heap.
+#[repr(C)]
+struct Padded<T> {
+    value: T,
+    spare: [u8; 256],
+}
+
+impl<T> Padded<T> {
+    fn new(value: T) -> Box<Self> {
+        Box::new(Self {
+            value,
+            spare: [0; 256],
+        })
+    }
+}
+
+/// Loads the plugin at `path` and registers it.
+pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, PluginError> {
+    let err = |message: String| PluginError {
+        path: path.to_path_buf(),
+        message,
+    };
+    // Referencing the export table keeps every TF_* function in the executable, so the
+    // dynamic linker can resolve the plugin's references to them.
+    std::hint::black_box(crate::exports::exported_symbols());
+    if let Err(e) = crate::shims::ensure_loaded() {
+        eprintln!("unbound: warning: {e}; plugins linked against TensorFlow will not load");
+    }
+    if !path.is_file() {
+        return Err(err("no such file".to_string()));
+    }
+    // SAFETY: loading a plugin runs its initializers; that is the point of a plugin, and the
+    // user named it. RTLD_NOW|RTLD_LOCAL as TensorFlow's Env::LoadDynamicLibrary does.
+    let library = unsafe {
+        libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL)
+    }
+    .map_err(|e| err(format!("cannot load: {e}")))?;
+    // SAFETY: the symbol's type is TensorFlow's TFInitGraphPluginFn.
+    let init: InitGraphFn = unsafe { library.get::<InitGraphFn>(INIT_GRAPH_SYMBOL) }
+        .map(|s| *s)
+        .map_err(|_| {
+            err("no TF_InitGraph symbol: not a graph optimizer plugin".to_string())
+        })?;
+    let (registration, optimizer) = register(init).map_err(err)?;
+    Ok(LoadedPlugin {
+        path: path.to_path_buf(),
+        registration,
+        optimizer,
+        _library: library,
+    })
+}
+
+/// Calls `init` as TensorFlow's `InitGraphPlugin` does and validates what it filled in.
+fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
+    let mut configs = Padded::new(TpOptimizerConfigs {
+        struct_size: TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
+        ext: std::ptr::null_mut(),
+        toggles: [0; 19],
+        _pad: 0,
+    });
+    let mut optimizer = Padded::new(TpOptimizer {
+        struct_size: TP_OPTIMIZER_STRUCT_SIZE,
+        ext: std::ptr::null_mut(),
+        create_func: None,
+        optimize_func: None,
+        destroy_func: None,
+    });
+    let mut params = Padded::new(TpOptimizerRegistrationParams {
+        struct_size: TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE,
+        ext: std::ptr::null_mut(),
+        major_version: GO_VERSION.0,
+        minor_version: GO_VERSION.1,
+        patch_version: GO_VERSION.2,
+        device_type: std::ptr::null(),
+        optimizer_configs: &mut configs.value,
+        optimizer: &mut optimizer.value,
+    });
+    let mut status = TfStatus::new();
+    // SAFETY: all three structs are zero-initialized, sized as TensorFlow's (plus spare room)
+    // and live across the call.
+    unsafe { init(&mut params.value, status.as_ptr()) };
+    status
+        .to_result()
+        .map_err(|e| format!("TF_InitGraph failed: {e}"))?;
+    let p = &params.value;
+    if p.struct_size == 0 {
+        return Err(precondition("struct_size field in TP_OptimizerRegistrationParams must be set to TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE."));
+    }
+    if p.device_type.is_null() {
+        return Err(precondition(
+            "'device_type' field in TP_OptimizerRegistrationParams must be set.",
+        ));
+    }
+    let o = optimizer.value;
+    if o.struct_size == 0 {
+        return Err(precondition(
+            "struct_size field in TP_Optimizer must be set to TP_OPTIMIZER_STRUCT_SIZE.",
+        ));
+    }
+    if o.optimize_func.is_none() {
+        return Err(precondition("'optimize_func' field in TP_Optimizer must be set."));
+    }
+    if configs.value.struct_size == 0 {
+        return Err(precondition("struct_size field in TP_OptimizerConfigs must be set to TP_OPTIMIZER_CONFIGS_STRUCT_SIZE."));
+    }
+    // SAFETY: checked non-null; TensorFlow requires a NUL-terminated static string.
+    let device_type = unsafe { CStr::from_ptr(p.device_type) }
+        .to_str()
+        .map_err(|_| "device_type is not UTF-8".to_string())?
+        .to_string();
+    if device_type.is_empty() {
+        return Err(precondition("'device_type' field in TP_OptimizerRegistrationParams must be set."));
+    }
+    let registration = Registration {
+        device_type,
+        configs: PluginConfigs::read(&configs.value),
+    };
+    Ok((registration, o))
+}
+
+fn precondition(message: &str) -> String {
+    format!("{}: {message}", code::name(code::FAILED_PRECONDITION))
+}
+
+/// What one `optimize_func` call returned, before validation.
+#[derive(Debug)]
+pub enum RawOutcome {
+    /// OK with these bytes (possibly empty).
+    Output(Vec<u8>),
+    /// ABORTED: the plugin did nothing.
+    Aborted,
+    /// Any other error: "CODE: message".
+    Error(String),
+}
+
+impl LoadedPlugin {
+    /// Runs the optimizer once on `graph_in`, with `item` as the `TF_GrapplerItem*`: creates
+    /// the optimizer (if it has `create_func`), calls `optimize_func`, copies the output, calls
+    /// the output's deallocator, and destroys the optimizer (TensorFlow's `CGraphOptimizer`
+    /// lifetime: one instance per optimized graph).
+    pub fn call_optimize(&self, graph_in: &[u8], item: *const c_void) -> RawOutcome {
+        let o = &self.optimizer;
+        let Some(optimize) = o.optimize_func else {
+            return RawOutcome::Error("optimize_func is not set".to_string());
+        };
+        // SAFETY: plugin functions called as their C signatures declare.
+        let handle = match o.create_func {
+            Some(create) => unsafe { create() },
+            None => std::ptr::null_mut(),
+        };
+        let input = TfBuffer {
+            data: graph_in.as_ptr().cast(),
+            length: graph_in.len(),
+            data_deallocator: None,
+        };
+        let mut output = TfBuffer {
+            data: std::ptr::null(),
+            length: 0,
+            data_deallocator: None,
+        };
+        let mut status = TfStatus::new();
+        // SAFETY: input borrows graph_in for the call; output and status are ours.
+        unsafe { optimize(handle, &input, item, &mut output, status.as_ptr()) };
+        let bytes = if output.data.is_null() || output.length == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the plugin promises `length` readable bytes at `data`.
+            unsafe { std::slice::from_raw_parts(output.data.cast::<u8>(), output.length) }.to_vec()
+        };
+        if let Some(dealloc) = output.data_deallocator {
+            // SAFETY: the plugin's own deallocator, called once on its own data, while loaded.
+            unsafe { dealloc(output.data.cast_mut(), output.length) };
+        }
+        if let Some(destroy) = o.destroy_func {
+            // SAFETY: TensorFlow calls destroy_func whenever set, even with a null handle.
+            unsafe { destroy(handle) };
+        }
+        if status.code() == code::ABORTED {
+            return RawOutcome::Aborted;
+        }
+        match status.to_result() {
+            Ok(()) => RawOutcome::Output(bytes),
+            Err(e) => RawOutcome::Error(e),
+        }
+    }
+}

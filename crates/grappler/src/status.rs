@@ -1,0 +1,257 @@
+//! `TF_Status`: an error code and message, created and read by plugins through the functions
+//! TensorFlow exports (`TF_NewStatus`, `TF_SetStatus`, `TF_GetCode`, `TF_Message`, ...).
+//!
+//! The struct is opaque to plugins, so its layout is ours. Every function accepts the pointers
+//! TensorFlow's accept; a null status is ignored rather than dereferenced.
+
+use std::ffi::{c_char, c_int, CStr, CString};
+
+/// TensorFlow's status codes (`TF_Code`, a C enum).
+pub mod code {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// `TF_CANCELLED`.
+    pub const CANCELLED: i32 = 1;
+    /// `TF_UNKNOWN`.
+    pub const UNKNOWN: i32 = 2;
+    /// `TF_INVALID_ARGUMENT`.
+    pub const INVALID_ARGUMENT: i32 = 3;
+    /// `TF_DEADLINE_EXCEEDED`.
+    pub const DEADLINE_EXCEEDED: i32 = 4;
+    /// `TF_NOT_FOUND`.
+    pub const NOT_FOUND: i32 = 5;
+    /// `TF_ALREADY_EXISTS`.
+    pub const ALREADY_EXISTS: i32 = 6;
+    /// `TF_PERMISSION_DENIED`.
+    pub const PERMISSION_DENIED: i32 = 7;
+    /// `TF_RESOURCE_EXHAUSTED`.
+    pub const RESOURCE_EXHAUSTED: i32 = 8;
+    /// `TF_FAILED_PRECONDITION`.
+    pub const FAILED_PRECONDITION: i32 = 9;
+    /// `TF_ABORTED`: for an optimizer, "did nothing".
+    pub const ABORTED: i32 = 10;
+    /// `TF_OUT_OF_RANGE`.
+    pub const OUT_OF_RANGE: i32 = 11;
+    /// `TF_UNIMPLEMENTED`.
+    pub const UNIMPLEMENTED: i32 = 12;
+    /// `TF_INTERNAL`.
+    pub const INTERNAL: i32 = 13;
+    /// `TF_UNAVAILABLE`.
+    pub const UNAVAILABLE: i32 = 14;
+    /// `TF_DATA_LOSS`.
+    pub const DATA_LOSS: i32 = 15;
+    /// `TF_UNAUTHENTICATED`.
+    pub const UNAUTHENTICATED: i32 = 16;
+
+    /// The name TensorFlow prints for a code (`INVALID_ARGUMENT`, ...).
+    pub fn name(code: i32) -> String {
+        let known = [
+            "OK",
+            "CANCELLED",
+            "UNKNOWN",
+            "INVALID_ARGUMENT",
+            "DEADLINE_EXCEEDED",
+            "NOT_FOUND",
+            "ALREADY_EXISTS",
+            "PERMISSION_DENIED",
+            "RESOURCE_EXHAUSTED",
+            "FAILED_PRECONDITION",
+            "ABORTED",
+            "OUT_OF_RANGE",
+            "UNIMPLEMENTED",
+            "INTERNAL",
+            "UNAVAILABLE",
+            "DATA_LOSS",
+            "UNAUTHENTICATED",
+        ];
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| known.get(i))
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| format!("code {code}"))
+    }
+}
+
+/// The status object behind a plugin's `TF_Status*`.
+#[derive(Debug, Default)]
+pub struct TfStatus {
+    code: i32,
+    message: CString,
+}
+
+impl TfStatus {
+    /// A new OK status.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The code.
+    pub fn code(&self) -> i32 {
+        self.code
+    }
+
+    /// The message (empty when OK).
+    pub fn message(&self) -> String {
+        self.message.to_string_lossy().into_owned()
+    }
+
+    /// Sets code and message; an interior NUL cuts the message there.
+    pub fn set(&mut self, code: i32, message: &str) {
+        self.code = code;
+        let bytes = message.as_bytes();
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        self.message = if code == code::OK {
+            CString::default()
+        } else {
+            CString::new(&bytes[..end]).unwrap_or_default()
+        };
+    }
+
+    /// `Err("CODE: message")` unless OK.
+    pub fn to_result(&self) -> Result<(), String> {
+        if self.code == code::OK {
+            Ok(())
+        } else {
+            Err(format!("{}: {}", code::name(self.code), self.message()))
+        }
+    }
+
+    /// The status as the opaque pointer plugins receive.
+    pub fn as_ptr(&mut self) -> *mut std::ffi::c_void {
+        (self as *mut TfStatus).cast()
+    }
+}
+
+/// Sets `status` if it is not null.
+///
+/// # Safety
+/// `status` is null or a pointer made by this module.
+pub(crate) unsafe fn set_status(status: *mut TfStatus, code: i32, message: &str) {
+    if let Some(s) = status.as_mut() {
+        s.set(code, message);
+    }
+}
+
+/// `TF_NewStatus`: a new OK status, owned by the caller (free with `TF_DeleteStatus`).
+#[no_mangle]
+pub extern "C" fn TF_NewStatus() -> *mut TfStatus {
+    Box::into_raw(Box::new(TfStatus::new()))
+}
+
+/// `TF_DeleteStatus`. Null is a no-op.
+///
+/// # Safety
+/// `status` is null or came from `TF_NewStatus` and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn TF_DeleteStatus(status: *mut TfStatus) {
+    if !status.is_null() {
+        drop(Box::from_raw(status));
+    }
+}
+
+/// `TF_SetStatus`: sets code and message; `TF_OK` clears the message.
+///
+/// # Safety
+/// `status` is null or a live status; `msg` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn TF_SetStatus(status: *mut TfStatus, code: c_int, msg: *const c_char) {
+    let message = if msg.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(msg).to_string_lossy().into_owned()
+    };
+    set_status(status, code, &message);
+}
+
+/// `TF_SetPayload`: payloads are not kept (no host reads them); the status is unchanged.
+///
+/// # Safety
+/// Pointers are unused.
+#[no_mangle]
+pub unsafe extern "C" fn TF_SetPayload(
+    _status: *mut TfStatus,
+    _key: *const c_char,
+    _value: *const c_char,
+) {
+}
+
+/// `TF_SetStatusFromIOError`: a status from an `errno` value and a context string, with the
+/// codes TensorFlow's `IOError` maps errno values to.
+///
+/// # Safety
+/// `status` is null or a live status; `context` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn TF_SetStatusFromIOError(
+    status: *mut TfStatus,
+    error_code: c_int,
+    context: *const c_char,
+) {
+    let context = if context.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(context).to_string_lossy().into_owned()
+    };
+    let code = match error_code {
+        0 => code::OK,
+        libc::ENOENT | libc::ENODEV | libc::ENXIO | libc::ESRCH => code::NOT_FOUND,
+        libc::EEXIST => code::ALREADY_EXISTS,
+        libc::EACCES | libc::EPERM | libc::EROFS => code::PERMISSION_DENIED,
+        libc::ENOSPC | libc::ENOMEM | libc::EMFILE | libc::ENFILE => code::RESOURCE_EXHAUSTED,
+        libc::EINVAL | libc::ENAMETOOLONG | libc::EISDIR | libc::ENOTDIR => {
+            code::INVALID_ARGUMENT
+        }
+        libc::ETIMEDOUT => code::DEADLINE_EXCEEDED,
+        libc::EAGAIN | libc::EBUSY => code::UNAVAILABLE,
+        libc::ENOSYS | libc::ENOTSUP => code::UNIMPLEMENTED,
+        libc::ERANGE | libc::EOVERFLOW => code::OUT_OF_RANGE,
+        libc::ECANCELED => code::CANCELLED,
+        _ => code::UNKNOWN,
+    };
+    let text = std::io::Error::from_raw_os_error(error_code).to_string();
+    set_status(status, code, &format!("{context}; {text}"));
+}
+
+/// `TF_GetCode`. A null status reads as OK.
+///
+/// # Safety
+/// `status` is null or a live status.
+#[no_mangle]
+pub unsafe extern "C" fn TF_GetCode(status: *const TfStatus) -> c_int {
+    status.as_ref().map_or(code::OK, |s| s.code)
+}
+
+/// `TF_Message`: the message, "" when OK; valid until the status next changes.
+///
+/// # Safety
+/// `status` is null or a live status.
+#[no_mangle]
+pub unsafe extern "C" fn TF_Message(status: *const TfStatus) -> *const c_char {
+    match status.as_ref() {
+        Some(s) => s.message.as_ptr(),
+        None => c"".as_ptr(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_get_and_clear() {
+        unsafe {
+            let s = TF_NewStatus();
+            assert_eq!(TF_GetCode(s), code::OK);
+            TF_SetStatus(s, code::NOT_FOUND, c"missing".as_ptr());
+            assert_eq!(TF_GetCode(s), code::NOT_FOUND);
+            assert_eq!(CStr::from_ptr(TF_Message(s)).to_str().unwrap(), "missing");
+            assert_eq!((*s).to_result().unwrap_err(), "NOT_FOUND: missing");
+            TF_SetStatus(s, code::OK, c"ignored".as_ptr());
+            assert_eq!(CStr::from_ptr(TF_Message(s)).to_str().unwrap(), "");
+            TF_SetStatusFromIOError(s, libc::ENOENT, c"open x".as_ptr());
+            assert_eq!(TF_GetCode(s), code::NOT_FOUND);
+            assert!((*s).message().starts_with("open x; "));
+            TF_DeleteStatus(s);
+            TF_DeleteStatus(std::ptr::null_mut());
+        }
+    }
+}

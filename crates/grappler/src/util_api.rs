@@ -1,0 +1,289 @@
+//! The util C API plugins call on the item they are given: nodes to preserve, fetch nodes, and
+//! the function library (`TF_LookUpOpDef`), with TensorFlow's signatures and semantics
+//! (`tensorflow/c/experimental/grappler/grappler.cc`): every function first sets the status to
+//! OK; string lists report the sum of the strings' lengths without terminators; a list call
+//! whose storage is too small fails with INVALID_ARGUMENT.
+//!
+//! Graph properties are in [`crate::util_properties`].
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef};
+
+use crate::abi::TfBuffer;
+use crate::buffer::{buffer_bytes, fill_buffer};
+use crate::item::GrapplerItem;
+use crate::ops::OpLibrary;
+use crate::status::{code, set_status, TfStatus};
+
+/// What a plugin's `TF_GrapplerItem*` points to during one `optimize_func` call: the item and
+/// the graph it was given (parsed, for shape inference).
+#[derive(Debug)]
+pub struct ItemContext<'a> {
+    /// The item.
+    pub item: &'a GrapplerItem,
+    /// The graph passed to the plugin.
+    pub graph: &'a GraphDef,
+}
+
+impl ItemContext<'_> {
+    /// The pointer handed to the plugin.
+    pub fn as_ptr(&self) -> *const c_void {
+        (self as *const Self).cast()
+    }
+}
+
+/// The item behind a `TF_GrapplerItem*`, or None for null.
+///
+/// # Safety
+/// `item` is null or the pointer of a live [`ItemContext`].
+pub(crate) unsafe fn item_context<'a>(item: *const c_void) -> Option<&'a ItemContext<'a>> {
+    item.cast::<ItemContext<'a>>().as_ref()
+}
+
+/// `...ListSize`: count and total length of `list`.
+unsafe fn list_size(list: &[String], num_values: *mut c_int, storage_size: *mut usize) {
+    if let Some(n) = num_values.as_mut() {
+        *n = c_int::try_from(list.len()).unwrap_or(c_int::MAX);
+    }
+    if let Some(s) = storage_size.as_mut() {
+        *s = list.iter().map(String::len).sum();
+    }
+}
+
+/// `...List`: copies up to `num_values` strings into `storage`, pointing `values[i]` into it.
+#[allow(clippy::too_many_arguments)]
+unsafe fn list_fill(
+    list: &[String],
+    values: *mut *mut c_char,
+    lengths: *mut usize,
+    num_values: c_int,
+    storage: *mut c_void,
+    storage_size: usize,
+    status: *mut TfStatus,
+) {
+    let count = usize::try_from(num_values).unwrap_or(0).min(list.len());
+    if count > 0 && (values.is_null() || lengths.is_null() || storage.is_null()) {
+        set_status(status, code::INVALID_ARGUMENT, "values, lengths and storage must not be null");
+        return;
+    }
+    let mut offset = 0usize;
+    for (i, s) in list.iter().take(count).enumerate() {
+        if storage_size - offset < s.len() {
+            set_status(
+                status,
+                code::INVALID_ARGUMENT,
+                "Not enough storage to hold the requested list of nodes",
+            );
+            return;
+        }
+        let dst = storage.cast::<u8>().add(offset);
+        std::ptr::copy_nonoverlapping(s.as_ptr(), dst, s.len());
+        *values.add(i) = dst.cast();
+        *lengths.add(i) = s.len();
+        offset += s.len();
+    }
+}
+
+/// `TF_GetNodesToPreserveListSize`.
+///
+/// # Safety
+/// `item` is the item pointer given to `optimize_func`; out-pointers are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn TF_GetNodesToPreserveListSize(
+    item: *const c_void,
+    num_values: *mut c_int,
+    storage_size: *mut usize,
+    status: *mut TfStatus,
+) {
+    set_status(status, code::OK, "");
+    match item_context(item) {
+        Some(ctx) => list_size(&ctx.item.nodes_to_preserve(), num_values, storage_size),
+        None => set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null"),
+    }
+}
+
+/// `TF_GetNodesToPreserveList`.
+///
+/// # Safety
+/// As `TF_GetNodesToPreserveListSize`; `values`/`lengths` hold `num_values` slots and
+/// `storage` `storage_size` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn TF_GetNodesToPreserveList(
+    item: *const c_void,
+    values: *mut *mut c_char,
+    lengths: *mut usize,
+    num_values: c_int,
+    storage: *mut c_void,
+    storage_size: usize,
+    status: *mut TfStatus,
+) {
+    set_status(status, code::OK, "");
+    match item_context(item) {
+        Some(ctx) => list_fill(
+            &ctx.item.nodes_to_preserve(),
+            values,
+            lengths,
+            num_values,
+            storage,
+            storage_size,
+            status,
+        ),
+        None => set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null"),
+    }
+}
+
+/// `TF_GetFetchNodesListSize`: the item's fetch list as is (entries may carry `:port`).
+///
+/// # Safety
+/// As `TF_GetNodesToPreserveListSize`.
+#[no_mangle]
+pub unsafe extern "C" fn TF_GetFetchNodesListSize(
+    item: *const c_void,
+    num_values: *mut c_int,
+    storage_size: *mut usize,
+    status: *mut TfStatus,
+) {
+    set_status(status, code::OK, "");
+    match item_context(item) {
+        Some(ctx) => list_size(&ctx.item.fetch, num_values, storage_size),
+        None => set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null"),
+    }
+}
+
+/// `TF_GetFetchNodesList`.
+///
+/// # Safety
+/// As `TF_GetNodesToPreserveList`.
+#[no_mangle]
+pub unsafe extern "C" fn TF_GetFetchNodesList(
+    item: *const c_void,
+    values: *mut *mut c_char,
+    lengths: *mut usize,
+    num_values: c_int,
+    storage: *mut c_void,
+    storage_size: usize,
+    status: *mut TfStatus,
+) {
+    set_status(status, code::OK, "");
+    match item_context(item) {
+        Some(ctx) => list_fill(
+            &ctx.item.fetch,
+            values,
+            lengths,
+            num_values,
+            storage,
+            storage_size,
+            status,
+        ),
+        None => set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null"),
+    }
+}
+
+/// What a `TF_FunctionLibraryDefinition*` points to.
+#[derive(Debug)]
+pub struct FunctionLibraryHandle {
+    ops: OpLibrary,
+}
+
+/// Decodes only field 2 (`library`) of a serialized GraphDef, so building a function library
+/// for a huge graph does not parse its nodes. Errors when the bytes are not a valid message.
+fn library_of_graph(bytes: &[u8]) -> Result<FunctionDefLibrary, ()> {
+    use prost::Message;
+    let mut library = FunctionDefLibrary::default();
+    let mut buf = bytes;
+    while !buf.is_empty() {
+        let (tag, wire_type) = prost::encoding::decode_key(&mut buf).map_err(|_| ())?;
+        if tag == 2 && wire_type == prost::encoding::WireType::LengthDelimited {
+            let len = prost::encoding::decode_varint(&mut buf).map_err(|_| ())?;
+            let len = usize::try_from(len).map_err(|_| ())?;
+            if len > buf.len() {
+                return Err(());
+            }
+            library.merge(&buf[..len]).map_err(|_| ())?;
+            buf = &buf[len..];
+        } else {
+            prost::encoding::skip_field(
+                wire_type,
+                tag,
+                &mut buf,
+                prost::encoding::DecodeContext::default(),
+            )
+            .map_err(|_| ())?;
+        }
+    }
+    Ok(library)
+}
+
+/// `TF_NewFunctionLibraryDefinition`: the built-in ops plus the functions of the serialized
+/// GraphDef in `graph_buf`. Null with INVALID_ARGUMENT when the bytes do not parse.
+///
+/// # Safety
+/// `graph_buf` is null or a live buffer; `status` is null or a live status.
+#[no_mangle]
+pub unsafe extern "C" fn TF_NewFunctionLibraryDefinition(
+    graph_buf: *const TfBuffer,
+    status: *mut TfStatus,
+) -> *mut FunctionLibraryHandle {
+    set_status(status, code::OK, "");
+    match library_of_graph(buffer_bytes(graph_buf)) {
+        Ok(library) => Box::into_raw(Box::new(FunctionLibraryHandle {
+            ops: OpLibrary::new(Some(&library), None),
+        })),
+        Err(()) => {
+            set_status(
+                status,
+                code::INVALID_ARGUMENT,
+                "Unparseable tensorflow.GraphDef proto",
+            );
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// `TF_DeleteFunctionLibraryDefinition`. Null is a no-op.
+///
+/// # Safety
+/// `lib` is null or came from `TF_NewFunctionLibraryDefinition`.
+#[no_mangle]
+pub unsafe extern "C" fn TF_DeleteFunctionLibraryDefinition(lib: *mut FunctionLibraryHandle) {
+    if !lib.is_null() {
+        drop(Box::from_raw(lib));
+    }
+}
+
+/// `TF_LookUpOpDef`: writes the serialized OpDef of `name` into the empty buffer `buf`, or
+/// sets NOT_FOUND.
+///
+/// # Safety
+/// `lib` came from `TF_NewFunctionLibraryDefinition`; `name` is a NUL-terminated string; `buf`
+/// a live buffer.
+#[no_mangle]
+pub unsafe extern "C" fn TF_LookUpOpDef(
+    lib: *mut FunctionLibraryHandle,
+    name: *const c_char,
+    buf: *mut TfBuffer,
+    status: *mut TfStatus,
+) {
+    set_status(status, code::OK, "");
+    let (Some(lib), false) = (lib.as_ref(), name.is_null()) else {
+        set_status(status, code::INVALID_ARGUMENT, "library and op name must not be null");
+        return;
+    };
+    let name = CStr::from_ptr(name).to_string_lossy();
+    match lib.ops.lookup(&name) {
+        Some(entry) => {
+            if let Err(message) = fill_buffer(buf, &entry.to_bytes()) {
+                set_status(status, code::INVALID_ARGUMENT, &message);
+            }
+        }
+        None => set_status(
+            status,
+            code::NOT_FOUND,
+            &format!(
+                "Op type not registered '{name}' in binary running on unbound. Make sure the \
+                 Op and Kernel are registered in the binary running in this process."
+            ),
+        ),
+    }
+}

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod highway;
+pub mod plugins;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -34,7 +34,10 @@ fn main() {
             .arg(&source)
             .status()
             .expect("running the C compiler for the TensorFlow shim libraries");
-        assert!(status.success(), "building the shim library {soname} failed");
+        assert!(
+            status.success(),
+            "building the shim library {soname} failed"
+        );
         list.push_str(&format!(
             "({soname:?}, include_bytes!({:?})),\n",
             file.display().to_string()
@@ -42,4 +45,5 @@ fn main() {
     }
     std::fs::write(out.join("shims.rs"), format!("[\n{list}]\n")).expect("writing shims.rs");
     println!("cargo:rustc-link-arg-tests=-Wl,--export-dynamic-symbol=TF_*");
+    println!("cargo:rustc-link-arg-examples=-Wl,--export-dynamic-symbol=TF_*");
 }

@@ -36,9 +36,16 @@ enum Command {
     Show(commands::show::Args),
     /// Check a SavedModel directory: record hashes, chunk metadata, merge, variables CRCs.
     Verify(commands::verify::Args),
+    /// Apply graph-optimizer plugins (TensorFlow's pluggable Grappler C API) to a SavedModel.
+    Optimize(commands::optimize::Args),
 }
 
 fn main() -> ExitCode {
+    // `--isolate` runs plugins in copies of this executable started with this argument.
+    if std::env::args().nth(1).as_deref() == Some(unbound_grappler::isolate::WORKER_ARG) {
+        let code = unbound_grappler::isolate::worker_main();
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     // On Ctrl-C or SIGTERM, remove the temporary output being written before exiting, so an
     // interrupted run leaves nothing behind (a kill -9 leaves only a hidden temporary name).
@@ -56,6 +63,7 @@ fn main() -> ExitCode {
         Command::Vars(args) => commands::vars::run(args),
         Command::Show(args) => commands::show::run(args),
         Command::Verify(args) => commands::verify::run(args),
+        Command::Optimize(args) => commands::optimize::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,12 +14,20 @@
 #![warn(missing_docs)]
 
 pub mod abi;
-pub mod ops;
 pub mod buffer;
 pub mod configs;
+pub mod device;
 pub mod exports;
+pub mod functions;
+pub mod host;
+pub mod isolate;
 pub mod item;
+pub mod ops;
 pub mod plugin;
+pub mod properties;
+pub mod runner;
+pub mod saved_model;
 mod shims;
 pub mod status;
 pub mod util_api;
+pub mod util_properties;

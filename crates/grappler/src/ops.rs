@@ -158,6 +158,33 @@ impl OpLibrary {
         self.functions.get(name).map(|f| f.as_ref())
     }
 
+    /// The library's functions and the stripped ops, as protos (to rebuild this library in
+    /// another process).
+    pub fn sources(&self) -> (FunctionDefLibrary, OpList) {
+        let mut functions: Vec<FunctionDef> = self
+            .functions
+            .values()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        functions.sort_by(|a, b| {
+            let name = |f: &FunctionDef| f.signature.as_ref().map(|s| s.name.clone());
+            name(a).cmp(&name(b))
+        });
+        let mut op: Vec<OpDef> = self
+            .stripped
+            .values()
+            .map(|e| e.op_def.as_ref().clone())
+            .collect();
+        op.sort_by(|a, b| a.name.cmp(&b.name));
+        (
+            FunctionDefLibrary {
+                function: functions,
+                ..Default::default()
+            },
+            OpList { op },
+        )
+    }
+
     /// Names of the library's functions.
     pub fn function_names(&self) -> impl Iterator<Item = &str> {
         self.functions.keys().map(String::as_str)
@@ -177,7 +204,14 @@ mod tests {
         assert_eq!(add.op_def.output_arg[0].name, "z");
         // The raw bytes decode to the same OpDef.
         assert_eq!(OpDef::decode(add.raw.unwrap()).unwrap(), *add.op_def);
-        for name in ["Const", "Identity", "AddN", "MatMul", "Conv2D", "StatefulPartitionedCall"] {
+        for name in [
+            "Const",
+            "Identity",
+            "AddN",
+            "MatMul",
+            "Conv2D",
+            "StatefulPartitionedCall",
+        ] {
             assert!(table.contains_key(name), "{name} missing");
         }
     }

@@ -111,8 +111,23 @@ pub fn split_dir(
     options: WriterOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SplitReport> {
-    let desc = saved_model_descriptor()?;
     let model = read_saved_model(src)?.message;
+    write_model_dir(src, out, model, max_size, options, progress)
+}
+
+/// Writes `out` as a copy of the SavedModel directory `src` whose model proto is `model`
+/// (for instance a rewritten one): split into `saved_model.cpb` when it reaches `max_size`,
+/// else one `saved_model.pb`; every other file of `src` is carried over, a fresh fingerprint
+/// is written, and the directory appears atomically.
+pub fn write_model_dir(
+    src: &Path,
+    out: &Path,
+    model: WireMessage,
+    max_size: u64,
+    options: WriterOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SplitReport> {
+    let desc = saved_model_descriptor()?;
     let model_bytes = model.encoded_len();
     let mut ctx = SplitContext::new(max_size);
     let split = split_saved_model(model, &desc, &mut ctx)?;

@@ -4,6 +4,7 @@ pub mod compression;
 pub mod fingerprint;
 pub mod inspect;
 pub mod merge;
+pub mod optimize;
 pub mod proto;
 pub mod show;
 pub mod split;

@@ -1,0 +1,422 @@
+//! Running a plugin in a child process (`--isolate`), so a plugin that crashes or hangs cannot
+//! take the host down or corrupt its output.
+//!
+//! The child is the host executable itself, started with [`WORKER_ARG`]; its `main` must hand
+//! over to [`worker_main`] when it sees that argument. Parent and child exchange length-prefixed
+//! protobuf frames over the child's stdin and stdout; the child moves the plugin's own stdout
+//! to stderr first, so nothing a plugin prints can corrupt a frame. A child that dies is
+//! reported with its signal and restarted for the next graph; one that does not answer within
+//! the timeout is killed.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use prost::Message;
+use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef, OpList};
+
+use crate::abi::TpOptimizerConfigs;
+use crate::configs::PluginConfigs;
+use crate::item::GrapplerItem;
+use crate::ops::OpLibrary;
+use crate::plugin::{load_plugin, PluginError, RawOutcome, Registration};
+use crate::runner::PluginRunner;
+
+/// The argument that turns the host executable into a plugin worker.
+pub const WORKER_ARG: &str = "__unbound-plugin-worker";
+
+/// Largest frame accepted from the other side (a GraphDef can exceed protobuf's 2 GiB, but not
+/// this).
+const MAX_FRAME: u64 = 64 << 30;
+
+/// Parent to child: load a plugin, or optimize one graph.
+#[derive(Clone, PartialEq, Message)]
+struct Request {
+    #[prost(string, tag = "1")]
+    plugin_path: String,
+    #[prost(bool, tag = "2")]
+    optimize: bool,
+    #[prost(bytes = "vec", tag = "3")]
+    graph: Vec<u8>,
+    #[prost(string, tag = "4")]
+    id: String,
+    #[prost(string, repeated, tag = "5")]
+    fetch: Vec<String>,
+    #[prost(string, repeated, tag = "6")]
+    feed: Vec<String>,
+    #[prost(string, repeated, tag = "7")]
+    init_ops: Vec<String>,
+    #[prost(string, repeated, tag = "8")]
+    keep_ops: Vec<String>,
+    #[prost(string, repeated, tag = "9")]
+    save_restore: Vec<String>,
+    #[prost(message, optional, tag = "10")]
+    library: Option<FunctionDefLibrary>,
+    #[prost(message, optional, tag = "11")]
+    stripped_ops: Option<OpList>,
+}
+
+/// Child to parent.
+#[derive(Clone, PartialEq, Message)]
+struct Reply {
+    /// 0 loaded, 1 output, 2 aborted, 3 error.
+    #[prost(int32, tag = "1")]
+    kind: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+    #[prost(bytes = "vec", tag = "3")]
+    output: Vec<u8>,
+    #[prost(string, tag = "4")]
+    device_type: String,
+    #[prost(uint64, tag = "5")]
+    configs_struct_size: u64,
+    #[prost(uint32, repeated, tag = "6")]
+    configs: Vec<u32>,
+}
+
+const LOADED: i32 = 0;
+const OUTPUT: i32 = 1;
+const ABORTED: i32 = 2;
+const ERROR: i32 = 3;
+
+fn write_frame(out: &mut dyn Write, message: &impl Message) -> std::io::Result<()> {
+    let bytes = message.encode_to_vec();
+    out.write_all(&(bytes.len() as u64).to_le_bytes())?;
+    out.write_all(&bytes)?;
+    out.flush()
+}
+
+fn read_frame<M: Message + Default>(input: &mut dyn Read) -> std::io::Result<M> {
+    let mut len = [0u8; 8];
+    input.read_exact(&mut len)?;
+    let len = u64::from_le_bytes(len);
+    if len > MAX_FRAME {
+        return Err(std::io::Error::other(format!("frame of {len} bytes")));
+    }
+    let mut bytes = Vec::new();
+    input.take(len).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 != len {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    M::decode(bytes.as_slice()).map_err(std::io::Error::other)
+}
+
+/// The child side: serve requests on stdin until it closes. Returns the process exit code.
+pub fn worker_main() -> i32 {
+    // SAFETY: plain fd juggling on fds 1 and 2 of this process: keep the real stdout for frames
+    // and point fd 1 at stderr for whatever the plugin prints.
+    let frames_fd = unsafe {
+        let fd = libc::dup(1);
+        if fd < 0 || libc::dup2(2, 1) < 0 {
+            return 2;
+        }
+        fd
+    };
+    // SAFETY: frames_fd is a fresh descriptor owned from here on.
+    let mut frames: std::fs::File = unsafe { std::os::fd::FromRawFd::from_raw_fd(frames_fd) };
+    let mut stdin = std::io::stdin().lock();
+    let mut plugin = None;
+    loop {
+        let request: Request = match read_frame(&mut stdin) {
+            Ok(r) => r,
+            Err(_) => return 0,
+        };
+        let reply = serve(&mut plugin, request);
+        if write_frame(&mut frames, &reply).is_err() {
+            return 1;
+        }
+    }
+}
+
+fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> Reply {
+    let mut reply = Reply::default();
+    if !request.optimize {
+        match load_plugin(Path::new(&request.plugin_path)) {
+            Ok(p) => {
+                reply.kind = LOADED;
+                reply.device_type = p.registration.device_type.clone();
+                let (size, words) = raw_configs(&p.registration.configs);
+                reply.configs_struct_size = size;
+                reply.configs = words;
+                *plugin = Some(p);
+            }
+            Err(e) => {
+                reply.kind = ERROR;
+                reply.message = e.message;
+            }
+        }
+        return reply;
+    }
+    let Some(p) = plugin.as_mut() else {
+        reply.kind = ERROR;
+        reply.message = "no plugin loaded".to_string();
+        return reply;
+    };
+    let graph = match GraphDef::decode(request.graph.as_slice()) {
+        Ok(g) => g,
+        Err(e) => {
+            reply.kind = ERROR;
+            reply.message = format!("the worker could not parse the graph: {e}");
+            return reply;
+        }
+    };
+    let item = GrapplerItem {
+        id: request.id,
+        fetch: request.fetch,
+        feed: request.feed,
+        init_ops: request.init_ops,
+        keep_ops: request.keep_ops,
+        save_restore: request.save_restore,
+        ops: std::sync::Arc::new(OpLibrary::new(
+            request.library.as_ref(),
+            request.stripped_ops.as_ref(),
+        )),
+    };
+    match p.run(&item, &graph, &request.graph) {
+        RawOutcome::Output(bytes) => {
+            reply.kind = OUTPUT;
+            reply.output = bytes;
+        }
+        RawOutcome::Aborted => reply.kind = ABORTED,
+        RawOutcome::Error(message) => {
+            reply.kind = ERROR;
+            reply.message = message;
+        }
+    }
+    reply
+}
+
+/// The configs as the raw struct words, so the parent reads them with the same code.
+fn raw_configs(configs: &PluginConfigs) -> (u64, Vec<u32>) {
+    use crate::configs::{ConfigsLayout, TriState};
+    let word = |t: TriState| match t {
+        TriState::Default => 0,
+        TriState::Off => 1,
+        TriState::On => 2,
+        TriState::Invalid(v) => v,
+    };
+    (
+        match configs.layout {
+            ConfigsLayout::Current => 92,
+            ConfigsLayout::Before2_10 => 88,
+        },
+        configs.values.iter().map(|&t| word(t)).collect(),
+    )
+}
+
+fn configs_from_raw(size: u64, words: &[u32]) -> PluginConfigs {
+    let mut raw = TpOptimizerConfigs {
+        struct_size: 92,
+        ext: std::ptr::null_mut(),
+        toggles: [0; 19],
+        _pad: 0,
+    };
+    for (slot, w) in raw.toggles.iter_mut().zip(words) {
+        *slot = *w;
+    }
+    let mut configs = PluginConfigs::read(&raw);
+    if size == 88 {
+        configs.layout = crate::configs::ConfigsLayout::Before2_10;
+    }
+    configs
+}
+
+/// A plugin running in a child process.
+pub struct IsolatedPlugin {
+    path: PathBuf,
+    registration: Registration,
+    timeout: Duration,
+    child: Option<Worker>,
+}
+
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    replies: Receiver<std::io::Result<Reply>>,
+}
+
+impl Worker {
+    fn spawn(exe: &Path) -> std::io::Result<Self> {
+        let mut child = Command::new(exe)
+            .arg(WORKER_ARG)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let mut stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || loop {
+            let reply = read_frame::<Reply>(&mut stdout);
+            let stop = reply.is_err();
+            if tx.send(reply).is_err() || stop {
+                break;
+            }
+        });
+        Ok(Self {
+            child,
+            stdin,
+            replies: rx,
+        })
+    }
+
+    /// Sends `request` and waits up to `timeout` for the reply. On failure the child is gone
+    /// and the error says how it ended.
+    fn call(&mut self, request: &Request, timeout: Duration) -> Result<Reply, String> {
+        if let Err(e) = write_frame(&mut self.stdin, request) {
+            return Err(self.ended(format!("could not send the request ({e})")));
+        }
+        match self.replies.recv_timeout(timeout) {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
+                Err(self.ended("stopped answering".to_string()))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                Err(format!(
+                    "timed out after {} s; killed",
+                    timeout.as_secs_f64()
+                ))
+            }
+        }
+    }
+
+    /// Waits for the child and describes how it ended.
+    fn ended(&mut self, fallback: String) -> String {
+        match self.child.wait() {
+            Ok(status) => {
+                use std::os::unix::process::ExitStatusExt;
+                match (status.signal(), status.code()) {
+                    (Some(sig), _) => format!("crashed ({})", signal_name(sig)),
+                    (None, Some(code)) => format!("exited with status {code}"),
+                    _ => fallback,
+                }
+            }
+            Err(_) => fallback,
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// "signal 11, SIGSEGV" for the usual crash signals.
+fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGTRAP => "SIGTRAP",
+        _ => return format!("signal {sig}"),
+    };
+    format!("signal {sig}, {name}")
+}
+
+impl IsolatedPlugin {
+    /// Starts a worker and loads the plugin there. Registration errors, including a crash
+    /// while registering, are returned like in-process ones.
+    pub fn load(path: &Path, timeout: Duration) -> Result<Self, PluginError> {
+        let mut plugin = Self {
+            path: path.to_path_buf(),
+            registration: Registration {
+                device_type: String::new(),
+                configs: configs_from_raw(92, &[]),
+            },
+            timeout,
+            child: None,
+        };
+        plugin.start().map_err(|message| PluginError {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        Ok(plugin)
+    }
+
+    /// (Re)starts the worker and loads the plugin in it.
+    fn start(&mut self) -> Result<(), String> {
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find the host executable: {e}"))?;
+        let mut worker =
+            Worker::spawn(&exe).map_err(|e| format!("cannot start the worker process: {e}"))?;
+        let request = Request {
+            plugin_path: self.path.display().to_string(),
+            ..Default::default()
+        };
+        let reply = worker
+            .call(&request, self.timeout)
+            .map_err(|e| format!("the worker {e} while loading the plugin"))?;
+        if reply.kind != LOADED {
+            return Err(reply.message);
+        }
+        self.registration = Registration {
+            device_type: reply.device_type,
+            configs: configs_from_raw(reply.configs_struct_size, &reply.configs),
+        };
+        self.child = Some(worker);
+        Ok(())
+    }
+}
+
+impl PluginRunner for IsolatedPlugin {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn registration(&self) -> &Registration {
+        &self.registration
+    }
+
+    fn run(&mut self, item: &GrapplerItem, _graph: &GraphDef, graph_bytes: &[u8]) -> RawOutcome {
+        if self.child.is_none() {
+            if let Err(e) = self.start() {
+                return RawOutcome::Error(format!("could not restart the plugin's worker: {e}"));
+            }
+        }
+        let (library, stripped_ops) = item.ops.sources();
+        let request = Request {
+            plugin_path: self.path.display().to_string(),
+            optimize: true,
+            graph: graph_bytes.to_vec(),
+            id: item.id.clone(),
+            fetch: item.fetch.clone(),
+            feed: item.feed.clone(),
+            init_ops: item.init_ops.clone(),
+            keep_ops: item.keep_ops.clone(),
+            save_restore: item.save_restore.clone(),
+            library: Some(library),
+            stripped_ops: Some(stripped_ops),
+        };
+        let Some(worker) = self.child.as_mut() else {
+            return RawOutcome::Error("the plugin's worker is not running".to_string());
+        };
+        match worker.call(&request, self.timeout) {
+            Ok(reply) => match reply.kind {
+                OUTPUT => RawOutcome::Output(reply.output),
+                ABORTED => RawOutcome::Aborted,
+                _ => RawOutcome::Error(reply.message),
+            },
+            Err(e) => {
+                // The worker is gone; the next graph starts a new one.
+                self.child = None;
+                RawOutcome::Error(format!("the plugin {e}"))
+            }
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Conversion tests on hand-written functions.

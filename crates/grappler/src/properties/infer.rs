@@ -1,0 +1,152 @@
+//! The driver: resolves the graph, visits nodes in topological order, and builds the
+//! reported `TensorProperties`.
+
+use std::collections::HashSet;
+
+use unbound_proto::tensorflow::{GraphDef, NodeDef, OpDef};
+
+use super::attrs::Attrs;
+use super::graph::{parse_input, InputName, Structure};
+use super::ops::{self, Ctx};
+use super::shape::Shape;
+use super::tensor::Tensor;
+use super::{dtypes, GraphProperties, InferOptions, PropertiesError, TensorProperties};
+use crate::ops::OpLibrary;
+
+pub(super) fn run(
+    graph: &GraphDef,
+    library: &OpLibrary,
+    feeds: &[String],
+    options: InferOptions,
+) -> Result<GraphProperties, PropertiesError> {
+    let structure = Structure::new(graph)?;
+    let nodes = &graph.node;
+    let op_defs: Vec<Option<&OpDef>> = nodes.iter().map(|n| library.op_def(&n.op)).collect();
+
+    // Dtypes do not depend on inputs: fix them first, so inputs not yet visited (on cycles)
+    // still have theirs.
+    let mut outputs: Vec<Vec<Tensor>> = nodes
+        .iter()
+        .zip(&op_defs)
+        .zip(&structure.consumed_ports)
+        .map(|((node, op_def), &consumed)| {
+            let attrs = Attrs::new(node, *op_def);
+            let types = match op_def {
+                Some(op_def) => dtypes::from_op_def(&attrs, op_def),
+                None => dtypes::without_op_def(&attrs, consumed),
+            };
+            types.into_iter().map(Tensor::unknown).collect()
+        })
+        .collect();
+
+    let fed = fed_ports(feeds, options);
+    let invalid = Tensor::default();
+    for &i in &structure.order {
+        let node = &nodes[i];
+        let attrs = Attrs::new(node, op_defs[i]);
+        let dtypes: Vec<i32> = outputs[i].iter().map(|t| t.dtype).collect();
+        let inferred = {
+            let edges = &structure.data_inputs[i];
+            let ctx = Ctx {
+                node,
+                attrs,
+                inputs: edges
+                    .iter()
+                    .map(|e| outputs[e.node].get(e.port).unwrap_or(&invalid))
+                    .collect(),
+                input_nodes: edges.iter().map(|e| &nodes[e.node]).collect(),
+                dtypes: &dtypes,
+            };
+            ops::infer(&ctx)
+        };
+        outputs[i] = finish(node, &attrs, &dtypes, inferred, &fed);
+    }
+
+    let index = structure
+        .index
+        .iter()
+        .map(|(&name, &i)| (name.to_owned(), i))
+        .collect();
+    let output_props = outputs
+        .iter()
+        .map(|ts| {
+            ts.iter()
+                .map(|t| report(t, options.include_output_tensor_values))
+                .collect()
+        })
+        .collect();
+    let input_props = structure
+        .data_inputs
+        .iter()
+        .map(|edges| {
+            edges
+                .iter()
+                .map(|e| {
+                    let t = outputs[e.node].get(e.port).unwrap_or(&invalid);
+                    report(t, options.include_input_tensor_values)
+                })
+                .collect()
+        })
+        .collect();
+    Ok(GraphProperties {
+        index,
+        inputs: input_props,
+        outputs: output_props,
+    })
+}
+
+/// The fed ports whose shapes must be forgotten (none when feeds are assumed valid).
+fn fed_ports(feeds: &[String], options: InferOptions) -> HashSet<(String, usize)> {
+    if options.assume_valid_feeds {
+        return HashSet::new();
+    }
+    feeds
+        .iter()
+        .filter_map(|f| match parse_input(f)? {
+            InputName::Data(node, port) => Some((node.to_owned(), port)),
+            InputName::Control(_) => None,
+        })
+        .collect()
+}
+
+/// A node's outputs: the inferred ones, refined by `_output_shapes`, with fed ports forgotten.
+fn finish(
+    node: &NodeDef,
+    attrs: &Attrs<'_>,
+    dtypes: &[i32],
+    inferred: Option<Vec<Tensor>>,
+    fed: &HashSet<(String, usize)>,
+) -> Vec<Tensor> {
+    let mut inferred = inferred
+        .filter(|v| v.len() == dtypes.len())
+        .unwrap_or_default();
+    let declared = attrs.shapes("_output_shapes").unwrap_or(&[]);
+    dtypes
+        .iter()
+        .enumerate()
+        .map(|(k, &dtype)| {
+            let mut t = if k < inferred.len() {
+                std::mem::take(&mut inferred[k])
+            } else {
+                Tensor::default()
+            };
+            t.dtype = dtype;
+            if let Some(d) = declared.get(k) {
+                t.shape = t.shape.merge(&Shape::from_proto(d));
+            }
+            if !fed.is_empty() && fed.contains(&(node.name.clone(), k)) {
+                t = Tensor::unknown(dtype);
+            }
+            t
+        })
+        .collect()
+}
+
+/// The reported properties of one tensor.
+fn report(t: &Tensor, with_value: bool) -> TensorProperties {
+    TensorProperties {
+        dtype: t.dtype,
+        shape: Some(t.shape.to_proto()),
+        value: if with_value { t.exported_value() } else { None },
+    }
+}

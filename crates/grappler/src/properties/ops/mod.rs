@@ -1,0 +1,86 @@
+//! Shape functions, one file per op family. Each returns the outputs' shapes (and known
+//! integer contents); dtypes come from the OpDef and are filled in by the driver.
+
+mod array;
+mod control_flow;
+mod conv;
+mod elementwise;
+mod matmul;
+mod norm;
+mod reduction;
+mod shape_ops;
+mod sources;
+
+use unbound_proto::tensorflow::NodeDef;
+
+use super::attrs::Attrs;
+use super::shape::Shape;
+use super::tensor::Tensor;
+
+/// Everything a shape function may look at.
+pub(crate) struct Ctx<'a> {
+    /// The node.
+    pub node: &'a NodeDef,
+    /// Its attrs (with OpDef defaults).
+    pub attrs: Attrs<'a>,
+    /// What is known about its data inputs, in order.
+    pub inputs: Vec<&'a Tensor>,
+    /// The node producing each data input.
+    pub input_nodes: Vec<&'a NodeDef>,
+    /// Its output dtypes.
+    pub dtypes: &'a [i32],
+}
+
+static UNKNOWN: Tensor = Tensor {
+    dtype: 0,
+    shape: Shape::Unknown,
+    ints: None,
+    value: None,
+};
+
+impl<'a> Ctx<'a> {
+    /// Input `i` (an unknown tensor when the node has fewer inputs).
+    pub(crate) fn input(&self, i: usize) -> &'a Tensor {
+        self.inputs.get(i).copied().unwrap_or(&UNKNOWN)
+    }
+
+    /// The shape of input `i`.
+    pub(crate) fn shape(&self, i: usize) -> &'a Shape {
+        &self.input(i).shape
+    }
+
+    /// The known integer contents of input `i`.
+    pub(crate) fn ints(&self, i: usize) -> Option<&'a [i64]> {
+        self.input(i).ints.as_deref()
+    }
+
+    /// The contents of input `i` when it is a scalar or a one-element vector.
+    pub(crate) fn scalar_int(&self, i: usize) -> Option<i64> {
+        match self.ints(i)? {
+            [v] => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The `data_format` attr says channels come first (`NCHW`, `NCDHW`).
+    pub(crate) fn channels_first(&self) -> bool {
+        self.attrs
+            .string("data_format")
+            .is_some_and(|f| f.starts_with("NC"))
+    }
+}
+
+/// Shapes of the node's outputs; `None` when the op has no shape function here (the driver
+/// then falls back to `_output_shapes` or unknown shapes).
+pub(crate) fn infer(ctx: &Ctx<'_>) -> Option<Vec<Tensor>> {
+    let op = ctx.node.op.as_str();
+    sources::infer(op, ctx)
+        .or_else(|| elementwise::infer(op, ctx))
+        .or_else(|| matmul::infer(op, ctx))
+        .or_else(|| conv::infer(op, ctx))
+        .or_else(|| norm::infer(op, ctx))
+        .or_else(|| shape_ops::infer(op, ctx))
+        .or_else(|| array::infer(op, ctx))
+        .or_else(|| reduction::infer(op, ctx))
+        .or_else(|| control_flow::infer(op, ctx))
+}

@@ -1,0 +1,144 @@
+//! The C ABI of TensorFlow's pluggable graph optimizer (`tensorflow/c/experimental/grappler/
+//! grappler.h`, TensorFlow 2.10 and later), laid out byte for byte.
+//!
+//! Only what a plugin writes or passes on is declared; the handles TensorFlow owns
+//! (`TF_Status`, `TF_GrapplerItem`, `TF_GraphProperties`, `TF_FunctionLibraryDefinition`) are
+//! opaque.
+
+use std::ffi::{c_char, c_void};
+
+/// `TF_Status`: opaque, created and read only through the host's functions.
+#[repr(C)]
+pub struct TfStatus {
+    _opaque: [u8; 0],
+}
+
+/// `TF_GrapplerItem`: opaque (a `tensorflow::grappler::GrapplerItem*` in TensorFlow).
+#[repr(C)]
+pub struct TfGrapplerItem {
+    _opaque: [u8; 0],
+}
+
+/// `TF_GraphProperties`: opaque.
+#[repr(C)]
+pub struct TfGraphProperties {
+    _opaque: [u8; 0],
+}
+
+/// `TF_FunctionLibraryDefinition`: opaque.
+#[repr(C)]
+pub struct TfFunctionLibraryDefinition {
+    _opaque: [u8; 0],
+}
+
+/// `TF_Buffer`: 24 bytes, `data`, `length`, `data_deallocator`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TfBuffer {
+    /// The bytes.
+    pub data: *const c_void,
+    /// Their length.
+    pub length: usize,
+    /// Frees `data`; called by `TF_DeleteBuffer`. Null when nothing needs freeing.
+    pub data_deallocator: Option<unsafe extern "C" fn(data: *mut c_void, length: usize)>,
+}
+
+/// `TP_OptimizerConfigs`, TensorFlow 2.10+ layout: `struct_size`, `ext`, then 19 `TF_TriState`s
+/// (4-byte C enums) from `disable_model_pruning` to `scoped_allocator_optimization`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TpOptimizerConfigs {
+    /// [`TP_OPTIMIZER_CONFIGS_STRUCT_SIZE`] (or 88 for a TensorFlow 2.5-2.9 host).
+    pub struct_size: usize,
+    /// Reserved.
+    pub ext: *mut c_void,
+    /// The tri-states, in [`crate::Configs`] field order.
+    pub toggles: [u32; 19],
+}
+
+/// `TP_OPTIMIZER_CONFIGS_STRUCT_SIZE`: the end of `scoped_allocator_optimization`.
+pub const TP_OPTIMIZER_CONFIGS_STRUCT_SIZE: usize = 92;
+/// The same macro in TensorFlow 2.5-2.9, before `auto_mixed_precision_onednn_bfloat16` (field 9)
+/// was inserted.
+pub const TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1: usize = 88;
+/// Index of `auto_mixed_precision_onednn_bfloat16` among the tri-states (absent before 2.10).
+pub const ONEDNN_BFLOAT16_INDEX: usize = 9;
+
+/// `optimize_func`: `(optimizer, graph_in, item, graph_out, status)`.
+pub type OptimizeFn = unsafe extern "C" fn(
+    optimizer: *mut c_void,
+    graph_in: *const TfBuffer,
+    item: *const TfGrapplerItem,
+    graph_out: *mut TfBuffer,
+    status: *mut TfStatus,
+);
+
+/// `TP_Optimizer`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TpOptimizer {
+    /// [`TP_OPTIMIZER_STRUCT_SIZE`].
+    pub struct_size: usize,
+    /// Reserved.
+    pub ext: *mut c_void,
+    /// Creates the optimizer's state.
+    pub create_func: Option<unsafe extern "C" fn() -> *mut c_void>,
+    /// Optimizes one graph.
+    pub optimize_func: Option<OptimizeFn>,
+    /// Frees what `create_func` made.
+    pub destroy_func: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+/// `TP_OPTIMIZER_STRUCT_SIZE`.
+pub const TP_OPTIMIZER_STRUCT_SIZE: usize = 40;
+
+/// `TP_OptimizerRegistrationParams`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TpOptimizerRegistrationParams {
+    /// [`TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE`].
+    pub struct_size: usize,
+    /// Reserved.
+    pub ext: *mut c_void,
+    /// Set by the host (0.0.1); never read back by TensorFlow.
+    pub major_version: i32,
+    /// See `major_version`.
+    pub minor_version: i32,
+    /// See `major_version`.
+    pub patch_version: i32,
+    /// The device type the optimizer is for; TensorFlow keeps the pointer, so it is static.
+    pub device_type: *const c_char,
+    /// Host-allocated; the plugin fills it in.
+    pub optimizer_configs: *mut TpOptimizerConfigs,
+    /// Host-allocated; the plugin fills it in.
+    pub optimizer: *mut TpOptimizer,
+}
+
+/// `TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE`.
+pub const TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE: usize = 56;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn layouts_match_grappler_h() {
+        assert_eq!(size_of::<TfBuffer>(), 24);
+        assert_eq!(size_of::<TpOptimizerConfigs>(), 96);
+        assert_eq!(offset_of!(TpOptimizerConfigs, toggles), 16);
+        assert_eq!(offset_of!(TpOptimizerConfigs, toggles) + 19 * 4, 92);
+        assert_eq!(size_of::<TpOptimizer>(), TP_OPTIMIZER_STRUCT_SIZE);
+        assert_eq!(offset_of!(TpOptimizer, optimize_func), 24);
+        assert_eq!(
+            size_of::<TpOptimizerRegistrationParams>(),
+            TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE
+        );
+        assert_eq!(offset_of!(TpOptimizerRegistrationParams, device_type), 32);
+        assert_eq!(
+            offset_of!(TpOptimizerRegistrationParams, optimizer_configs),
+            40
+        );
+        assert_eq!(offset_of!(TpOptimizerRegistrationParams, optimizer), 48);
+    }
+}

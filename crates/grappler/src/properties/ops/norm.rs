@@ -6,7 +6,10 @@ use super::super::tensor::Tensor;
 use super::Ctx;
 
 pub(super) fn infer(op: &str, ctx: &Ctx<'_>) -> Option<Vec<Tensor>> {
-    if !matches!(op, "FusedBatchNorm" | "FusedBatchNormV2" | "FusedBatchNormV3") {
+    if !matches!(
+        op,
+        "FusedBatchNorm" | "FusedBatchNormV2" | "FusedBatchNormV3"
+    ) {
         return None;
     }
     let x = ctx.shape(0).with_rank(4);

@@ -8,6 +8,9 @@ use unbound_proto::tensorflow::{
 use super::{GraphProperties, InferOptions, PropertiesError, TensorProperties};
 use crate::ops::OpLibrary;
 
+mod array_ops;
+mod robustness;
+
 const FLOAT: i32 = DataType::DtFloat as i32;
 const INT32: i32 = DataType::DtInt32 as i32;
 const BOOL: i32 = DataType::DtBool as i32;

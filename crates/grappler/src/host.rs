@@ -17,7 +17,7 @@ use prost::Message;
 use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 
 use crate::configs::{combine, CombinedConfigs};
-use crate::functions::{function_to_graph, graph_to_function};
+use crate::functions::{function_to_graph, graph_to_function, plugin_library};
 use crate::isolate::IsolatedPlugin;
 use crate::item::GrapplerItem;
 use crate::plugin::{load_plugin, PluginError};
@@ -220,6 +220,9 @@ impl PluginSet {
                 ..Default::default()
             };
             let mut fgraph = converted.graph;
+            // As TensorFlow: the functions it reaches, as signatures only (plugins do not use
+            // the function library, so they get its stub).
+            fgraph.library = Some(plugin_library(&library, function));
             let Some(types) = self.device_types_of(&fgraph, &id, report) else {
                 continue;
             };
@@ -304,7 +307,7 @@ impl PluginSet {
                     graph: new,
                     bytes: new_bytes,
                 } => {
-                    *graph = new;
+                    *graph = *new;
                     *bytes = new_bytes;
                     changed = true;
                     (CallResult::Changed, graph.node.len())

@@ -11,7 +11,8 @@ use crate::ops::OpLibrary;
 
 /// Collections whose node lists TensorFlow's item builder treats as init ops
 /// (`table_initializer`, the SavedModel main op and the legacy init op).
-const INIT_OP_COLLECTIONS: [&str; 3] = ["table_initializer", "saved_model_main_op", "legacy_init_op"];
+const INIT_OP_COLLECTIONS: [&str; 3] =
+    ["table_initializer", "saved_model_main_op", "legacy_init_op"];
 
 /// One graph to optimize and the node names it must keep.
 #[derive(Debug, Clone, Default)]
@@ -72,7 +73,7 @@ impl GrapplerItem {
             id: "main graph".to_string(),
             ..Default::default()
         };
-        for (_, signature) in &meta.signature_def {
+        for signature in meta.signature_def.values() {
             for info in signature.outputs.values() {
                 tensor_names(info, &mut item.fetch);
             }
@@ -101,7 +102,10 @@ impl GrapplerItem {
                 }
             }
         }
-        let stripped = meta.meta_info_def.as_ref().and_then(|m| m.stripped_op_list.as_ref());
+        let stripped = meta
+            .meta_info_def
+            .as_ref()
+            .and_then(|m| m.stripped_op_list.as_ref());
         item.ops = Arc::new(OpLibrary::new(graph.library.as_ref(), stripped));
         item
     }
@@ -116,7 +120,10 @@ impl GrapplerItem {
             .chain(&self.init_ops)
             .chain(&self.keep_ops)
             .chain(&self.save_restore);
-        let set: BTreeSet<&str> = all.map(|t| node_name(t)).filter(|n| !n.is_empty()).collect();
+        let set: BTreeSet<&str> = all
+            .map(|t| node_name(t))
+            .filter(|n| !n.is_empty())
+            .collect();
         set.into_iter().map(str::to_string).collect()
     }
 }

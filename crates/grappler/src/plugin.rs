@@ -84,9 +84,7 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, PluginError> {
     // SAFETY: the symbol's type is TensorFlow's TFInitGraphPluginFn.
     let init: InitGraphFn = unsafe { library.get::<InitGraphFn>(INIT_GRAPH_SYMBOL) }
         .map(|s| *s)
-        .map_err(|_| {
-            err("no TF_InitGraph symbol: not a graph optimizer plugin".to_string())
-        })?;
+        .map_err(|_| err("no TF_InitGraph symbol: not a graph optimizer plugin".to_string()))?;
     let (registration, optimizer) = register(init).map_err(err)?;
     Ok(LoadedPlugin {
         path: path.to_path_buf(),
@@ -144,7 +142,9 @@ fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
         ));
     }
     if o.optimize_func.is_none() {
-        return Err(precondition("'optimize_func' field in TP_Optimizer must be set."));
+        return Err(precondition(
+            "'optimize_func' field in TP_Optimizer must be set.",
+        ));
     }
     if configs.value.struct_size == 0 {
         return Err(precondition("struct_size field in TP_OptimizerConfigs must be set to TP_OPTIMIZER_CONFIGS_STRUCT_SIZE."));
@@ -155,7 +155,9 @@ fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
         .map_err(|_| "device_type is not UTF-8".to_string())?
         .to_string();
     if device_type.is_empty() {
-        return Err(precondition("'device_type' field in TP_OptimizerRegistrationParams must be set."));
+        return Err(precondition(
+            "'device_type' field in TP_OptimizerRegistrationParams must be set.",
+        ));
     }
     let registration = Registration {
         device_type,
@@ -184,7 +186,11 @@ impl LoadedPlugin {
     /// the optimizer (if it has `create_func`), calls `optimize_func`, copies the output, calls
     /// the output's deallocator, and destroys the optimizer (TensorFlow's `CGraphOptimizer`
     /// lifetime: one instance per optimized graph).
-    pub fn call_optimize(&self, graph_in: &[u8], item: *const c_void) -> RawOutcome {
+    ///
+    /// # Safety
+    /// `item` is null or points to an [`crate::util_api::ItemContext`] that stays live for
+    /// the call: the plugin's util calls dereference it.
+    pub unsafe fn call_optimize(&self, graph_in: &[u8], item: *const c_void) -> RawOutcome {
         let o = &self.optimizer;
         let Some(optimize) = o.optimize_func else {
             return RawOutcome::Error("optimize_func is not set".to_string());

@@ -34,7 +34,8 @@ impl PluginRunner for LoadedPlugin {
 
     fn run(&mut self, item: &GrapplerItem, graph: &GraphDef, graph_bytes: &[u8]) -> RawOutcome {
         let context = ItemContext { item, graph };
-        self.call_optimize(graph_bytes, context.as_ptr())
+        // SAFETY: `context` lives until the call returns.
+        unsafe { self.call_optimize(graph_bytes, context.as_ptr()) }
     }
 }
 
@@ -44,7 +45,7 @@ pub enum Outcome {
     /// The plugin returned a valid graph.
     Changed {
         /// The new graph.
-        graph: GraphDef,
+        graph: Box<GraphDef>,
         /// Its serialization, as the plugin returned it.
         bytes: Vec<u8>,
     },
@@ -73,7 +74,10 @@ pub fn judge(raw: RawOutcome, input_nodes: usize) -> Outcome {
             Ok(graph) if graph.node.is_empty() && input_nodes > 0 => Outcome::Failed(format!(
                 "returned an empty graph (0 nodes, from {input_nodes})"
             )),
-            Ok(graph) => Outcome::Changed { graph, bytes },
+            Ok(graph) => Outcome::Changed {
+                graph: Box::new(graph),
+                bytes,
+            },
         },
     }
 }
@@ -122,6 +126,6 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!(graph, one);
+        assert_eq!(*graph, one);
     }
 }

@@ -15,7 +15,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::describe;
-use common::plugins::build_plugin;
+use common::plugins::{build_plugin, build_tf_linked_plugin};
 use prost::Message;
 use unbound_proto::tensorflow::{
     attr_value, meta_graph_def::MetaInfoDef, tensor_info, tensor_shape_proto, AttrValue, DataType,
@@ -557,4 +557,12 @@ fn plugin_dir_loads_every_shared_object() {
         "--plugin-dir: expected gpu_only.so (loaded, skipped on a CPU graph) to be mentioned\n{}",
         describe(&out)
     );
+}
+
+#[test]
+fn plugin_linked_against_tensorflow_libraries_loads() {
+    let model = make_model();
+    let plugin = build_tf_linked_plugin();
+    let out = optimize(&model, &[&plugin], &[], &[]);
+    assert_rewritten(&model, &out, "tf_linked (DT_NEEDED TensorFlow's libraries)");
 }

@@ -11,24 +11,29 @@ pub fn plugin_source_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins")
 }
 
-/// Compiles `tests/plugins/<name>.c` into `<name>.so` and returns its path. Each plugin is
-/// compiled once per test process; concurrent test processes do not see half-written files
-/// (each compiles to a private name, then renames).
-pub fn build_plugin(name: &str) -> PathBuf {
+fn out_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-plugins");
+    std::fs::create_dir_all(dir.join("tf-stubs")).expect("create the plugin output directory");
+    dir
+}
+
+/// Returns the path `build` made for `key`, running `build` once per test process.
+fn cached(key: &str, build: impl FnOnce() -> PathBuf) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let mut built = BUILT
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = built.get(name) {
-        return path.clone();
-    }
+    built.entry(key.to_string()).or_insert_with(build).clone()
+}
+
+/// Compiles `tests/plugins/<source>.c` into the shared object `out` with `extra` arguments
+/// (after the source, so libraries link). Concurrent test processes do not see half-written
+/// files: each compiles to a private name, then renames.
+fn compile(source: &str, out: &Path, extra: &[&str]) {
     let src_dir = plugin_source_dir();
-    let source = src_dir.join(format!("{name}.c"));
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-plugins");
-    std::fs::create_dir_all(&out_dir).expect("create the plugin output directory");
-    let out = out_dir.join(format!("{name}.so"));
-    let tmp = out_dir.join(format!("{name}.so.{}.tmp", std::process::id()));
+    let source = src_dir.join(format!("{source}.c"));
+    let tmp = out.with_extension(format!("{}.tmp", std::process::id()));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let result = Command::new(&cc)
         .args(["-shared", "-fPIC", "-O1", "-Wall", "-Wextra"])
@@ -37,6 +42,7 @@ pub fn build_plugin(name: &str) -> PathBuf {
         .arg("-o")
         .arg(&tmp)
         .arg(&source)
+        .args(extra)
         .output()
         .unwrap_or_else(|e| panic!("running the C compiler `{cc}`: {e}"));
     assert!(
@@ -46,7 +52,45 @@ pub fn build_plugin(name: &str) -> PathBuf {
         result.status,
         String::from_utf8_lossy(&result.stderr)
     );
-    std::fs::rename(&tmp, &out).expect("move the built plugin into place");
-    built.insert(name.to_string(), out.clone());
-    out
+    std::fs::rename(&tmp, out).expect("move the built plugin into place");
+}
+
+/// Compiles `tests/plugins/<name>.c` into `<name>.so` and returns its path. The plugin has no
+/// needed libraries: its TF_* symbols resolve to the `unbound` executable's exports.
+pub fn build_plugin(name: &str) -> PathBuf {
+    cached(name, || {
+        let out = out_dir().join(format!("{name}.so"));
+        compile(name, &out, &[]);
+        out
+    })
+}
+
+/// Compiles `tests/plugins/tf_linked.c` the way plugins built against TensorFlow are linked:
+/// against stand-ins for libtensorflow_framework.so.2 and libtensorflow_cc.so.2 (whose util
+/// symbols carry the version "tensorflow"), without an rpath, so the stand-ins are not found
+/// at run time and the host's shims have to take their place.
+pub fn build_tf_linked_plugin() -> PathBuf {
+    cached("tf_linked", || {
+        let stubs = out_dir().join("tf-stubs");
+        let stubs_arg = format!("-L{}", stubs.display());
+        let framework = "libtensorflow_framework.so.2";
+        let cc_lib = "libtensorflow_cc.so.2";
+        let soname = |name: &str| format!("-Wl,-soname,{name}");
+        let map = plugin_source_dir().join("tf_stub.map");
+        let version_script = format!("-Wl,--version-script={}", map.display());
+        compile(
+            "tf_stub",
+            &stubs.join(framework),
+            &["-DTF_STUB_FRAMEWORK", &soname(framework)],
+        );
+        compile(
+            "tf_stub",
+            &stubs.join(cc_lib),
+            &[&soname(cc_lib), &version_script],
+        );
+        let out = out_dir().join("tf_linked.so");
+        let needed = [format!("-l:{framework}"), format!("-l:{cc_lib}")];
+        compile("tf_linked", &out, &[&stubs_arg, &needed[0], &needed[1]]);
+        out
+    })
 }

@@ -75,6 +75,9 @@ grep -q ' 0 failed$' "$work/compare.out" || failed=$((failed + 1))
 bash interop/fingerprint_check.sh || failed=$((failed + 1))
 bash interop/bundle_check.sh || failed=$((failed + 1))
 bash interop/show_check.sh || failed=$((failed + 1))
+echo "== graph-optimizer plugins"
+bash interop/grappler/probe_check.sh || failed=$((failed + 1))
+bash interop/grappler/optimize_outputs.sh || failed=$((failed + 1))
 if [ "${UNBOUND_SKIP_HUGE:-0}" != 1 ] && [ -x interop/huge_model.sh ]; then
   echo "== past 2 GiB"
   interop/huge_model.sh || failed=$((failed + 1))

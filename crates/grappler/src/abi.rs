@@ -129,7 +129,10 @@ mod tests {
         );
         assert_eq!(offset_of!(TpOptimizerRegistrationParams, major_version), 16);
         assert_eq!(offset_of!(TpOptimizerRegistrationParams, device_type), 32);
-        assert_eq!(offset_of!(TpOptimizerRegistrationParams, optimizer_configs), 40);
+        assert_eq!(
+            offset_of!(TpOptimizerRegistrationParams, optimizer_configs),
+            40
+        );
         assert_eq!(offset_of!(TpOptimizerRegistrationParams, optimizer), 48);
     }
 }

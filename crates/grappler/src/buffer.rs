@@ -28,7 +28,10 @@ pub(crate) unsafe fn fill_buffer(buffer: *mut TfBuffer, bytes: &[u8]) -> Result<
     // malloc(0) may return null; allocate at least one byte so data is non-null.
     let data = libc::malloc(bytes.len().max(1));
     if data.is_null() {
-        return Err(format!("Failed to allocate memory to serialize message of size {}", bytes.len()));
+        return Err(format!(
+            "Failed to allocate memory to serialize message of size {}",
+            bytes.len()
+        ));
     }
     std::ptr::copy_nonoverlapping(bytes.as_ptr(), data.cast::<u8>(), bytes.len());
     buffer.data = data;

@@ -101,7 +101,10 @@ impl PluginConfigs {
 
     /// The value of field `name`.
     pub fn get(&self, name: &str) -> Option<TriState> {
-        FIELDS.iter().position(|f| *f == name).map(|i| self.values[i])
+        FIELDS
+            .iter()
+            .position(|f| *f == name)
+            .map(|i| self.values[i])
     }
 }
 
@@ -202,8 +205,14 @@ mod tests {
         let old = PluginConfigs::read(&raw(88, &[(12, TRI_STATE_OFF), (17, TRI_STATE_OFF)]));
         assert_eq!(old.layout, ConfigsLayout::Before2_10);
         assert_eq!(old.get("remapping"), Some(TriState::Off));
-        assert_eq!(old.get("scoped_allocator_optimization"), Some(TriState::Off));
-        assert_eq!(old.get("auto_mixed_precision_onednn_bfloat16"), Some(TriState::Default));
+        assert_eq!(
+            old.get("scoped_allocator_optimization"),
+            Some(TriState::Off)
+        );
+        assert_eq!(
+            old.get("auto_mixed_precision_onednn_bfloat16"),
+            Some(TriState::Default)
+        );
     }
 
     #[test]
@@ -212,7 +221,10 @@ mod tests {
         let b = PluginConfigs::read(&raw(92, &[(13, TRI_STATE_ON), (6, 7)]));
         let c = combine(&[("a.so".into(), &a), ("b.so".into(), &b)]);
         assert!(c.disable_model_pruning);
-        assert_eq!(c.turned_off, vec![("remapping".to_string(), vec!["a.so".to_string()])]);
+        assert_eq!(
+            c.turned_off,
+            vec![("remapping".to_string(), vec!["a.so".to_string()])]
+        );
         assert_eq!(c.conflicts.len(), 1);
         assert!(c.conflicts[0].contains("remapping"));
         assert_eq!(c.invalid.len(), 1);

@@ -152,6 +152,8 @@ pub enum CallResult {
     Changed,
     /// The plugin returned ABORTED.
     Unchanged,
+    /// The plugin returned OK with the very bytes it was given.
+    Identical,
     /// The plugin failed; the previous graph was kept.
     Failed(String),
 }
@@ -303,6 +305,9 @@ impl PluginSet {
             let raw = plugin.run(item, graph, bytes);
             let outcome = judge(raw, nodes_before);
             let (result, nodes_after) = match outcome {
+                Outcome::Changed {
+                    bytes: new_bytes, ..
+                } if new_bytes == *bytes => (CallResult::Identical, nodes_before),
                 Outcome::Changed {
                     graph: new,
                     bytes: new_bytes,

@@ -27,8 +27,9 @@ fn load_all() -> Result<(), String> {
             std::fs::write(&path, bytes)
                 .map_err(|e| format!("writing the shim {}: {e}", path.display()))?;
             // SAFETY: the shim has no initializers and defines one data symbol.
-            let library = unsafe { libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOW) }
-                .map_err(|e| format!("loading the shim {soname}: {e}"))?;
+            let library =
+                unsafe { libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOW) }
+                    .map_err(|e| format!("loading the shim {soname}: {e}"))?;
             // Kept loaded for the life of the process: its soname must stay registered.
             std::mem::forget(library);
         }

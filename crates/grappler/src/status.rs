@@ -197,9 +197,7 @@ pub unsafe extern "C" fn TF_SetStatusFromIOError(
         libc::EEXIST => code::ALREADY_EXISTS,
         libc::EACCES | libc::EPERM | libc::EROFS => code::PERMISSION_DENIED,
         libc::ENOSPC | libc::ENOMEM | libc::EMFILE | libc::ENFILE => code::RESOURCE_EXHAUSTED,
-        libc::EINVAL | libc::ENAMETOOLONG | libc::EISDIR | libc::ENOTDIR => {
-            code::INVALID_ARGUMENT
-        }
+        libc::EINVAL | libc::ENAMETOOLONG | libc::EISDIR | libc::ENOTDIR => code::INVALID_ARGUMENT,
         libc::ETIMEDOUT => code::DEADLINE_EXCEEDED,
         libc::EAGAIN | libc::EBUSY => code::UNAVAILABLE,
         libc::ENOSYS | libc::ENOTSUP => code::UNIMPLEMENTED,

@@ -64,7 +64,11 @@ unsafe fn list_fill(
 ) {
     let count = usize::try_from(num_values).unwrap_or(0).min(list.len());
     if count > 0 && (values.is_null() || lengths.is_null() || storage.is_null()) {
-        set_status(status, code::INVALID_ARGUMENT, "values, lengths and storage must not be null");
+        set_status(
+            status,
+            code::INVALID_ARGUMENT,
+            "values, lengths and storage must not be null",
+        );
         return;
     }
     let mut offset = 0usize;
@@ -267,7 +271,11 @@ pub unsafe extern "C" fn TF_LookUpOpDef(
 ) {
     set_status(status, code::OK, "");
     let (Some(lib), false) = (lib.as_ref(), name.is_null()) else {
-        set_status(status, code::INVALID_ARGUMENT, "library and op name must not be null");
+        set_status(
+            status,
+            code::INVALID_ARGUMENT,
+            "library and op name must not be null",
+        );
         return;
     };
     let name = CStr::from_ptr(name).to_string_lossy();

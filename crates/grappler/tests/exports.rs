@@ -11,6 +11,9 @@ fn every_exported_function_resolves_by_name_to_our_definition() {
         let c_name = CString::new(name).unwrap();
         // SAFETY: dlsym with RTLD_DEFAULT and a valid C string.
         let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c_name.as_ptr()) };
-        assert_eq!(found as usize, address, "{name} is not exported from the executable");
+        assert_eq!(
+            found as usize, address,
+            "{name} is not exported from the executable"
+        );
     }
 }

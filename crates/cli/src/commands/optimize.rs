@@ -89,6 +89,7 @@ pub fn run(args: Args) -> CmdResult {
             let what = match &call.result {
                 CallResult::Changed => "changed",
                 CallResult::Unchanged => "unchanged (ABORTED)",
+                CallResult::Identical => "returned the graph it was given",
                 CallResult::Failed(_) => "failed, kept the previous graph",
             };
             println!(

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `unbound optimize` with the two example plugins built with our SDK (prune-identity,
+# fold-constants) on TensorFlow-made SavedModels: the optimized models load in TensorFlow 2.21
+# and give the same outputs as the originals on the same inputs, and the plugins did their
+# work (fewer Identity nodes; constant Mul/AddV2/Sub folded).
+#
+# Both plugins register for device type CPU, and TensorFlow allows one plugin per device type,
+# so they run one after the other (two `unbound optimize` calls). TF2 function bodies carry no
+# device, so `--device-type CPU` makes the CPU plugins run on them.
+#
+# usage: interop/grappler/optimize_outputs.sh   (needs scripts/tf-venv.sh's TensorFlow)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+venv="$(scripts/tf-venv.sh | tail -n 1)"
+py="$venv/bin/python"
+export TF_CPP_MIN_LOG_LEVEL=2
+cargo build --quiet --release -p unbound-cli -p unbound-plugin-prune-identity -p unbound-plugin-fold-constants
+unbound="$root/target/release/unbound"
+prune="$root/target/release/libunbound_plugin_prune_identity.so"
+fold="$root/target/release/libunbound_plugin_fold_constants.so"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+failed=0
+"$py" interop/grappler/optimize_outputs.py make "$work/foldable" 2>"$work/make.err" || {
+  echo "FAIL making the test model: $(tail -n 3 "$work/make.err")"; exit 1; }
+for model in "$work/foldable" testdata/models/tf2_multi_sig testdata/models/tf1_large_consts; do
+  name="$(basename "$model")"
+  for isolate in "" "--isolate"; do
+    out="$work/$name.pruned$isolate"
+    if ! "$unbound" optimize "$model" "$out" --plugin "$prune" --device-type CPU $isolate >"$work/log" 2>&1 ||
+       ! "$unbound" optimize "$out" "$out.folded" --plugin "$fold" --device-type CPU $isolate >>"$work/log" 2>&1; then
+      echo "FAIL unbound optimize $name $isolate: $(tail -n 3 "$work/log")"; failed=$((failed + 1)); continue
+    fi
+    grep -E " -> " "$work/log" | head -n 4 | sed "s|^|  $name: |"
+    expect=""
+    [ "$name" = foldable ] && expect="--expect-fewer Identity Mul AddV2 Sub"
+    "$py" interop/grappler/optimize_outputs.py compare "$model" "$out.folded" $expect 2>"$work/cmp.err" |
+      sed "s|$work/||g" || { failed=$((failed + 1)); tail -n 3 "$work/cmp.err"; }
+  done
+done
+if [ "$failed" -ne 0 ]; then
+  echo "optimize_outputs: $failed failed"
+  exit 1
+fi
+echo "optimize_outputs: all passed"

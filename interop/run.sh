@@ -6,6 +6,8 @@
 #   max sizes small enough to force every kind of chunk and with every compression, is read by
 #   TensorFlow's C++ Merger (merger_harness) into a message equal to the original; and
 #   `unbound merge` of the same file equals what TensorFlow's Merger made of it;
+# - TensorFlow itself loads and runs the SDK's example plugins from a tensorflow-plugins
+#   directory (grappler_sdk_in_tf.sh);
 # - a SavedModel past 2 GiB built in Rust is read by TensorFlow's Merger (huge_model.sh),
 #   unless UNBOUND_SKIP_HUGE=1.
 #
@@ -78,6 +80,7 @@ bash interop/show_check.sh || failed=$((failed + 1))
 echo "== graph-optimizer plugins"
 bash interop/grappler/probe_check.sh || failed=$((failed + 1))
 bash interop/grappler/optimize_outputs.sh || failed=$((failed + 1))
+bash interop/grappler_sdk_in_tf.sh || failed=$((failed + 1))
 if [ "${UNBOUND_SKIP_HUGE:-0}" != 1 ] && [ -x interop/huge_model.sh ]; then
   echo "== past 2 GiB"
   interop/huge_model.sh || failed=$((failed + 1))

@@ -1,6 +1,8 @@
 """TensorFlow 2.21 runs an unbound-grappler-sdk plugin (prune-identity or fold-constants).
 
 usage: grappler_sdk_in_tf.py prune|fold
+       grappler_sdk_in_tf.py local|none PLUGIN.so
+
 
 Run with a `tensorflow-plugins` directory holding the plugin under a `site-packages`
 directory of sys.path (PYTHONPATH): TensorFlow's __init__ loads it. Builds a tf.compat.v1
@@ -8,14 +10,20 @@ graph pinned to /device:CPU:0 (plugins only run for device types in NodeDef.devi
 a Session whose built-in passes that would do the same job are off, with
 output_partition_graphs, once with plugin optimizers on and once with them off, in this
 process, and checks the optimized graph TensorFlow reports and the fetched value.
+
+`local` and `none` check how the SDK finds TensorFlow's functions, without importing
+tensorflow: `local` loads libtensorflow_framework.so.2 and libtensorflow_cc.so.2 RTLD_LOCAL
+(their TF_* symbols are then not in the global scope) and calls the plugin's TF_InitGraph as
+TensorFlow does: the SDK finds TF_SetStatus through dlopen(soname, RTLD_NOLOAD) and registers.
+`none` loads no TensorFlow: TF_InitGraph cannot report an error, so it leaves device_type unset
+(TensorFlow would refuse the plugin with "'device_type' field ... must be set.").
 Prints PASS/FAIL lines; exits 1 on any FAIL.
 """
 
+import ctypes
+import importlib.util
+import os
 import sys
-
-import numpy as np
-import tensorflow as tf
-from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
 failures = 0
 
@@ -28,6 +36,8 @@ def check(ok, what):
 
 
 def session_config(plugins_on):
+    from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+
     # Every built-in pass that could remove Identity nodes or fold constants is off (model pruning
     # too). shape_optimization stays on: with every pass MetaOptimizerEnabled checks off,
     # TensorFlow reports "Meta Optimizer disabled" and skips Grappler, plugins included (plugins
@@ -65,6 +75,8 @@ def session_config(plugins_on):
 
 def run(graph, fetch, feed, plugins_on):
     """The fetched value and the partition graphs' nodes {name: op}."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import config_pb2
     with tf.compat.v1.Session(graph=graph, config=session_config(plugins_on)) as sess:
         md = config_pb2.RunMetadata()
         value = sess.run(
@@ -81,6 +93,9 @@ def run(graph, fetch, feed, plugins_on):
 
 
 def prune_case():
+    import numpy as np
+    import tensorflow as tf
+
     g = tf.Graph()
     with g.as_default(), tf.device("/device:CPU:0"):
         x = tf.compat.v1.placeholder(tf.float32, [3], name="x")
@@ -106,6 +121,9 @@ def prune_case():
 
 
 def fold_case():
+    import numpy as np
+    import tensorflow as tf
+
     g = tf.Graph()
     with g.as_default(), tf.device("/device:CPU:0"):
         a = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], name="a")
@@ -153,6 +171,54 @@ def fold_case():
           f"({with_plugin[1]})")
 
 
+class Params(ctypes.Structure):
+    """TP_OptimizerRegistrationParams."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("ext", ctypes.c_void_p),
+        ("major_version", ctypes.c_int32),
+        ("minor_version", ctypes.c_int32),
+        ("patch_version", ctypes.c_int32),
+        ("device_type", ctypes.c_char_p),
+        ("optimizer_configs", ctypes.c_void_p),
+        ("optimizer", ctypes.c_void_p),
+    ]
+
+
+def init_graph(plugin, status):
+    """Calls TF_InitGraph as TensorFlow does; returns the params."""
+    configs = (ctypes.c_uint8 * 96)()
+    optimizer = (ctypes.c_uint8 * 40)()
+    ctypes.c_size_t.from_buffer(configs).value = 92
+    ctypes.c_size_t.from_buffer(optimizer).value = 40
+    params = Params(56, None, 0, 0, 1, None, ctypes.addressof(configs), ctypes.addressof(optimizer))
+    ctypes.CDLL(plugin).TF_InitGraph(ctypes.byref(params), ctypes.c_void_p(status))
+    return params
+
+
+def resolve_case(mode, plugin):
+    if mode == "none":
+        params = init_graph(plugin, None)
+        check(params.device_type is None,
+              "no TensorFlow in the process: TF_InitGraph registers nothing (device_type unset)")
+        return
+    tf_dir = os.path.dirname(importlib.util.find_spec("tensorflow").origin)
+    framework = ctypes.CDLL(os.path.join(tf_dir, "libtensorflow_framework.so.2"))  # RTLD_LOCAL
+    ctypes.CDLL(os.path.join(tf_dir, "libtensorflow_cc.so.2"))
+    check(not hasattr(ctypes.CDLL(None), "TF_SetStatus"),
+          "TensorFlow loaded RTLD_LOCAL: TF_SetStatus is not in the global scope")
+    framework.TF_NewStatus.restype = ctypes.c_void_p
+    framework.TF_GetCode.argtypes = [ctypes.c_void_p]
+    status = framework.TF_NewStatus()
+    params = init_graph(plugin, status)
+    check(framework.TF_GetCode(status) == 0 and params.device_type == b"CPU",
+          "TensorFlow loaded RTLD_LOCAL: the SDK finds it (RTLD_NOLOAD) and registers for CPU")
+
+
 if __name__ == "__main__":
-    {"prune": prune_case, "fold": fold_case}[sys.argv[1]]()
+    if sys.argv[1] in ("local", "none"):
+        resolve_case(sys.argv[1], sys.argv[2])
+    else:
+        {"prune": prune_case, "fold": fold_case}[sys.argv[1]]()
     sys.exit(1 if failures else 0)

@@ -9,7 +9,8 @@
 # device type is fatal in TensorFlow, so each runs in its own process.
 # grappler_sdk_in_tf.py checks the optimized graph TensorFlow reports (partition graphs) with
 # plugin optimizers on and off; this script also checks TensorFlow's log and that the plugins
-# leave no TF_* symbol undefined. Prints PASS/FAIL lines; exit 1 on any failure.
+# leave no TF_* symbol undefined; and (modes local/none) that the SDK finds TensorFlow's
+# functions when its libraries are loaded RTLD_LOCAL, and registers nothing without them. Prints PASS/FAIL lines; exit 1 on any failure.
 #
 # usage: interop/grappler_sdk_in_tf.sh     (needs scripts/tf-venv.sh's TensorFlow)
 set -euo pipefail
@@ -53,6 +54,12 @@ for case in prune:unbound_plugin_prune_identity fold:unbound_plugin_fold_constan
     echo "FAIL $name: grappler_sdk_in_tf.py exited $rc; its stderr ends:"
     grep -v -e 'oneDNN custom operations' "$work/$name.err" | tail -n 5
   fi
+done
+echo "-- how the SDK finds TensorFlow's functions"
+prune_so="$release/libunbound_plugin_prune_identity.so"
+for mode in local none; do
+  TF_CPP_MIN_LOG_LEVEL=3 "$venv/bin/python" interop/grappler_sdk_in_tf.py "$mode" "$prune_so" \
+    2>"$work/$mode.err" || { failed=$((failed + 1)); tail -n 3 "$work/$mode.err"; }
 done
 echo "grappler sdk in tf: $failed failed"
 [ "$failed" -eq 0 ]

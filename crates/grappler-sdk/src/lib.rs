@@ -52,7 +52,7 @@
 
 #![warn(missing_docs)]
 
-pub mod abi;
+pub use unbound_grappler_abi as abi;
 mod api;
 mod configs;
 mod error;

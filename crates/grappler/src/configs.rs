@@ -187,7 +187,6 @@ mod tests {
             struct_size,
             ext: std::ptr::null_mut(),
             toggles: [0; 19],
-            _pad: 0,
         };
         for &(i, v) in set {
             c.toggles[i] = v;

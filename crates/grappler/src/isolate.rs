@@ -211,7 +211,6 @@ fn configs_from_raw(size: u64, words: &[u32]) -> PluginConfigs {
         struct_size: 92,
         ext: std::ptr::null_mut(),
         toggles: [0; 19],
-        _pad: 0,
     };
     for (slot, w) in raw.toggles.iter_mut().zip(words) {
         *slot = *w;

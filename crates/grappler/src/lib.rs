@@ -13,7 +13,7 @@
 
 #![warn(missing_docs)]
 
-pub mod abi;
+pub use unbound_grappler_abi as abi;
 pub mod buffer;
 pub mod configs;
 pub mod device;

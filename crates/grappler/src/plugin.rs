@@ -100,7 +100,6 @@ fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
         struct_size: TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
         ext: std::ptr::null_mut(),
         toggles: [0; 19],
-        _pad: 0,
     });
     let mut optimizer = Padded::new(TpOptimizer {
         struct_size: TP_OPTIMIZER_STRUCT_SIZE,
@@ -122,7 +121,7 @@ fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
     let mut status = TfStatus::new();
     // SAFETY: all three structs are zero-initialized, sized as TensorFlow's (plus spare room)
     // and live across the call.
-    unsafe { init(&mut params.value, status.as_ptr()) };
+    unsafe { init(&mut params.value, status.as_ptr().cast()) };
     status
         .to_result()
         .map_err(|e| format!("TF_InitGraph failed: {e}"))?;
@@ -212,7 +211,15 @@ impl LoadedPlugin {
         };
         let mut status = TfStatus::new();
         // SAFETY: input borrows graph_in for the call; output and status are ours.
-        unsafe { optimize(handle, &input, item, &mut output, status.as_ptr()) };
+        unsafe {
+            optimize(
+                handle,
+                &input,
+                item.cast(),
+                &mut output,
+                status.as_ptr().cast(),
+            )
+        };
         let bytes = if output.data.is_null() || output.length == 0 {
             Vec::new()
         } else {

@@ -3,7 +3,13 @@
 //!
 //! Only what a plugin writes or passes on is declared; the handles TensorFlow owns
 //! (`TF_Status`, `TF_GrapplerItem`, `TF_GraphProperties`, `TF_FunctionLibraryDefinition`) are
-//! opaque.
+//! opaque. Shared by the host (`unbound-grappler`) and the SDK (`unbound-grappler-sdk`), so the
+//! layouts are declared once.
+//!
+//! Tri-state fields are plain `u32`, not a Rust enum: a plugin can write any value, and reading
+//! an out-of-range value through an enum type would be undefined behaviour.
+
+#![warn(missing_docs)]
 
 use std::ffi::{c_char, c_void};
 
@@ -52,7 +58,7 @@ pub struct TpOptimizerConfigs {
     pub struct_size: usize,
     /// Reserved.
     pub ext: *mut c_void,
-    /// The tri-states, in [`crate::Configs`] field order.
+    /// The tri-states, from `disable_model_pruning` to `scoped_allocator_optimization`.
     pub toggles: [u32; 19],
 }
 
@@ -116,6 +122,24 @@ pub struct TpOptimizerRegistrationParams {
 
 /// `TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE`.
 pub const TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE: usize = 56;
+
+/// `TF_InitGraph`'s type: the plugin's entry point.
+pub type InitGraphFn =
+    unsafe extern "C" fn(params: *mut TpOptimizerRegistrationParams, status: *mut TfStatus);
+
+/// The name of the plugin's entry point (not the RFC's `TF_InitGraphPlugin`).
+pub const INIT_GRAPH_SYMBOL: &[u8] = b"TF_InitGraph";
+
+/// `GO_MAJOR`, `GO_MINOR`, `GO_PATCH`: the version TensorFlow writes into the registration
+/// params before calling `TF_InitGraph`.
+pub const GO_VERSION: (i32, i32, i32) = (0, 0, 1);
+
+/// `TF_TriState_Default`: leave the built-in optimizer as the user configured it.
+pub const TRI_STATE_DEFAULT: u32 = 0;
+/// `TF_TriState_Off`: turn the built-in optimizer off.
+pub const TRI_STATE_OFF: u32 = 1;
+/// `TF_TriState_On`.
+pub const TRI_STATE_ON: u32 = 2;
 
 #[cfg(test)]
 mod tests {

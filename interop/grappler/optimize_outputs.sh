@@ -16,6 +16,7 @@ venv="$(scripts/tf-venv.sh | tail -n 1)"
 py="$venv/bin/python"
 export TF_CPP_MIN_LOG_LEVEL=2
 cargo build --quiet --release -p unbound-cli -p unbound-plugin-prune-identity -p unbound-plugin-fold-constants
+harness="$(interop/build_harness.sh | tail -n 1)"
 unbound="$root/target/release/unbound"
 prune="$root/target/release/libunbound_plugin_prune_identity.so"
 fold="$root/target/release/libunbound_plugin_fold_constants.so"
@@ -25,18 +26,38 @@ trap 'rm -rf "$work"' EXIT
 failed=0
 "$py" interop/grappler/optimize_outputs.py make "$work/foldable" 2>"$work/make.err" || {
   echo "FAIL making the test model: $(tail -n 3 "$work/make.err")"; exit 1; }
-for model in "$work/foldable" testdata/models/tf2_multi_sig testdata/models/tf1_large_consts; do
+# A chunked model too: read from saved_model.cpb and written back split (--max-size 20000).
+"$unbound" split testdata/models/tf1_large_consts "$work/tf1_chunked" --max-size 20000 >/dev/null
+for model in "$work/foldable" testdata/models/tf2_multi_sig testdata/models/tf1_large_consts "$work/tf1_chunked"; do
   name="$(basename "$model")"
+  size=""
+  [ "$name" = tf1_chunked ] && size="--max-size 20000"
   for isolate in "" "--isolate"; do
     out="$work/$name.pruned$isolate"
-    if ! "$unbound" optimize "$model" "$out" --plugin "$prune" --device-type CPU $isolate >"$work/log" 2>&1 ||
-       ! "$unbound" optimize "$out" "$out.folded" --plugin "$fold" --device-type CPU $isolate >>"$work/log" 2>&1; then
+    if ! "$unbound" optimize "$model" "$out" --plugin "$prune" --device-type CPU $isolate $size >"$work/log" 2>&1 ||
+       ! "$unbound" optimize "$out" "$out.folded" --plugin "$fold" --device-type CPU $isolate $size >>"$work/log" 2>&1; then
       echo "FAIL unbound optimize $name $isolate: $(tail -n 3 "$work/log")"; failed=$((failed + 1)); continue
     fi
     grep -E " -> " "$work/log" | head -n 4 | sed "s|^|  $name: |"
     expect=""
     [ "$name" = foldable ] && expect="--expect-fewer Identity Mul AddV2 Sub"
-    "$py" interop/grappler/optimize_outputs.py compare "$model" "$out.folded" $expect 2>"$work/cmp.err" |
+    judged="$out.folded"
+    if [ "$name" = tf1_chunked ]; then
+      # TensorFlow's Python loader reads only .pb: TensorFlow's C++ Merger turns the optimized
+      # .cpb into the .pb that TensorFlow then loads and runs.
+      if [ -f "$out.folded/saved_model.cpb" ] && [ ! -f "$out.folded/saved_model.pb" ]; then
+        echo "PASS $name $isolate: the optimized model is written chunked (saved_model.cpb)"
+      else
+        echo "FAIL $name $isolate: expected saved_model.cpb only in $out.folded"; failed=$((failed + 1))
+      fi
+      judged="$out.tf-merged"
+      cp -r "$out.folded" "$judged" && rm "$judged/saved_model.cpb"
+      "$harness" read --type tensorflow.SavedModel "$out.folded/saved_model" "$judged/saved_model.pb" \
+        2>"$work/harness.err" || { echo "FAIL $name: TensorFlow's Merger: $(tail -n 1 "$work/harness.err")"; failed=$((failed + 1)); }
+    fi
+    original="$model"
+    [ "$name" = tf1_chunked ] && original=testdata/models/tf1_large_consts
+    "$py" interop/grappler/optimize_outputs.py compare "$original" "$judged" $expect 2>"$work/cmp.err" |
       sed "s|$work/||g" || { failed=$((failed + 1)); tail -n 3 "$work/cmp.err"; }
   done
 done

@@ -6,6 +6,7 @@
 //!
 //! Graph properties are in [`crate::util_properties`].
 
+use std::borrow::Cow;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef};
@@ -41,8 +42,32 @@ pub(crate) unsafe fn item_context<'a>(item: *const c_void) -> Option<&'a ItemCon
     item.cast::<ItemContext<'a>>().as_ref()
 }
 
-/// `...ListSize`: count and total length of `list`.
-unsafe fn list_size(list: &[String], num_values: *mut c_int, storage_size: *mut usize) {
+/// Which of the item's string lists a call reads.
+type ItemList = fn(&GrapplerItem) -> Cow<'_, [String]>;
+
+/// The nodes to preserve (computed from the fetch, init and saver nodes).
+fn preserved(item: &GrapplerItem) -> Cow<'_, [String]> {
+    Cow::Owned(item.nodes_to_preserve())
+}
+
+/// The fetch list as is (entries may carry `:port`).
+fn fetched(item: &GrapplerItem) -> Cow<'_, [String]> {
+    Cow::Borrowed(&item.fetch)
+}
+
+/// `...ListSize`: count and total length of one of the item's lists.
+unsafe fn list_size(
+    item: *const c_void,
+    select: ItemList,
+    num_values: *mut c_int,
+    storage_size: *mut usize,
+    status: *mut TfStatus,
+) {
+    set_status(status, code::OK, "");
+    let Some(ctx) = item_context(item) else {
+        return set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null");
+    };
+    let list = select(ctx.item);
     if let Some(n) = num_values.as_mut() {
         *n = c_int::try_from(list.len()).unwrap_or(c_int::MAX);
     }
@@ -51,10 +76,12 @@ unsafe fn list_size(list: &[String], num_values: *mut c_int, storage_size: *mut 
     }
 }
 
-/// `...List`: copies up to `num_values` strings into `storage`, pointing `values[i]` into it.
+/// `...List`: copies up to `num_values` strings of one of the item's lists into `storage`,
+/// pointing `values[i]` into it.
 #[allow(clippy::too_many_arguments)]
 unsafe fn list_fill(
-    list: &[String],
+    item: *const c_void,
+    select: ItemList,
     values: *mut *mut c_char,
     lengths: *mut usize,
     num_values: c_int,
@@ -62,6 +89,11 @@ unsafe fn list_fill(
     storage_size: usize,
     status: *mut TfStatus,
 ) {
+    set_status(status, code::OK, "");
+    let Some(ctx) = item_context(item) else {
+        return set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null");
+    };
+    let list = select(ctx.item);
     let count = usize::try_from(num_values).unwrap_or(0).min(list.len());
     if count > 0 && (values.is_null() || lengths.is_null() || storage.is_null()) {
         set_status(
@@ -100,11 +132,7 @@ pub unsafe extern "C" fn TF_GetNodesToPreserveListSize(
     storage_size: *mut usize,
     status: *mut TfStatus,
 ) {
-    set_status(status, code::OK, "");
-    match item_context(item) {
-        Some(ctx) => list_size(&ctx.item.nodes_to_preserve(), num_values, storage_size),
-        None => set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null"),
-    }
+    list_size(item, preserved, num_values, storage_size, status);
 }
 
 /// `TF_GetNodesToPreserveList`.
@@ -122,19 +150,8 @@ pub unsafe extern "C" fn TF_GetNodesToPreserveList(
     storage_size: usize,
     status: *mut TfStatus,
 ) {
-    set_status(status, code::OK, "");
-    match item_context(item) {
-        Some(ctx) => list_fill(
-            &ctx.item.nodes_to_preserve(),
-            values,
-            lengths,
-            num_values,
-            storage,
-            storage_size,
-            status,
-        ),
-        None => set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null"),
-    }
+    let (n, size) = (num_values, storage_size);
+    list_fill(item, preserved, values, lengths, n, storage, size, status);
 }
 
 /// `TF_GetFetchNodesListSize`: the item's fetch list as is (entries may carry `:port`).
@@ -148,11 +165,7 @@ pub unsafe extern "C" fn TF_GetFetchNodesListSize(
     storage_size: *mut usize,
     status: *mut TfStatus,
 ) {
-    set_status(status, code::OK, "");
-    match item_context(item) {
-        Some(ctx) => list_size(&ctx.item.fetch, num_values, storage_size),
-        None => set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null"),
-    }
+    list_size(item, fetched, num_values, storage_size, status);
 }
 
 /// `TF_GetFetchNodesList`.
@@ -169,19 +182,8 @@ pub unsafe extern "C" fn TF_GetFetchNodesList(
     storage_size: usize,
     status: *mut TfStatus,
 ) {
-    set_status(status, code::OK, "");
-    match item_context(item) {
-        Some(ctx) => list_fill(
-            &ctx.item.fetch,
-            values,
-            lengths,
-            num_values,
-            storage,
-            storage_size,
-            status,
-        ),
-        None => set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null"),
-    }
+    let (n, size) = (num_values, storage_size);
+    list_fill(item, fetched, values, lengths, n, storage, size, status);
 }
 
 /// What a `TF_FunctionLibraryDefinition*` points to.

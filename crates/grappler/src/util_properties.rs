@@ -87,6 +87,23 @@ pub unsafe extern "C" fn TF_InferStatically(
     }
 }
 
+/// The input (or output) properties of the node named `name`, after setting the status to OK;
+/// None, with INVALID_ARGUMENT, when `props` or `name` is null.
+unsafe fn node_list<'a>(
+    props: *mut PropertiesHandle,
+    name: *const c_char,
+    status: *mut TfStatus,
+    inputs: bool,
+) -> Option<&'a [TensorProperties]> {
+    set_status(status, code::OK, "");
+    let (Some(handle), false) = (props.as_ref(), name.is_null()) else {
+        let message = "properties and node name must not be null";
+        set_status(status, code::INVALID_ARGUMENT, message);
+        return None;
+    };
+    Some(handle.list(&CStr::from_ptr(name).to_string_lossy(), inputs))
+}
+
 unsafe fn list_size(
     props: *mut PropertiesHandle,
     name: *const c_char,
@@ -94,18 +111,8 @@ unsafe fn list_size(
     status: *mut TfStatus,
     inputs: bool,
 ) {
-    set_status(status, code::OK, "");
-    let (Some(handle), false) = (props.as_ref(), name.is_null()) else {
-        set_status(
-            status,
-            code::INVALID_ARGUMENT,
-            "properties and node name must not be null",
-        );
-        return;
-    };
-    let node = CStr::from_ptr(name).to_string_lossy();
-    if let Some(n) = num_values.as_mut() {
-        *n = c_int::try_from(handle.list(&node, inputs).len()).unwrap_or(c_int::MAX);
+    if let (Some(list), Some(n)) = (node_list(props, name, status, inputs), num_values.as_mut()) {
+        *n = c_int::try_from(list.len()).unwrap_or(c_int::MAX);
     }
 }
 
@@ -117,17 +124,9 @@ unsafe fn list_fill(
     status: *mut TfStatus,
     inputs: bool,
 ) {
-    set_status(status, code::OK, "");
-    let (Some(handle), false) = (props.as_ref(), name.is_null()) else {
-        set_status(
-            status,
-            code::INVALID_ARGUMENT,
-            "properties and node name must not be null",
-        );
+    let Some(list) = node_list(props, name, status, inputs) else {
         return;
     };
-    let node = CStr::from_ptr(name).to_string_lossy();
-    let list = handle.list(&node, inputs);
     let count = usize::try_from(num_values).unwrap_or(0).min(list.len());
     if count > 0 && out.is_null() {
         set_status(

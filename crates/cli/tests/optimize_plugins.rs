@@ -433,6 +433,24 @@ fn crash_is_contained_when_isolated() {
 }
 
 #[test]
+fn plugins_after_a_crash_still_run_when_isolated() {
+    // segfault (CPU) crashes first; gpu_only (GPU) runs next in its own worker and removes the
+    // "drop_" nodes: the crash costs its own plugin's change, not the others'.
+    let model = make_model();
+    let segfault = build_plugin("segfault");
+    let gpu_only = build_plugin("gpu_only");
+    let extra = ["--isolate", "--device-type", "CPU", "--device-type", "GPU"];
+    let out = optimize(&model, &[&segfault, &gpu_only], &extra, &[]);
+    assert_warning(
+        &out,
+        &segfault,
+        "SIGSEGV",
+        "segfault then gpu_only --isolate",
+    );
+    assert_rewritten(&model, &out, "segfault then gpu_only --isolate");
+}
+
+#[test]
 fn hang_times_out_when_isolated() {
     let model = make_model();
     let plugin = build_plugin("hang");

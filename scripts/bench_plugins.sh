@@ -6,7 +6,8 @@
 #
 # Runs crates/grappler/examples/bench_host.rs (release): the whole host pass over a MetaGraphDef
 # with one plugin that returns a copy of its input (examples/echo_plugin.c), best of 7, minus
-# the plugin's own copy (one malloc + memcpy of the serialized graph, timed separately). The
+# the plugin's own copy (one malloc + memcpy of the serialized graph, timed separately); then the
+# same with --isolate (the plugin in a worker process, the graph over pipes both ways). The
 # reference (parse + serialize) is prost's, the same code the host uses.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -10,7 +10,7 @@
 //! cargo run --release -p unbound-grappler --example bench_host [-- NODES]
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,10 @@ use unbound_grappler::host::{HostOptions, PluginSet};
 use unbound_proto::tensorflow::{attr_value, AttrValue, GraphDef, MetaGraphDef, NodeDef};
 
 fn main() {
+    // The isolated pass runs the plugin in copies of this executable, as `unbound` does.
+    if std::env::args().nth(1).as_deref() == Some(unbound_grappler::isolate::WORKER_ARG) {
+        std::process::exit(unbound_grappler::isolate::worker_main());
+    }
     let nodes: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
@@ -40,12 +44,8 @@ fn main() {
     let copy = best(runs, || {
         std::hint::black_box(bytes.clone());
     });
-    let mut set = PluginSet::load(&[plugin], HostOptions::default()).expect("echo plugin loads");
-    let pass = best(runs, || {
-        let (out, report) = set.optimize_meta_graph(&meta);
-        assert_eq!(out.node.len(), nodes);
-        assert_eq!(report.calls.len(), 1);
-    });
+    let pass = host_pass(&plugin, false, &meta, runs);
+    let isolated = host_pass(&plugin, true, &meta, runs);
     let overhead = pass.saturating_sub(copy);
     let reference = parse + serialize;
     println!("graph: {nodes} nodes, {} bytes", bytes.len());
@@ -65,6 +65,27 @@ fn main() {
         "ratio host overhead / (parse + serialize): {:.2} (target <= 2)",
         overhead.as_secs_f64() / reference.as_secs_f64()
     );
+    println!(
+        "with --isolate (worker process, graph over pipes both ways): {:.1} ms, ratio {:.2}",
+        ms(isolated),
+        isolated.saturating_sub(copy).as_secs_f64() / reference.as_secs_f64()
+    );
+}
+
+/// The fastest of `runs` whole host passes over `meta` with the echo plugin, in process or in
+/// a worker (started once, at load, and reused, as `unbound optimize --isolate` does).
+fn host_pass(plugin: &Path, isolate: bool, meta: &MetaGraphDef, runs: usize) -> Duration {
+    let options = HostOptions {
+        isolate,
+        ..HostOptions::default()
+    };
+    let nodes = meta.graph_def.as_ref().map_or(0, |g| g.node.len());
+    let mut set = PluginSet::load(&[plugin.to_path_buf()], options).expect("echo plugin loads");
+    best(runs, || {
+        let (out, report) = set.optimize_meta_graph(meta);
+        assert_eq!(out.node.len(), nodes);
+        assert_eq!(report.calls.len(), 1);
+    })
 }
 
 fn ms(d: Duration) -> f64 {

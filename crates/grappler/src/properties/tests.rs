@@ -10,6 +10,7 @@ use crate::ops::OpLibrary;
 
 mod array_ops;
 mod robustness;
+mod slicing_ops;
 
 const FLOAT: i32 = DataType::DtFloat as i32;
 const INT32: i32 = DataType::DtInt32 as i32;

@@ -9,6 +9,7 @@ mod matmul;
 mod norm;
 mod reduction;
 mod shape_ops;
+mod slicing;
 mod sources;
 
 use unbound_proto::tensorflow::NodeDef;
@@ -62,6 +63,18 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Whether input `i`'s integer contents are all real values: a constant's (where -1 is a
+    /// value), or shape-like contents with no unknown (-1) element.
+    pub(crate) fn exact(&self, i: usize) -> bool {
+        let t = self.input(i);
+        t.value.is_some() || t.ints.as_ref().is_some_and(|v| !v.contains(&-1))
+    }
+
+    /// [`Self::scalar_int`] when it is a real value (see [`Self::exact`]).
+    pub(crate) fn exact_scalar_int(&self, i: usize) -> Option<i64> {
+        self.scalar_int(i).filter(|_| self.exact(i))
+    }
+
     /// The `data_format` attr says channels come first (`NCHW`, `NCDHW`).
     pub(crate) fn channels_first(&self) -> bool {
         self.attrs
@@ -81,6 +94,7 @@ pub(crate) fn infer(ctx: &Ctx<'_>) -> Option<Vec<Tensor>> {
         .or_else(|| norm::infer(op, ctx))
         .or_else(|| shape_ops::infer(op, ctx))
         .or_else(|| array::infer(op, ctx))
+        .or_else(|| slicing::infer(op, ctx))
         .or_else(|| reduction::infer(op, ctx))
         .or_else(|| control_flow::infer(op, ctx))
 }

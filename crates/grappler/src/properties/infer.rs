@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use unbound_proto::tensorflow::{GraphDef, NodeDef, OpDef};
 
 use super::attrs::Attrs;
+use super::calls::{called_function, Calls};
 use super::graph::{parse_input, InputName, Structure};
 use super::ops::{self, Ctx};
 use super::shape::Shape;
@@ -19,49 +20,10 @@ pub(super) fn run(
     feeds: &[String],
     options: InferOptions,
 ) -> Result<GraphProperties, PropertiesError> {
-    let structure = Structure::new(graph)?;
-    let nodes = &graph.node;
-    let op_defs: Vec<Option<&OpDef>> = nodes.iter().map(|n| library.op_def(&n.op)).collect();
-
-    // Dtypes do not depend on inputs: fix them first, so inputs not yet visited (on cycles)
-    // still have theirs.
-    let mut outputs: Vec<Vec<Tensor>> = nodes
-        .iter()
-        .zip(&op_defs)
-        .zip(&structure.consumed_ports)
-        .map(|((node, op_def), &consumed)| {
-            let attrs = Attrs::new(node, *op_def);
-            let types = match op_def {
-                Some(op_def) => dtypes::from_op_def(&attrs, op_def),
-                None => dtypes::without_op_def(&attrs, consumed),
-            };
-            types.into_iter().map(Tensor::unknown).collect()
-        })
-        .collect();
-
     let fed = fed_ports(feeds, options);
+    let mut calls = Calls::new(library);
+    let (structure, outputs) = outputs(graph, &mut calls, &fed)?;
     let invalid = Tensor::default();
-    for &i in &structure.order {
-        let node = &nodes[i];
-        let attrs = Attrs::new(node, op_defs[i]);
-        let dtypes: Vec<i32> = outputs[i].iter().map(|t| t.dtype).collect();
-        let inferred = {
-            let edges = &structure.data_inputs[i];
-            let ctx = Ctx {
-                node,
-                attrs,
-                inputs: edges
-                    .iter()
-                    .map(|e| outputs[e.node].get(e.port).unwrap_or(&invalid))
-                    .collect(),
-                input_nodes: edges.iter().map(|e| &nodes[e.node]).collect(),
-                dtypes: &dtypes,
-            };
-            ops::infer(&ctx)
-        };
-        outputs[i] = finish(node, &attrs, &dtypes, inferred, &fed);
-    }
-
     let index = structure
         .index
         .iter()
@@ -93,6 +55,61 @@ pub(super) fn run(
         inputs: input_props,
         outputs: output_props,
     })
+}
+
+/// What is known about every output of every node of `graph`, and the graph's structure.
+/// Calls are inferred through `calls` (which recurses here for function bodies).
+pub(super) fn outputs<'g>(
+    graph: &'g GraphDef,
+    calls: &mut Calls<'_>,
+    fed: &HashSet<(String, usize)>,
+) -> Result<(Structure<'g>, Vec<Vec<Tensor>>), PropertiesError> {
+    let structure = Structure::new(graph)?;
+    let nodes = &graph.node;
+    let library = calls.library;
+    let op_defs: Vec<Option<&OpDef>> = nodes.iter().map(|n| library.op_def(&n.op)).collect();
+
+    // Dtypes do not depend on inputs: fix them first, so inputs not yet visited (on cycles)
+    // still have theirs.
+    let mut outputs: Vec<Vec<Tensor>> = nodes
+        .iter()
+        .zip(&op_defs)
+        .zip(&structure.consumed_ports)
+        .map(|((node, op_def), &consumed)| {
+            let attrs = Attrs::new(node, *op_def);
+            let types = match op_def {
+                Some(op_def) => dtypes::from_op_def(&attrs, op_def),
+                None => dtypes::without_op_def(&attrs, consumed),
+            };
+            types.into_iter().map(Tensor::unknown).collect()
+        })
+        .collect();
+
+    let invalid = Tensor::default();
+    for &i in &structure.order {
+        let node = &nodes[i];
+        let attrs = Attrs::new(node, op_defs[i]);
+        let dtypes: Vec<i32> = outputs[i].iter().map(|t| t.dtype).collect();
+        let inputs: Vec<&Tensor> = structure.data_inputs[i]
+            .iter()
+            .map(|e| outputs[e.node].get(e.port).unwrap_or(&invalid))
+            .collect();
+        let inferred = match called_function(node, library) {
+            Some(function) => calls.outputs(function, &inputs),
+            None => ops::infer(&Ctx {
+                node,
+                attrs,
+                inputs,
+                input_nodes: structure.data_inputs[i]
+                    .iter()
+                    .map(|e| &nodes[e.node])
+                    .collect(),
+                dtypes: &dtypes,
+            }),
+        };
+        outputs[i] = finish(node, &attrs, &dtypes, inferred, fed);
+    }
+    Ok((structure, outputs))
 }
 
 /// The fed ports whose shapes must be forgotten (none when feeds are assumed valid).

@@ -7,7 +7,7 @@ use unbound_proto::tensorflow::{tensor_shape_proto, TensorShapeProto};
 pub(crate) const MAX_RANK: usize = 254;
 
 /// A partially known shape.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub(crate) enum Shape {
     /// Even the rank is unknown.
     #[default]

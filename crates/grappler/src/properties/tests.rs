@@ -9,6 +9,7 @@ use super::{GraphProperties, InferOptions, PropertiesError, TensorProperties};
 use crate::ops::OpLibrary;
 
 mod array_ops;
+mod calls;
 mod robustness;
 mod slicing_ops;
 

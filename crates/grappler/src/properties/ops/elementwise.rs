@@ -106,6 +106,9 @@ const UNARY: &[&str] = &[
     "Roll",
     "ReverseV2",
     "RandomShuffle",
+    "Cumsum",
+    "Cumprod",
+    "CumulativeLogsumexp",
 ];
 
 /// Binary ops with numpy broadcasting (comparisons included: their dtype comes from the

@@ -4,10 +4,12 @@
 mod array;
 mod control_flow;
 mod conv;
+mod einsum;
 mod elementwise;
 mod matmul;
 mod norm;
 mod reduction;
+mod selection;
 mod shape_ops;
 mod slicing;
 mod sources;
@@ -95,6 +97,8 @@ pub(crate) fn infer(ctx: &Ctx<'_>) -> Option<Vec<Tensor>> {
         .or_else(|| shape_ops::infer(op, ctx))
         .or_else(|| array::infer(op, ctx))
         .or_else(|| slicing::infer(op, ctx))
+        .or_else(|| selection::infer(op, ctx))
+        .or_else(|| einsum::infer(op, ctx))
         .or_else(|| reduction::infer(op, ctx))
         .or_else(|| control_flow::infer(op, ctx))
 }

@@ -6,17 +6,20 @@
 # the same model: node count, every constant's tensor_content size and FNV-1a checksum, the
 # running checksum and total bytes, and the model's byte size. TensorFlow cannot serialize a
 # message that large back, so checksums are compared instead of bytes. unbound's own reader
-# reads the file back too and must agree.
+# reads the file back too and must agree. Then `unbound optimize` runs the prune-identity plugin
+# (built with our SDK) on it: the plugin gets and returns a graph past 2 GiB, removes the three
+# Identity nodes the model has for it, and TensorFlow's Merger reads the optimized
+# saved_model.cpb: three nodes fewer, every constant the same.
 #
 # usage: interop/huge_model.sh [--keep] [-- EXAMPLE_ARGS...]
 #   EXAMPLE_ARGS go to make_huge_model (default model: 20 x 120 MiB float32 constants plus a
-#   few small nodes, 2.34 GiB). For a quick check of the machinery on a small model:
+#   few small nodes, 2.34 GiB); --identities 3 is always added. For a quick check of the machinery on a small model:
 #     UNBOUND_HUGE_ALLOW_SMALL=1 interop/huge_model.sh -- --consts 3 --mib 4 --max-size 8000000
 #   (without the variable a model that is not past 2 GiB fails the size check).
 #   --keep keeps the temporary directory and prints its path.
 #
-# Needs: ~2.6 GB free in ${TMPDIR:-/tmp}, ~7 GB of available memory (TensorFlow's Merger peaks
-# at ~6 GB on the default model), a few minutes (about 1.5 on 2 cores). Prints
+# Needs: ~5.2 GB free in ${TMPDIR:-/tmp}, ~13 GB of available memory (TensorFlow's Merger peaks
+# at ~6 GB on the default model, unbound optimize at ~12 GB), a few minutes (about 2.5 on 2 cores). Prints
 #   huge model: ok (N nodes, S bytes)
 # and exits 0, or prints what differs and exits 1.
 set -euo pipefail
@@ -38,7 +41,7 @@ fail() { echo "huge model: FAIL: $*" >&2; exit 1; }
 
 tmp_parent="${TMPDIR:-/tmp}"
 free_kb="$(df -Pk "$tmp_parent" | awk 'NR==2 {print $4}')"
-(( free_kb > 2800000 )) || fail "need ~2.6 GB free in $tmp_parent (have $((free_kb / 1024)) MiB)"
+(( free_kb > 5500000 )) || fail "need ~5.2 GB free in $tmp_parent (have $((free_kb / 1024)) MiB)"
 avail_kb="$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)"
 if (( avail_kb > 0 && avail_kb < 7000000 )); then
   echo "huge_model.sh: warning: only $((avail_kb / 1024)) MiB of memory available;" \
@@ -46,8 +49,11 @@ if (( avail_kb > 0 && avail_kb < 7000000 )); then
 fi
 
 echo "huge_model.sh: building make_huge_model (release)" >&2
-(cd "$root" && cargo build --release --quiet -p unbound-savedmodel --example make_huge_model)
-example="${CARGO_TARGET_DIR:-$root/target}/release/examples/make_huge_model"
+(cd "$root" && cargo build --release --quiet -p unbound-savedmodel --example make_huge_model \
+  -p unbound-cli -p unbound-plugin-prune-identity)
+release="${CARGO_TARGET_DIR:-$root/target}/release"
+example="$release/examples/make_huge_model"
+example_args+=(--identities 3)
 harness="$("$here/build_harness.sh" | tail -n 1)"
 
 work="$(mktemp -d "$tmp_parent/unbound-huge.XXXXXX")"
@@ -85,7 +91,21 @@ timed "read_cpb + summary (unbound)" \
   "$example" --read "$work/model" >"$work/unbound.json" \
   || fail "unbound could not read the file back"
 
-python3 - "$work/ours.json" "$work/tf.json" "$work/unbound.json" <<'EOF'
+echo "huge_model.sh: unbound optimize with the prune-identity plugin" >&2
+timed "optimize (unbound, prune-identity plugin)" \
+  "$release/unbound" optimize "$work/model" "$work/optimized" --device-type CPU \
+  --plugin "$release/libunbound_plugin_prune_identity.so" >"$work/optimize.log" \
+  || { cat "$work/optimize.log" >&2; fail "unbound optimize failed"; }
+grep -- ' -> ' "$work/optimize.log" >&2 || true
+[[ -f "$work/optimized/saved_model.cpb" ]] || fail "the optimized model was not written as saved_model.cpb"
+rm -rf "$work/model"  # keep the disk needed at two models
+echo "huge_model.sh: TensorFlow's Merger::Read on the optimized saved_model.cpb" >&2
+timed "Merger::Read + summary of the optimized model (TensorFlow)" \
+  "$harness" summary --type tensorflow.SavedModel "$work/optimized/saved_model" \
+  >"$work/tf_optimized.json" 2>"$work/tf_optimized.err" \
+  || { tail -n 5 "$work/tf_optimized.err" >&2; fail "TensorFlow's Merger could not read the optimized file"; }
+
+python3 - "$work/ours.json" "$work/tf.json" "$work/unbound.json" "$work/tf_optimized.json" <<'EOF'
 import json, os, sys
 
 ours, tf, back = (json.load(open(p)) for p in sys.argv[1:4])
@@ -108,6 +128,15 @@ def compare(label, got):
 
 compare("TensorFlow", tf)
 compare("unbound read-back", back)
+optimized = json.load(open(sys.argv[4]))
+g, o = optimized["graph"], ours["graph"]
+if g["nodes"] != o["nodes"] - 3:
+    problems.append(f"optimized: {g['nodes']} nodes, expected {o['nodes'] - 3} (3 Identity removed)")
+for key in ("tensor_content_total_bytes", "tensor_content_fnv1a64", "node_tensors"):
+    if g[key] != o[key]:
+        problems.append(f"optimized: graph.{key} differs from the original's")
+if not optimized["byte_size"] < ours["byte_size"]:
+    problems.append(f"optimized: byte_size {optimized['byte_size']} not below {ours['byte_size']}")
 if tf.get("meta_graphs") != 1 or tf.get("tags") != ["serve"]:
     problems.append(f"TensorFlow: meta_graphs {tf.get('meta_graphs')}, tags {tf.get('tags')}")
 if ours["byte_size"] <= 2**31 - 1 and os.environ.get("UNBOUND_HUGE_ALLOW_SMALL") != "1":
@@ -117,5 +146,5 @@ for p in problems[:40]:
 if problems:
     sys.exit(1)
 n, s = ours["graph"]["nodes"], ours["byte_size"]
-print(f"huge model: ok ({n} nodes, {s} bytes)")
+print(f"huge model: ok ({n} nodes, {s} bytes; optimized by a plugin: {g['nodes']} nodes)")
 EOF

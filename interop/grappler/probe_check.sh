@@ -47,8 +47,21 @@ else
   sed 's/^/  unbound: /' "$work/optimize.out"
 fi
 
-# (iii) + (iv), without the probe on the path.
-[ -f "$work/ours.jsonl" ] || : >"$work/ours.jsonl"
-"$py" interop/grappler/probe_check.py compare "$work/tf.jsonl" "$work/ours.jsonl" "$work/model" \
-  "$work/optimized" "$work/tf_result.json" id1 2> >(quiet) || failed=1
+# (ii') and again with --isolate: in the worker process the util functions read the graph
+# from its serialization (parsed on the first properties call) instead of the host's copy.
+if ! UNBOUND_PROBE_DUMP="$work/ours_isolated.jsonl" UNBOUND_PROBE_REMOVE=id1 \
+  "$unbound" optimize "$work/model" "$work/optimized_isolated" --plugin "$probe" --isolate \
+  >"$work/optimize_isolated.out" 2>&1; then
+  echo "FAIL unbound optimize --plugin probe.so --isolate:"
+  sed 's/^/    /' "$work/optimize_isolated.out"
+  failed=1
+fi
+
+# (iii) + (iv), without the probe on the path, for both runs.
+for run in "" _isolated; do
+  echo "-- unbound optimize${run:+ --isolate}"
+  [ -f "$work/ours$run.jsonl" ] || : >"$work/ours$run.jsonl"
+  "$py" interop/grappler/probe_check.py compare "$work/tf.jsonl" "$work/ours$run.jsonl" "$work/model" \
+    "$work/optimized$run" "$work/tf_result.json" id1 2> >(quiet) || failed=1
+done
 [ "$failed" -eq 0 ]

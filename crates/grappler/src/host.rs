@@ -171,10 +171,12 @@ pub struct PassReport {
 
 impl PluginSet {
     /// Runs the plugins on `meta`'s graph and on each function of its library. Returns the
-    /// optimized graph and what happened.
-    pub fn optimize_meta_graph(&mut self, meta: &MetaGraphDef) -> (GraphDef, PassReport) {
+    /// optimized graph and what happened. Takes `meta` by value so the graph is moved out, not
+    /// copied: a graph past 2 GiB is held once, not twice.
+    pub fn optimize_meta_graph(&mut self, mut meta: MetaGraphDef) -> (GraphDef, PassReport) {
         let mut report = PassReport::default();
-        let mut graph = meta.graph_def.clone().unwrap_or_default();
+        let mut graph = meta.graph_def.take().unwrap_or_default();
+        let meta = &meta;
         let item = GrapplerItem::from_meta_graph(meta, &graph);
         let mut bytes = graph.encode_to_vec();
         if let Some(types) = self.device_types_of(&graph, &item.id, &mut report) {
@@ -302,7 +304,7 @@ impl PluginSet {
             }
             let start = Instant::now();
             let nodes_before = graph.node.len();
-            let raw = plugin.run(item, graph, bytes);
+            let raw = plugin.run(item, Some(graph), bytes);
             let outcome = judge(raw, nodes_before);
             let (result, nodes_after) = match outcome {
                 Outcome::Changed {

@@ -154,14 +154,6 @@ fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> 
         reply.message = "no plugin loaded".to_string();
         return reply;
     };
-    let graph = match GraphDef::decode(request.graph.as_slice()) {
-        Ok(g) => g,
-        Err(e) => {
-            reply.kind = ERROR;
-            reply.message = format!("the worker could not parse the graph: {e}");
-            return reply;
-        }
-    };
     let item = GrapplerItem {
         id: request.id,
         fetch: request.fetch,
@@ -174,7 +166,7 @@ fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> 
             request.stripped_ops.as_ref(),
         )),
     };
-    match p.run(&item, &graph, &request.graph) {
+    match p.run(&item, None, &request.graph) {
         RawOutcome::Output(bytes) => {
             reply.kind = OUTPUT;
             reply.output = bytes;
@@ -382,7 +374,12 @@ impl PluginRunner for IsolatedPlugin {
         &self.registration
     }
 
-    fn run(&mut self, item: &GrapplerItem, _graph: &GraphDef, graph_bytes: &[u8]) -> RawOutcome {
+    fn run(
+        &mut self,
+        item: &GrapplerItem,
+        _graph: Option<&GraphDef>,
+        graph_bytes: &[u8],
+    ) -> RawOutcome {
         if self.child.is_none() {
             if let Err(e) = self.start() {
                 return RawOutcome::Error(format!("could not restart the plugin's worker: {e}"));

@@ -17,8 +17,14 @@ pub trait PluginRunner {
     fn path(&self) -> &Path;
     /// What the plugin registered.
     fn registration(&self) -> &Registration;
-    /// Runs the optimizer once on `graph` (whose serialization is `graph_bytes`).
-    fn run(&mut self, item: &GrapplerItem, graph: &GraphDef, graph_bytes: &[u8]) -> RawOutcome;
+    /// Runs the optimizer once on the graph serialized as `graph_bytes`; `graph` is the same
+    /// graph parsed, when the caller has it.
+    fn run(
+        &mut self,
+        item: &GrapplerItem,
+        graph: Option<&GraphDef>,
+        graph_bytes: &[u8],
+    ) -> RawOutcome;
 }
 
 /// Runs plugins loaded into this process: fastest, but a crashing plugin takes the process
@@ -32,8 +38,16 @@ impl PluginRunner for LoadedPlugin {
         &self.registration
     }
 
-    fn run(&mut self, item: &GrapplerItem, graph: &GraphDef, graph_bytes: &[u8]) -> RawOutcome {
-        let context = ItemContext { item, graph };
+    fn run(
+        &mut self,
+        item: &GrapplerItem,
+        graph: Option<&GraphDef>,
+        graph_bytes: &[u8],
+    ) -> RawOutcome {
+        let context = match graph {
+            Some(graph) => ItemContext::new(item, graph),
+            None => ItemContext::serialized(item, graph_bytes),
+        };
         // SAFETY: `context` lives until the call returns.
         unsafe { self.call_optimize(graph_bytes, context.as_ptr()) }
     }

@@ -18,16 +18,56 @@ use crate::ops::OpLibrary;
 use crate::status::{code, set_status, TfStatus};
 
 /// What a plugin's `TF_GrapplerItem*` points to during one `optimize_func` call: the item and
-/// the graph it was given (parsed, for shape inference).
+/// the graph it was given, parsed (for shape inference) only if a util call needs it.
 #[derive(Debug)]
 pub struct ItemContext<'a> {
     /// The item.
     pub item: &'a GrapplerItem,
-    /// The graph passed to the plugin.
-    pub graph: &'a GraphDef,
+    graph: GraphSource<'a>,
 }
 
-impl ItemContext<'_> {
+/// The graph passed to the plugin: already parsed, or its serialization, parsed on first use.
+#[derive(Debug)]
+enum GraphSource<'a> {
+    Parsed(&'a GraphDef),
+    Serialized {
+        bytes: &'a [u8],
+        parsed: std::cell::OnceCell<Option<Box<GraphDef>>>,
+    },
+}
+
+impl<'a> ItemContext<'a> {
+    /// The context of a call on `graph`, which the host holds parsed.
+    pub fn new(item: &'a GrapplerItem, graph: &'a GraphDef) -> Self {
+        Self {
+            item,
+            graph: GraphSource::Parsed(graph),
+        }
+    }
+
+    /// The context of a call on the serialized graph `bytes` (an `--isolate` worker, which
+    /// would otherwise parse every graph although most plugins never ask for properties).
+    pub fn serialized(item: &'a GrapplerItem, bytes: &'a [u8]) -> Self {
+        Self {
+            item,
+            graph: GraphSource::Serialized {
+                bytes,
+                parsed: std::cell::OnceCell::new(),
+            },
+        }
+    }
+
+    /// The graph, or None when its serialization does not parse.
+    pub fn graph(&self) -> Option<&GraphDef> {
+        use prost::Message;
+        match &self.graph {
+            GraphSource::Parsed(graph) => Some(graph),
+            GraphSource::Serialized { bytes, parsed } => parsed
+                .get_or_init(|| GraphDef::decode(*bytes).ok().map(Box::new))
+                .as_deref(),
+        }
+    }
+
     /// The pointer handed to the plugin.
     pub fn as_ptr(&self) -> *const c_void {
         (self as *const Self).cast()

@@ -10,7 +10,7 @@ use crate::abi::TfBuffer;
 use crate::buffer::fill_buffer;
 use crate::properties::{GraphProperties, InferOptions, TensorProperties};
 use crate::status::{code, set_status, TfStatus};
-use crate::util_api::{item_context, ItemContext};
+use crate::util_api::item_context;
 
 /// What a `TF_GraphProperties*` points to: the item it was made for and, once inferred, the
 /// properties.
@@ -71,10 +71,19 @@ pub unsafe extern "C" fn TF_InferStatically(
         set_status(status, code::INVALID_ARGUMENT, "TF_GraphProperties is null");
         return;
     };
-    let Some(ItemContext { item, graph }) = item_context(handle.item) else {
+    let Some(context) = item_context(handle.item) else {
         set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null");
         return;
     };
+    let Some(graph) = context.graph() else {
+        set_status(
+            status,
+            code::INVALID_ARGUMENT,
+            "the item's graph does not parse",
+        );
+        return;
+    };
+    let item = context.item;
     let options = InferOptions {
         assume_valid_feeds: assume_valid_feeds != 0,
         aggressive_shape_inference: aggressive_shape_inference != 0,

@@ -6,7 +6,7 @@
 //! that went in, not from the file. `interop/huge_model.sh` compares it with TensorFlow's view.
 //!
 //! ```text
-//! cargo run --release -p unbound-savedmodel --example make_huge_model -- OUT_DIR [--consts N] [--mib M] [--max-size BYTES]
+//! cargo run --release -p unbound-savedmodel --example make_huge_model -- OUT_DIR [--consts N] [--mib M] [--max-size BYTES] [--identities K]
 //! cargo run --release -p unbound-savedmodel --example make_huge_model -- --read DIR
 //! ```
 //!
@@ -14,7 +14,9 @@
 //! xorshift content) plus a few small nodes (a placeholder, a scalar constant with an inline
 //! value, a small constant, ops consuming them). `--read DIR` instead reads `DIR/saved_model.cpb`
 //! back with unbound's own reader and prints the same summary from what it finds. `--max-size`
-//! (default 1 GiB, TensorFlow's) is for quick small runs that still get split.
+//! (default 1 GiB, TensorFlow's) is for quick small runs that still get split. `--identities K` puts a
+//! chain of K `Identity` nodes between the placeholder and its consumer (default 0), for a
+//! graph-optimizer plugin to remove (`interop/huge_model.sh` runs `unbound optimize` on it).
 //!
 //! Memory: the model is held once (each big node serialized once, its content referenced from
 //! there), about 2.4 GB, plus what writing a chunk needs.
@@ -41,7 +43,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: make_huge_model OUT_DIR [--consts N] [--mib M] [--max-size BYTES]\n       make_huge_model --read DIR"
+        "usage: make_huge_model OUT_DIR [--consts N] [--mib M] [--max-size BYTES] [--identities K]\n       make_huge_model --read DIR"
     );
     std::process::exit(2);
 }
@@ -51,6 +53,7 @@ fn run() -> AnyResult<()> {
     let mut consts = 20usize;
     let mut mib = 120u64;
     let mut max_size = DEFAULT_MAX_SIZE;
+    let mut identities = 0usize;
     let mut out: Option<PathBuf> = None;
     let mut read: Option<PathBuf> = None;
     let mut i = 0;
@@ -69,6 +72,10 @@ fn run() -> AnyResult<()> {
                 max_size = value(i).parse()?;
                 i += 1;
             }
+            "--identities" => {
+                identities = value(i).parse()?;
+                i += 1;
+            }
             "--read" => {
                 read = Some(PathBuf::from(value(i)));
                 i += 1;
@@ -82,10 +89,16 @@ fn run() -> AnyResult<()> {
         return read_back(&dir);
     }
     let Some(out) = out else { usage() };
-    generate(&out, consts, mib, max_size)
+    generate(&out, consts, mib, max_size, identities)
 }
 
-fn generate(out: &std::path::Path, consts: usize, mib: u64, max_size: u64) -> AnyResult<()> {
+fn generate(
+    out: &std::path::Path,
+    consts: usize,
+    mib: u64,
+    max_size: u64,
+    identities: usize,
+) -> AnyResult<()> {
     let t0 = Instant::now();
     let rows = (mib << 20) as i64 / (4 * COLS);
     let in_dims = [1, COLS];
@@ -122,7 +135,17 @@ fn generate(out: &std::path::Path, consts: usize, mib: u64, max_size: u64) -> An
         push(&node, &content, &mut nodes)?;
         // `node` (and with it `content`) is dropped here; the serialized node holds the data.
     }
-    push(&op_node("scaled", "Mul", &["x", "scale"]), &[], &mut nodes)?;
+    let mut input = "x".to_string();
+    for k in 0..identities {
+        let name = format!("x_identity_{k}");
+        push(&op_node(&name, "Identity", &[&input]), &[], &mut nodes)?;
+        input = name;
+    }
+    push(
+        &op_node("scaled", "Mul", &[&input, "scale"]),
+        &[],
+        &mut nodes,
+    )?;
     push(&op_node("y", "AddV2", &["scaled", "bias"]), &[], &mut nodes)?;
     let model = saved_model(nodes, ("x:0", &in_dims), ("y:0", &in_dims))?;
     summary.byte_size = model.encoded_len();

@@ -11,8 +11,8 @@
 #   models it optimizes give TensorFlow the same outputs (grappler/optimize_outputs.sh);
 # - TensorFlow itself loads and runs the SDK's example plugins from a tensorflow-plugins
 #   directory (grappler_sdk_in_tf.sh);
-# - a SavedModel past 2 GiB built in Rust is read by TensorFlow's Merger (huge_model.sh),
-#   unless UNBOUND_SKIP_HUGE=1.
+# - a SavedModel past 2 GiB built in Rust is read by TensorFlow's Merger, and so is what
+#   `unbound optimize` makes of it with a plugin (huge_model.sh), unless UNBOUND_SKIP_HUGE=1.
 #
 # usage: interop/run.sh     (needs scripts/tf-venv.sh's TensorFlow; builds what it needs)
 set -euo pipefail

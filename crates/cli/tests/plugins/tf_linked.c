@@ -7,6 +7,7 @@
 
 #include "plugin_abi.h"
 #include "wire.h"
+#include "drop_nodes.h"
 
 /* Whether `want` is in one of the item's string lists. */
 static int list_has(const TF_GrapplerItem *item, int fetch, const char *want, size_t want_n,
@@ -38,11 +39,6 @@ static int is_drop(const wire_node *node, void *ctx) {
          !list_has(c->item, 0, node->name.p, node->name.n, &count, c->s);
 }
 
-static void free_graph(void *data, size_t length) {
-  (void)length;
-  free(data);
-}
-
 static void optimize(void *optimizer, const TF_Buffer *in, const TF_GrapplerItem *item,
                      TF_Buffer *out, TF_Status *status) {
   (void)optimizer;
@@ -55,18 +51,7 @@ static void optimize(void *optimizer, const TF_Buffer *in, const TF_GrapplerItem
     return;
   }
   drop_ctx ctx = {item, status};
-  uint8_t *bytes;
-  size_t len;
-  long removed = wire_remove_nodes(in->data, in->length, is_drop, &ctx, &bytes, &len);
-  if (removed <= 0) {
-    free(removed < 0 ? NULL : bytes);
-    TF_SetStatus(status, TF_ABORTED, "nothing to remove");
-    return;
-  }
-  out->data = bytes;
-  out->length = len;
-  out->data_deallocator = free_graph;
-  TF_SetStatus(status, TF_OK, "");
+  drop_nodes(in, is_drop, &ctx, out, status);
 }
 
 void TF_InitGraph(TP_OptimizerRegistrationParams *params, TF_Status *status) {

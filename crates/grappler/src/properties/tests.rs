@@ -86,10 +86,11 @@ fn float_const(name: &str, dims: &[i64], value: f32) -> NodeDef {
     )
 }
 
-fn int_const(name: &str, values: &[i32]) -> NodeDef {
+/// An int32 constant of shape `dims` holding `values` (row-major).
+fn int_tensor(name: &str, dims: &[i64], values: &[i32]) -> NodeDef {
     let tensor = TensorProto {
         dtype: INT32,
-        tensor_shape: Some(shape_proto(&[values.len() as i64])),
+        tensor_shape: Some(shape_proto(dims)),
         int_val: values.to_vec(),
         ..TensorProto::default()
     };
@@ -99,6 +100,16 @@ fn int_const(name: &str, values: &[i32]) -> NodeDef {
         &[],
         vec![("dtype", ty(INT32)), ("value", attr(Value::Tensor(tensor)))],
     )
+}
+
+/// An int32 vector constant.
+fn int_const(name: &str, values: &[i32]) -> NodeDef {
+    int_tensor(name, &[values.len() as i64], values)
+}
+
+/// An int32 scalar constant.
+fn scalar_int(name: &str, value: i32) -> NodeDef {
+    int_tensor(name, &[], &[value])
 }
 
 fn infer_with(nodes: Vec<NodeDef>, options: InferOptions) -> GraphProperties {

@@ -2,21 +2,6 @@
 
 use super::*;
 
-fn scalar_int(name: &str, v: i32) -> NodeDef {
-    let tensor = TensorProto {
-        dtype: INT32,
-        tensor_shape: Some(shape_proto(&[])),
-        int_val: vec![v],
-        ..TensorProto::default()
-    };
-    node(
-        name,
-        "Const",
-        &[],
-        vec![("dtype", ty(INT32)), ("value", attr(Value::Tensor(tensor)))],
-    )
-}
-
 #[test]
 fn concat_transpose_expand_squeeze_pack() {
     let props = infer(vec![

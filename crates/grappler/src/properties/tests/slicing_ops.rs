@@ -2,22 +2,6 @@
 
 use super::*;
 
-/// An int32 constant of shape `dims` holding `values` (row-major).
-fn int_tensor(name: &str, dims: &[i64], values: &[i32]) -> NodeDef {
-    let tensor = TensorProto {
-        dtype: INT32,
-        tensor_shape: Some(shape_proto(dims)),
-        int_val: values.to_vec(),
-        ..TensorProto::default()
-    };
-    node(
-        name,
-        "Const",
-        &[],
-        vec![("dtype", ty(INT32)), ("value", attr(Value::Tensor(tensor)))],
-    )
-}
-
 fn float_op(name: &str, op: &str, inputs: &[&str]) -> NodeDef {
     node(name, op, inputs, vec![("T", ty(FLOAT))])
 }
@@ -55,8 +39,8 @@ fn a_slice_size_from_a_shape_is_unknown_where_the_shape_is() {
         node("shape", "Shape", &["v"], vec![("T", ty(FLOAT))]),
         int_const("begin", &[3, 0]),
         float_op("slice", "Slice", &["v", "begin", "shape"]),
-        scalar_int_node("zero", 0),
-        scalar_int_node("one", 1),
+        scalar_int("zero", 0),
+        scalar_int("one", 1),
         int_const("first", &[0]),
         int_const("second", &[1]),
         int_const("stride", &[1]),
@@ -81,17 +65,13 @@ fn a_slice_size_from_a_shape_is_unknown_where_the_shape_is() {
     assert_eq!(out0(&props, "range"), Some(vec![-1]));
 }
 
-fn scalar_int_node(name: &str, v: i32) -> NodeDef {
-    int_tensor(name, &[], &[v])
-}
-
 #[test]
 fn gathers_place_the_indices_at_the_axis() {
     let props = infer(vec![
         placeholder("params", FLOAT, &[2, 5, 6]),
         placeholder("idx", INT32, &[2, 3]),
-        scalar_int_node("axis1", 1),
-        scalar_int_node("axis_neg", -1),
+        scalar_int("axis1", 1),
+        scalar_int("axis_neg", -1),
         node(
             "batched",
             "GatherV2",
@@ -141,7 +121,7 @@ fn gathers_place_the_indices_at_the_axis() {
 fn splits_give_one_shape_per_output() {
     let props = infer(vec![
         placeholder("x", FLOAT, &[4, 10]),
-        scalar_int_node("axis1", 1),
+        scalar_int("axis1", 1),
         node(
             "split",
             "Split",
@@ -184,7 +164,7 @@ fn splits_give_one_shape_per_output() {
 fn one_hot_and_range() {
     let props = infer(vec![
         placeholder("idx", INT32, &[4, 2]),
-        scalar_int_node("depth", 10),
+        scalar_int("depth", 10),
         float_const("on", &[], 1.0),
         float_const("off", &[], 0.0),
         node(
@@ -203,9 +183,9 @@ fn one_hot_and_range() {
                 ("axis", attr(Value::I(1))),
             ],
         ),
-        scalar_int_node("start", 10),
-        scalar_int_node("limit", 0),
-        scalar_int_node("delta", -4),
+        scalar_int("start", 10),
+        scalar_int("limit", 0),
+        scalar_int("delta", -4),
         node(
             "down",
             "Range",

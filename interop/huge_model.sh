@@ -49,8 +49,9 @@ if (( avail_kb > 0 && avail_kb < 7000000 )); then
 fi
 
 echo "huge_model.sh: building make_huge_model (release)" >&2
-(cd "$root" && cargo build --release --quiet -p unbound-savedmodel --example make_huge_model \
-  -p unbound-cli -p unbound-plugin-prune-identity)
+# (Two commands: with --example, cargo builds only examples of the packages named.)
+(cd "$root" && cargo build --release --quiet -p unbound-savedmodel --example make_huge_model &&
+  cargo build --release --quiet -p unbound-cli -p unbound-plugin-prune-identity)
 release="${CARGO_TARGET_DIR:-$root/target}/release"
 example="$release/examples/make_huge_model"
 example_args+=(--identities 3)

@@ -7,7 +7,9 @@
 #   TensorFlow's C++ Merger (merger_harness) into a message equal to the original; and
 #   `unbound merge` of the same file equals what TensorFlow's Merger made of it;
 # - the plugin host's util API answers as TensorFlow's (grappler/probe_check.sh), its static
-#   shape inference agrees with TensorFlow's GraphProperties (grappler/shapes_check.sh), and
+#   shape inference agrees with TensorFlow's GraphProperties (grappler/shapes_check.sh), an
+#   SDK-built plugin hears the same answers in TensorFlow and in unbound
+#   (grappler/sdk_probe_check.sh), and
 #   models it optimizes give TensorFlow the same outputs (grappler/optimize_outputs.sh);
 # - TensorFlow itself loads and runs the SDK's example plugins from a tensorflow-plugins
 #   directory (grappler_sdk_in_tf.sh);
@@ -83,6 +85,7 @@ bash interop/show_check.sh || failed=$((failed + 1))
 echo "== graph-optimizer plugins"
 bash interop/grappler/probe_check.sh || failed=$((failed + 1))
 bash interop/grappler/shapes_check.sh || failed=$((failed + 1))
+bash interop/grappler/sdk_probe_check.sh || failed=$((failed + 1))
 bash interop/grappler/optimize_outputs.sh || failed=$((failed + 1))
 bash interop/grappler_sdk_in_tf.sh || failed=$((failed + 1))
 if [ "${UNBOUND_SKIP_HUGE:-0}" != 1 ] && [ -x interop/huge_model.sh ]; then

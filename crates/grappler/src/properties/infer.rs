@@ -86,8 +86,14 @@ pub(super) fn outputs<'g>(
         .collect();
 
     let invalid = Tensor::default();
+    // Nodes that depend on a fed port whose shape is forgotten: their `_output_shapes`, recorded
+    // from the declared feed shapes, are not trusted either (TensorFlow reports them unknown).
+    let mut from_feed = vec![false; nodes.len()];
     for &i in &structure.order {
         let node = &nodes[i];
+        from_feed[i] = (!fed.is_empty()
+            && (0..outputs[i].len()).any(|k| fed.contains(&(node.name.clone(), k))))
+            || structure.data_inputs[i].iter().any(|e| from_feed[e.node]);
         let attrs = Attrs::new(node, op_defs[i]);
         let dtypes: Vec<i32> = outputs[i].iter().map(|t| t.dtype).collect();
         let inputs: Vec<&Tensor> = structure.data_inputs[i]
@@ -107,7 +113,7 @@ pub(super) fn outputs<'g>(
                 dtypes: &dtypes,
             }),
         };
-        outputs[i] = finish(node, &attrs, &dtypes, inferred, fed);
+        outputs[i] = finish(node, &attrs, &dtypes, inferred, fed, from_feed[i]);
     }
     Ok((structure, outputs))
 }
@@ -126,18 +132,23 @@ fn fed_ports(feeds: &[String], options: InferOptions) -> HashSet<(String, usize)
         .collect()
 }
 
-/// A node's outputs: the inferred ones, refined by `_output_shapes`, with fed ports forgotten.
+/// A node's outputs: the inferred ones, refined by `_output_shapes` (unless the node depends
+/// on a forgotten feed), with fed ports forgotten.
 fn finish(
     node: &NodeDef,
     attrs: &Attrs<'_>,
     dtypes: &[i32],
     inferred: Option<Vec<Tensor>>,
     fed: &HashSet<(String, usize)>,
+    from_feed: bool,
 ) -> Vec<Tensor> {
     let mut inferred = inferred
         .filter(|v| v.len() == dtypes.len())
         .unwrap_or_default();
-    let declared = attrs.shapes("_output_shapes").unwrap_or(&[]);
+    let declared = match from_feed {
+        true => &[],
+        false => attrs.shapes("_output_shapes").unwrap_or(&[]),
+    };
     dtypes
         .iter()
         .enumerate()

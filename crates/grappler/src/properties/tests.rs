@@ -433,6 +433,23 @@ fn fed_shapes_are_forgotten_unless_feeds_are_assumed_valid() {
         node: vec![
             placeholder("x", FLOAT, &[2, 3]),
             node("r", "Relu", &["x"], vec![("T", ty(FLOAT))]),
+            // `_output_shapes` recorded from the declared feed shape: forgotten with it (as
+            // TensorFlow does), used when feeds are valid.
+            node(
+                "s",
+                "Sigmoid",
+                &["r"],
+                vec![
+                    ("T", ty(FLOAT)),
+                    (
+                        "_output_shapes",
+                        attr(Value::List(ListValue {
+                            shape: vec![shape_proto(&[2, 3])],
+                            ..ListValue::default()
+                        })),
+                    ),
+                ],
+            ),
         ],
         ..GraphDef::default()
     };
@@ -440,10 +457,12 @@ fn fed_shapes_are_forgotten_unless_feeds_are_assumed_valid() {
     let lib = OpLibrary::builtin();
     let props = GraphProperties::infer(&graph, &lib, &feeds, InferOptions::default()).unwrap();
     assert_eq!(out(&props, "r"), vec![(FLOAT, None)]);
+    assert_eq!(out(&props, "s"), vec![(FLOAT, None)]);
     let valid = InferOptions {
         assume_valid_feeds: true,
         ..InferOptions::default()
     };
     let props = GraphProperties::infer(&graph, &lib, &feeds, valid).unwrap();
     assert_eq!(out(&props, "r"), vec![(FLOAT, Some(vec![2, 3]))]);
+    assert_eq!(out(&props, "s"), vec![(FLOAT, Some(vec![2, 3]))]);
 }

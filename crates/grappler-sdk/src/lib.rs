@@ -61,6 +61,8 @@ pub mod export;
 mod item;
 mod status;
 #[cfg(feature = "testing")]
+pub mod test_graphs;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use configs::{Configs, TriState};

@@ -1,7 +1,5 @@
 //! Graph-building helpers shared by the tests.
-#![allow(dead_code)]
-
-use std::collections::HashSet;
+#![allow(dead_code, unused_imports)]
 
 use prost::bytes::Bytes;
 use unbound_plugin_fold_constants::tensor::{self, Tensor, Values};
@@ -68,33 +66,9 @@ pub fn i32s(name: &str, dims: &[i64], values: &[i32]) -> NodeDef {
     )
 }
 
-/// An op node with `T`.
-pub fn op(name: &str, op: &str, inputs: &[&str], t: DataType) -> NodeDef {
-    let mut node = NodeDef {
-        name: name.into(),
-        op: op.into(),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    };
-    node.attr
-        .insert("T".into(), attr(attr_value::Value::Type(t as i32)));
-    node
-}
-
-pub fn graph(nodes: Vec<NodeDef>) -> GraphDef {
-    GraphDef {
-        node: nodes,
-        ..Default::default()
-    }
-}
-
-pub fn set(names: &[&str]) -> HashSet<String> {
-    names.iter().map(|s| s.to_string()).collect()
-}
-
-pub fn node<'g>(g: &'g GraphDef, name: &str) -> &'g NodeDef {
-    g.node.iter().find(|n| n.name == name).expect("node exists")
-}
+pub use unbound_grappler_sdk::test_graphs::{
+    find as node, graph, name_set as set, typed_node as op,
+};
 
 /// The tensor of `Const` node `name`.
 pub fn value(g: &GraphDef, name: &str) -> Tensor {

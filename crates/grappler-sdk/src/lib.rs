@@ -52,8 +52,8 @@
 //!
 //! # Testing
 //!
-//! With the `testing` feature, [`testing`] is a fake host (the `TF_*` functions a plugin calls)
-//! for loading and calling a built plugin in a test, and [`test_graphs`] builds small graphs.
+//! With the `testing` feature, `testing` is a fake host (the `TF_*` functions a plugin calls)
+//! for loading and calling a built plugin in a test, and `test_graphs` builds small graphs.
 //! `examples/sdk_probe.rs` is a plugin that records what a host answers through this crate's
 //! API; `interop/grappler/sdk_probe_check.sh` compares TensorFlow's answers with unbound's.
 

@@ -33,16 +33,7 @@ pub struct GrapplerItem {
     pub ops: Arc<OpLibrary>,
 }
 
-/// The node name of a tensor name: `^a` -> `a`, `a:1` -> `a`.
-pub fn node_name(tensor: &str) -> &str {
-    let name = tensor.strip_prefix('^').unwrap_or(tensor);
-    match name.rfind(':') {
-        Some(i) if name[i + 1..].bytes().all(|b| b.is_ascii_digit()) && i + 1 < name.len() => {
-            &name[..i]
-        }
-        _ => name,
-    }
-}
+pub use crate::tensor_names::node_name;
 
 /// The tensor names a signature's `TensorInfo` stands for: its name, a sparse tensor's three
 /// tensors, or a composite tensor's components.

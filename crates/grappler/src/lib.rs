@@ -29,5 +29,6 @@ pub mod runner;
 pub mod saved_model;
 mod shims;
 pub mod status;
+mod tensor_names;
 pub mod util_api;
 pub mod util_properties;

@@ -41,6 +41,8 @@ pub use to_graph::function_to_graph;
 
 use unbound_proto::tensorflow::{FunctionDef, GraphDef, OpDef};
 
+use crate::tensor_names::split_port;
+
 /// The op of the nodes that stand for a function's inputs.
 pub const ARG_OP: &str = "_Arg";
 /// The op of the nodes that stand for a function's int32 inputs kept on the device.
@@ -175,12 +177,11 @@ fn tensor_name(node: &str, index: usize) -> String {
 
 /// Splits a GraphDef data input `node[:index]` as TensorFlow's `ParseTensorName` does.
 fn parse_tensor_name(input: &str) -> (&str, usize) {
-    if let Some((node, index)) = input.rsplit_once(':') {
-        if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) {
-            if let Ok(index) = index.parse() {
-                return (node, index);
-            }
-        }
+    match split_port(input) {
+        (node, Some(digits)) => match digits.parse() {
+            Ok(index) => (node, index),
+            Err(_) => (input, 0),
+        },
+        (_, None) => (input, 0),
     }
-    (input, 0)
 }

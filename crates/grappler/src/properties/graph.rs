@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use unbound_proto::tensorflow::GraphDef;
 
 use super::PropertiesError;
+use crate::tensor_names::split_port;
 
 /// One data input: producing node index and output port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,14 +29,9 @@ pub(crate) fn parse_input(input: &str) -> Option<InputName<'_>> {
     if let Some(name) = input.strip_prefix('^') {
         return (!name.is_empty()).then_some(InputName::Control(name));
     }
-    let (name, port) = match input.rsplit_once(':') {
-        Some((name, digits))
-            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            let port = digits.parse::<i32>().ok()?;
-            (name, usize::try_from(port).ok()?)
-        }
-        _ => (input, 0),
+    let (name, port) = match split_port(input) {
+        (name, Some(digits)) => (name, usize::try_from(digits.parse::<i32>().ok()?).ok()?),
+        (name, None) => (name, 0),
     };
     (!name.is_empty()).then_some(InputName::Data(name, port))
 }

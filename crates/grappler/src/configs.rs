@@ -6,8 +6,8 @@
 use std::fmt;
 
 use crate::abi::{
-    TpOptimizerConfigs, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1, TRI_STATE_DEFAULT, TRI_STATE_OFF,
-    TRI_STATE_ON,
+    TpOptimizerConfigs, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1,
+    TRI_STATE_DEFAULT, TRI_STATE_OFF, TRI_STATE_ON,
 };
 
 /// Field names in the current layout (TensorFlow 2.10+), in order.
@@ -59,12 +59,42 @@ pub enum TriState {
 }
 
 impl TriState {
-    fn from_raw(raw: u32) -> Self {
+    /// The value of a `TF_TriState` word.
+    pub fn from_raw(raw: u32) -> Self {
         match raw {
             TRI_STATE_DEFAULT => TriState::Default,
             TRI_STATE_OFF => TriState::Off,
             TRI_STATE_ON => TriState::On,
             other => TriState::Invalid(other),
+        }
+    }
+
+    /// The `TF_TriState` word for this value (the inverse of [`TriState::from_raw`]).
+    pub fn to_raw(self) -> u32 {
+        match self {
+            TriState::Default => TRI_STATE_DEFAULT,
+            TriState::Off => TRI_STATE_OFF,
+            TriState::On => TRI_STATE_ON,
+            TriState::Invalid(other) => other,
+        }
+    }
+}
+
+impl ConfigsLayout {
+    /// The layout a `struct_size` written by a plugin selects: 88 is TensorFlow 2.5-2.9's.
+    pub fn from_struct_size(struct_size: usize) -> Self {
+        if struct_size == TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1 {
+            ConfigsLayout::Before2_10
+        } else {
+            ConfigsLayout::Current
+        }
+    }
+
+    /// The `struct_size` of this layout.
+    pub fn struct_size(self) -> usize {
+        match self {
+            ConfigsLayout::Current => TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
+            ConfigsLayout::Before2_10 => TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1,
         }
     }
 }
@@ -81,11 +111,7 @@ pub struct PluginConfigs {
 impl PluginConfigs {
     /// Reads the struct the plugin filled in; `struct_size` 88 selects the old layout.
     pub fn read(raw: &TpOptimizerConfigs) -> Self {
-        let layout = if raw.struct_size == TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1 {
-            ConfigsLayout::Before2_10
-        } else {
-            ConfigsLayout::Current
-        };
+        let layout = ConfigsLayout::from_struct_size(raw.struct_size);
         let mut values = [TriState::Default; 19];
         for (i, value) in values.iter_mut().enumerate() {
             let word = match layout {

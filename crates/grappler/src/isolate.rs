@@ -17,8 +17,8 @@ use std::time::Duration;
 use prost::Message;
 use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef, OpList};
 
-use crate::abi::TpOptimizerConfigs;
-use crate::configs::PluginConfigs;
+use crate::abi::TP_OPTIMIZER_CONFIGS_STRUCT_SIZE;
+use crate::configs::{ConfigsLayout, PluginConfigs, TriState};
 use crate::item::GrapplerItem;
 use crate::ops::OpLibrary;
 use crate::plugin::{load_plugin, PluginError, RawOutcome, Registration};
@@ -180,38 +180,24 @@ fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> 
     reply
 }
 
-/// The configs as the raw struct words, so the parent reads them with the same code.
+/// The configs as sent to the parent: the layout's `struct_size` and one `TF_TriState` word
+/// per field of [`crate::configs::FIELDS`].
 fn raw_configs(configs: &PluginConfigs) -> (u64, Vec<u32>) {
-    use crate::configs::{ConfigsLayout, TriState};
-    let word = |t: TriState| match t {
-        TriState::Default => 0,
-        TriState::Off => 1,
-        TriState::On => 2,
-        TriState::Invalid(v) => v,
-    };
-    (
-        match configs.layout {
-            ConfigsLayout::Current => 92,
-            ConfigsLayout::Before2_10 => 88,
-        },
-        configs.values.iter().map(|&t| word(t)).collect(),
-    )
+    let words = configs.values.iter().map(|t| t.to_raw()).collect();
+    (configs.layout.struct_size() as u64, words)
 }
 
-fn configs_from_raw(size: u64, words: &[u32]) -> PluginConfigs {
-    let mut raw = TpOptimizerConfigs {
-        struct_size: 92,
-        ext: std::ptr::null_mut(),
-        toggles: [0; 19],
-    };
-    for (slot, w) in raw.toggles.iter_mut().zip(words) {
-        *slot = *w;
+/// The configs [`raw_configs`] sent (missing words read as Default).
+fn configs_from_raw(struct_size: u64, words: &[u32]) -> PluginConfigs {
+    let mut values = [TriState::Default; 19];
+    for (value, &word) in values.iter_mut().zip(words) {
+        *value = TriState::from_raw(word);
     }
-    let mut configs = PluginConfigs::read(&raw);
-    if size == 88 {
-        configs.layout = crate::configs::ConfigsLayout::Before2_10;
+    let struct_size = usize::try_from(struct_size).unwrap_or(usize::MAX);
+    PluginConfigs {
+        layout: ConfigsLayout::from_struct_size(struct_size),
+        values,
     }
-    configs
 }
 
 /// A plugin running in a child process.
@@ -328,7 +314,7 @@ impl IsolatedPlugin {
             path: path.to_path_buf(),
             registration: Registration {
                 device_type: String::new(),
-                configs: configs_from_raw(92, &[]),
+                configs: configs_from_raw(TP_OPTIMIZER_CONFIGS_STRUCT_SIZE as u64, &[]),
             },
             timeout,
             child: None,
@@ -413,6 +399,24 @@ impl PluginRunner for IsolatedPlugin {
                 self.child = None;
                 RawOutcome::Error(format!("the plugin {e}"))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_cross_the_process_boundary_unchanged() {
+        for layout in [ConfigsLayout::Current, ConfigsLayout::Before2_10] {
+            let mut values = [TriState::Default; 19];
+            values[0] = TriState::On;
+            values[13] = TriState::Off;
+            values[18] = TriState::Invalid(7);
+            let configs = PluginConfigs { layout, values };
+            let (size, words) = raw_configs(&configs);
+            assert_eq!(configs_from_raw(size, &words), configs);
         }
     }
 }

@@ -61,13 +61,7 @@ pub fn optimize_saved_model(
             .unwrap_or_default();
         // The decoded copy is what the plugins work on: free the wire copy of the graph now
         // (it is replaced below), so a graph past 2 GiB is not held twice meanwhile.
-        *meta_wire.singular_message_mut(&graph_fd)? =
-            WireMessage::parse(&Bytes::new(), Some(graph_desc.clone())).map_err(|error| {
-                ChunkedError::Wire {
-                    source_name: "empty graph".to_string(),
-                    error,
-                }
-            })?;
+        *meta_wire.singular_message_mut(&graph_fd)? = WireMessage::new(Some(graph_desc.clone()));
         let (graph, report) = plugins.optimize_meta_graph(meta);
         let graph_bytes = Bytes::from(graph.encode_to_vec());
         let graph_wire =

@@ -10,6 +10,7 @@ use crate::abi::{
     GO_VERSION, INIT_GRAPH_SYMBOL, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
     TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE, TP_OPTIMIZER_STRUCT_SIZE,
 };
+use crate::buffer::buffer_bytes;
 use crate::configs::PluginConfigs;
 use crate::status::{code, TfStatus};
 
@@ -220,12 +221,8 @@ impl LoadedPlugin {
                 status.as_ptr().cast(),
             )
         };
-        let bytes = if output.data.is_null() || output.length == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: the plugin promises `length` readable bytes at `data`.
-            unsafe { std::slice::from_raw_parts(output.data.cast::<u8>(), output.length) }.to_vec()
-        };
+        // SAFETY: the plugin promises `length` readable bytes at `data`.
+        let bytes = unsafe { buffer_bytes(&output) }.to_vec();
         if let Some(dealloc) = output.data_deallocator {
             // SAFETY: the plugin's own deallocator, called once on its own data, while loaded.
             unsafe { dealloc(output.data.cast_mut(), output.length) };

@@ -236,26 +236,15 @@ pub struct FunctionLibraryHandle {
 /// for a huge graph does not parse its nodes. Errors when the bytes are not a valid message.
 fn library_of_graph(bytes: &[u8]) -> Result<FunctionDefLibrary, ()> {
     use prost::Message;
+    use unbound_chunked::wire::{read_field, WireType};
     let mut library = FunctionDefLibrary::default();
-    let mut buf = bytes;
-    while !buf.is_empty() {
-        let (tag, wire_type) = prost::encoding::decode_key(&mut buf).map_err(|_| ())?;
-        if tag == 2 && wire_type == prost::encoding::WireType::LengthDelimited {
-            let len = prost::encoding::decode_varint(&mut buf).map_err(|_| ())?;
-            let len = usize::try_from(len).map_err(|_| ())?;
-            if len > buf.len() {
-                return Err(());
-            }
-            library.merge(&buf[..len]).map_err(|_| ())?;
-            buf = &buf[len..];
-        } else {
-            prost::encoding::skip_field(
-                wire_type,
-                tag,
-                &mut buf,
-                prost::encoding::DecodeContext::default(),
-            )
-            .map_err(|_| ())?;
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let field = read_field(bytes, &mut pos).map_err(|_| ())?;
+        if field.number == 2 && field.wire_type == WireType::Len {
+            library
+                .merge(&bytes[field.start..field.end])
+                .map_err(|_| ())?;
         }
     }
     Ok(library)
@@ -335,5 +324,46 @@ pub unsafe extern "C" fn TF_LookUpOpDef(
                  Op and Kernel are registered in the binary running in this process."
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prost::Message;
+    use unbound_proto::tensorflow::{FunctionDef, NodeDef, OpDef};
+
+    use super::library_of_graph;
+    use super::{FunctionDefLibrary, GraphDef};
+
+    #[test]
+    fn the_library_is_read_without_the_nodes_and_bad_bytes_are_refused() {
+        let function = FunctionDef {
+            signature: Some(OpDef {
+                name: "f".into(),
+                ..OpDef::default()
+            }),
+            ..FunctionDef::default()
+        };
+        let graph = GraphDef {
+            node: vec![NodeDef {
+                name: "n".into(),
+                op: "NoOp".into(),
+                ..NodeDef::default()
+            }],
+            library: Some(FunctionDefLibrary {
+                function: vec![function.clone()],
+                ..FunctionDefLibrary::default()
+            }),
+            ..GraphDef::default()
+        };
+        let bytes = graph.encode_to_vec();
+        let library = library_of_graph(&bytes).unwrap();
+        assert_eq!(library.function, vec![function]);
+        assert_eq!(
+            library_of_graph(&[]).unwrap(),
+            FunctionDefLibrary::default()
+        );
+        assert!(library_of_graph(&bytes[..bytes.len() - 1]).is_err());
+        assert!(library_of_graph(&[0xff; 7]).is_err());
     }
 }

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use prost::Message;
+use unbound_chunked::wire::{read_field, WireType};
 use unbound_proto::tensorflow::{FunctionDef, FunctionDefLibrary, OpDef, OpList};
 
 /// The embedded `tensorflow.OpList` of TensorFlow 2.21's registry, sorted by op name.
@@ -63,26 +64,14 @@ pub fn builtin_ops() -> &'static HashMap<String, OpEntry> {
 /// entries of a serialized `OpList`, kept as the bytes TensorFlow wrote.
 fn repeated_field_1(data: &'static [u8]) -> Vec<&'static [u8]> {
     let mut out = Vec::new();
-    let mut buf = data;
-    while !buf.is_empty() {
-        let Ok((tag, wire_type)) = prost::encoding::decode_key(&mut buf) else {
+    let mut pos = 0;
+    while pos < data.len() {
+        let Ok(field) = read_field(data, &mut pos) else {
             break;
         };
-        if wire_type != prost::encoding::WireType::LengthDelimited {
-            break;
+        if field.number == 1 && field.wire_type == WireType::Len {
+            out.push(&data[field.start..field.end]);
         }
-        let Ok(len) = prost::encoding::decode_varint(&mut buf) else {
-            break;
-        };
-        let Ok(len) = usize::try_from(len) else { break };
-        if len > buf.len() {
-            break;
-        }
-        let (value, rest) = buf.split_at(len);
-        if tag == 1 {
-            out.push(value);
-        }
-        buf = rest;
     }
     out
 }

@@ -144,33 +144,21 @@ fn split(
     else {
         return Vec::new();
     };
-    let input = ctx.shape(value);
-    let parts = |dim: &dyn Fn(usize) -> i64| -> Vec<Tensor> {
-        (0..n)
-            .map(|i| {
-                let mut dims = input.dims().unwrap_or_default().to_vec();
-                if let Some(a) = axis_value.and_then(|a| axis(a, dims.len())) {
-                    dims[a] = dim(i);
-                } else {
-                    dims.fill(-1);
-                }
-                Tensor::shaped(Shape::known(dims))
-            })
-            .collect()
+    let Some(dims) = ctx.shape(value).dims() else {
+        return vec![Tensor::shaped(Shape::Unknown); n];
     };
-    if input.rank().is_none() {
-        return (0..n).map(|_| Tensor::shaped(Shape::Unknown)).collect();
-    }
-    let whole = axis_value
-        .and_then(|a| axis(a, input.rank().unwrap_or(0)))
-        .map_or(-1, |a| input.dim(a));
-    match sizes {
+    let Some(a) = axis_value.and_then(|a| axis(a, dims.len())) else {
+        return vec![Tensor::shaped(Shape::unknown_dims(dims.len())); n];
+    };
+    let whole = dims[a];
+    // Each output's size along the axis.
+    let along: Vec<i64> = match sizes {
         None if ctx.node.op == "Split" => {
             let each = match i64::try_from(n) {
                 Ok(n) if whole >= 0 && whole % n == 0 => whole / n,
                 _ => -1,
             };
-            parts(&|_| each)
+            vec![each; n]
         }
         Some(sizes) if sizes.len() == n && ctx.exact(1) => {
             let rest = sizes.iter().filter(|&&s| s != -1).sum::<i64>();
@@ -179,10 +167,21 @@ fn split(
             } else {
                 -1
             };
-            parts(&|i| if sizes[i] == -1 { fill } else { sizes[i] })
+            sizes
+                .iter()
+                .map(|&s| if s == -1 { fill } else { s })
+                .collect()
         }
-        _ => parts(&|_| -1),
-    }
+        _ => vec![-1; n],
+    };
+    along
+        .into_iter()
+        .map(|size| {
+            let mut out = dims.to_vec();
+            out[a] = size;
+            Tensor::shaped(Shape::known(out))
+        })
+        .collect()
 }
 
 /// `OneHot(indices, depth, on, off)`: indices' shape with `depth` inserted at `axis` (-1: last).

@@ -161,11 +161,14 @@ fn split(
             vec![each; n]
         }
         Some(sizes) if sizes.len() == n && ctx.exact(1) => {
-            let rest = sizes.iter().filter(|&&s| s != -1).sum::<i64>();
-            let fill = if whole >= 0 && rest <= whole {
-                whole - rest
-            } else {
-                -1
+            // Checked: the sizes come from the graph and may be anything.
+            let rest = sizes
+                .iter()
+                .filter(|&&s| s != -1)
+                .try_fold(0i64, |sum, &s| sum.checked_add(s));
+            let fill = match rest {
+                Some(rest) if whole >= 0 && rest <= whole => whole.checked_sub(rest).unwrap_or(-1),
+                _ => -1,
             };
             sizes
                 .iter()

@@ -204,3 +204,47 @@ fn one_hot_and_range() {
     assert_eq!(out(&props, "down"), vec![(INT32, Some(vec![3]))]);
     assert_eq!(out0(&props, "empty"), Some(vec![0]));
 }
+
+#[test]
+fn split_sizes_that_overflow_give_unknown_dims() {
+    let props = infer(vec![
+        placeholder("x", FLOAT, &[4, 10]),
+        scalar_int("axis1", 1),
+        node(
+            "sizes",
+            "Const",
+            &[],
+            vec![
+                ("dtype", ty(DataType::DtInt64 as i32)),
+                (
+                    "value",
+                    attr(Value::Tensor(TensorProto {
+                        dtype: DataType::DtInt64 as i32,
+                        tensor_shape: Some(shape_proto(&[3])),
+                        int64_val: vec![i64::MAX, i64::MAX, -1],
+                        ..TensorProto::default()
+                    })),
+                ),
+            ],
+        ),
+        node(
+            "splitv",
+            "SplitV",
+            &["x", "sizes", "axis1"],
+            vec![
+                ("T", ty(FLOAT)),
+                ("Tlen", ty(DataType::DtInt64 as i32)),
+                ("num_split", attr(Value::I(3))),
+            ],
+        ),
+    ]);
+    let shapes: Vec<_> = out(&props, "splitv").into_iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        shapes,
+        vec![
+            Some(vec![4, i64::MAX]),
+            Some(vec![4, i64::MAX]),
+            Some(vec![4, -1])
+        ]
+    );
+}

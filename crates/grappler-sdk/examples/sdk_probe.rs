@@ -58,28 +58,24 @@ fn report(graph: &GraphDef, item: &Item<'_>) -> Result<String> {
     let hexes = |list: Vec<TensorProperties>| -> Vec<String> {
         list.iter().map(|p| hex(&p.encode_to_vec())).collect()
     };
-    let mut props = Vec::new();
+    let mut props = serde_json::Map::new();
     for name in &names {
         let inputs = hexes(properties.input_properties(name)?);
         let outputs = hexes(properties.output_properties(name)?);
-        props.push(format!(
-            "{}:{{\"inputs\":{},\"outputs\":{}}}",
-            json_str(name),
-            json_list(&inputs),
-            json_list(&outputs)
-        ));
+        props.insert(
+            name.clone(),
+            serde_json::json!({ "inputs": inputs, "outputs": outputs }),
+        );
     }
-    let add = item.op_def("Add")?.map(|d| hex(&d.encode_to_vec()));
-    let missing_is_none = item.op_def("UnboundNoSuchOp")?.is_none();
-    Ok(format!(
-        "{{\"nodes\":{},\"preserve\":{},\"fetch\":{},\"props\":{{{}}},\"op_def_add\":{},\
-         \"missing_op_is_none\":{missing_is_none}}}\n",
-        json_list(&names),
-        json_list(&preserve),
-        json_list(&fetch),
-        props.join(","),
-        add.as_deref().map_or("null".to_string(), json_str),
-    ))
+    let line = serde_json::json!({
+        "nodes": names,
+        "preserve": preserve,
+        "fetch": fetch,
+        "props": props,
+        "op_def_add": item.op_def("Add")?.map(|d| hex(&d.encode_to_vec())),
+        "missing_op_is_none": item.op_def("UnboundNoSuchOp")?.is_none(),
+    });
+    Ok(format!("{line}\n"))
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -87,25 +83,4 @@ fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
         s
     })
-}
-
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn json_list(items: &[String]) -> String {
-    let parts: Vec<String> = items.iter().map(|s| json_str(s)).collect();
-    format!("[{}]", parts.join(","))
 }

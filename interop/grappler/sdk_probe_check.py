@@ -8,22 +8,17 @@ Node sets may differ (TensorFlow's session graph has its own feed and fetch node
 properties are compared for the model's own nodes; unbound must also report the properties of
 every node it has. Exit 1 on any failure.
 """
-import json
 import sys
 
 from tensorflow.core.grappler.costs import op_performance_data_pb2
+
+from probe_check import Checker, load_dump, node_names
 
 MODEL_NODES = ["a", "b", "sum", "id1", "id2", "out"]
 
 
 def first_with_sum(path):
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                record = json.loads(line)
-                if "sum" in record["nodes"]:
-                    return record
-    return None
+    return next((r for r in load_dump(path) if "sum" in r["nodes"]), None)
 
 
 def describe(hexes):
@@ -38,20 +33,13 @@ def describe(hexes):
 
 def main(tf_path, ours_path):
     tf, ours = first_with_sum(tf_path), first_with_sum(ours_path)
-    failed = 0
-
-    def check(ok, what, detail=""):
-        nonlocal failed
-        print(f"{'PASS' if ok else 'FAIL'} {what}" + (f": {detail}" if detail and not ok else ""))
-        failed += not ok
-        return ok
-
+    checker = Checker()
+    check = checker.check
     if not check(tf is not None, "TensorFlow ran the SDK probe on the AddN graph"):
         return 1
     if not check(ours is not None, "unbound ran the SDK probe on the AddN graph"):
         return 1
-    nodes = lambda names: sorted({n.lstrip("^").split(":")[0] for n in names})  # noqa: E731
-    check(nodes(tf["preserve"]) == nodes(ours["preserve"]), "preserve lists agree",
+    check(node_names(tf["preserve"]) == node_names(ours["preserve"]), "preserve lists agree",
           f"TF {tf['preserve']} | unbound {ours['preserve']}")
     check(tf["fetch"] == ours["fetch"], "fetch lists agree",
           f"TF {tf['fetch']} | unbound {ours['fetch']}")
@@ -66,8 +54,8 @@ def main(tf_path, ours_path):
           "OpDef(Add) through the SDK is byte-identical")
     check(tf["missing_op_is_none"] and ours["missing_op_is_none"],
           "an unknown op is None through the SDK under both")
-    print(f"sdk probe: {failed} failed")
-    return 1 if failed else 0
+    print(f"sdk probe: {checker.failed} failed")
+    return 1 if checker.failed else 0
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ cd "$root"
 venv="$(scripts/tf-venv.sh | tail -n 1)"
 export TF_CPP_MIN_LOG_LEVEL=2
 cargo build --quiet --release -p unbound-grappler --example infer_shapes
+source interop/grappler/quiet.sh
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$venv/bin/python" scripts/bench_properties.py \
-  "${CARGO_TARGET_DIR:-$root/target}/release/examples/infer_shapes" "$work" "$@" 2> >(
-  grep -v -e 'oneDNN custom operations' -e 'absl::InitializeLog' >&2 || true)
+  "${CARGO_TARGET_DIR:-$root/target}/release/examples/infer_shapes" "$work" "$@" 2> >(quiet)

@@ -18,8 +18,7 @@ unbound="${CARGO_TARGET_DIR:-$root/target}/release/unbound"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export TF_CPP_MIN_LOG_LEVEL=2
-quiet() { grep -v -e 'oneDNN custom operations' -e 'absl::InitializeLog' -e 'deprecated' \
-  -e 'Instructions for updating' -e 'tf.saved_model.load' -e 'migrate' >&2 || true; }
+source interop/grappler/quiet.sh
 
 echo "== grappler plugin probe: TensorFlow vs unbound optimize"
 # TensorFlow loads every shared object in <sys.path entry containing "site-packages">/tensorflow-plugins.

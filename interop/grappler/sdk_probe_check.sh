@@ -19,8 +19,7 @@ release="${CARGO_TARGET_DIR:-$root/target}/release"
 work="$(mktemp -d)"; [ -n "${KEEP:-}" ] && echo "work: $work"
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 export TF_CPP_MIN_LOG_LEVEL=2
-quiet() { grep -v -e 'oneDNN custom operations' -e 'absl::InitializeLog' -e 'deprecated' \
-  -e 'Instructions for updating' -e 'tf.saved_model.load' -e 'migrate' >&2 || true; }
+source interop/grappler/quiet.sh
 
 echo "== the SDK probe plugin: TensorFlow vs unbound optimize"
 site="$work/site-packages"
@@ -41,6 +40,6 @@ for isolate in "" --isolate; do
     continue
   fi
   echo "-- unbound optimize $isolate"
-  "$py" interop/grappler/sdk_probe_check.py "$work/tf.jsonl" "$dump" || failed=1
+  "$py" interop/grappler/sdk_probe_check.py "$work/tf.jsonl" "$dump" 2> >(quiet) || failed=1
 done
 [ "$failed" -eq 0 ]

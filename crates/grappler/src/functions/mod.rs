@@ -39,8 +39,9 @@ pub use library::{plugin_library, reachable_library, stub_library};
 pub use to_function::graph_to_function;
 pub use to_graph::function_to_graph;
 
-use unbound_proto::tensorflow::{FunctionDef, GraphDef, OpDef};
+use unbound_proto::tensorflow::{FunctionDef, GraphDef, NodeDef, OpDef};
 
+use crate::ops::OpLibrary;
 use crate::tensor_names::split_port;
 
 /// The op of the nodes that stand for a function's inputs.
@@ -164,6 +165,20 @@ fn check_not_parametrized(function: &FunctionDef, signature: &OpDef) -> Result<(
         });
     }
     Ok(())
+}
+
+/// The OpDef of `node`'s op, or [`FunctionError::UnknownOp`] naming `function` and the node.
+fn op_def_of<'o>(
+    ops: &'o OpLibrary,
+    function: &str,
+    node: &NodeDef,
+) -> Result<&'o OpDef, FunctionError> {
+    ops.op_def(&node.op)
+        .ok_or_else(|| FunctionError::UnknownOp {
+            function: function.to_string(),
+            node: node.name.clone(),
+            op: node.op.clone(),
+        })
 }
 
 /// The GraphDef name of output `index` of `node`: `node` for 0, `node:index` otherwise.

@@ -6,8 +6,8 @@ use unbound_proto::tensorflow::{FunctionDef, GraphDef, NodeDef, OpDef};
 
 use super::attrs::{output_ranges, strip_added_defaults, with_defaults, OutputRange};
 use super::{
-    check_not_parametrized, parse_tensor_name, signature, FunctionError, ARG_OP, DEVICE_ARG_OP,
-    DEVICE_RETVAL_OP, RETVAL_OP, RETVAL_SUFFIX,
+    check_not_parametrized, op_def_of, parse_tensor_name, signature, FunctionError, ARG_OP,
+    DEVICE_ARG_OP, DEVICE_RETVAL_OP, RETVAL_OP, RETVAL_SUFFIX,
 };
 use crate::ops::OpLibrary;
 
@@ -67,13 +67,7 @@ pub fn graph_to_function(
         if is_arg(node) {
             continue;
         }
-        let op = ops
-            .op_def(&node.op)
-            .ok_or_else(|| FunctionError::UnknownOp {
-                function: name.to_string(),
-                node: node.name.clone(),
-                op: node.op.clone(),
-            })?;
+        let op = op_def_of(ops, name, node)?;
         let ranges = output_ranges(op, &with_defaults(&node.attr, op))
             .map_err(|message| invalid(format!("node {}: {message}", node.name)))?;
         if outputs.body.insert(node.name.as_str(), ranges).is_some() {

@@ -9,8 +9,8 @@ use unbound_proto::tensorflow::{
 
 use super::attrs::{output_ranges, with_defaults, OutputRange};
 use super::{
-    check_not_parametrized, signature, tensor_name, FunctionError, FunctionGraph, ARG_OP,
-    DEVICE_ARG_OP, DEVICE_RETVAL_OP, INTS_ON_DEVICE_ATTR, RETVAL_OP, RETVAL_SUFFIX,
+    check_not_parametrized, op_def_of, signature, tensor_name, FunctionError, FunctionGraph,
+    ARG_OP, DEVICE_ARG_OP, DEVICE_RETVAL_OP, INTS_ON_DEVICE_ATTR, RETVAL_OP, RETVAL_SUFFIX,
 };
 use crate::ops::OpLibrary;
 
@@ -191,13 +191,7 @@ impl<'a> Index<'a> {
             if !index.names.insert(&node.name) {
                 return Err(duplicate("node", &node.name));
             }
-            let op = ops
-                .op_def(&node.op)
-                .ok_or_else(|| FunctionError::UnknownOp {
-                    function: name.to_string(),
-                    node: node.name.clone(),
-                    op: node.op.clone(),
-                })?;
+            let op = op_def_of(ops, name, node)?;
             let attrs = with_defaults(&node.attr, op);
             let ranges = output_ranges(op, &attrs).map_err(|message| FunctionError::Invalid {
                 function: name.to_string(),

@@ -79,8 +79,8 @@ impl<'l> Calls<'l> {
         let args: HashMap<&str, &Shape> =
             item.feed.iter().map(String::as_str).zip(shapes).collect();
         for node in &mut item.graph.node {
-            if let Some(Shape::Known(_)) = args.get(node.name.as_str()).copied() {
-                let shape = args[node.name.as_str()].to_proto();
+            if let Some(shape @ Shape::Known(_)) = args.get(node.name.as_str()).copied() {
+                let shape = shape.to_proto();
                 node.attr.insert(
                     "_output_shapes".to_string(),
                     AttrValue {

@@ -49,6 +49,21 @@ pub struct TfBuffer {
     pub data_deallocator: Option<unsafe extern "C" fn(data: *mut c_void, length: usize)>,
 }
 
+/// The bytes a `TF_Buffer` holds: an empty slice for a null buffer, null data or length 0.
+///
+/// # Safety
+/// `buffer` is null or points to a live buffer whose `data` holds `length` readable bytes,
+/// which stay valid and unchanged for `'a`.
+pub unsafe fn buffer_bytes<'a>(buffer: *const TfBuffer) -> &'a [u8] {
+    // SAFETY: per the function's contract.
+    match unsafe { buffer.as_ref() } {
+        Some(b) if !b.data.is_null() && b.length > 0 => unsafe {
+            std::slice::from_raw_parts(b.data.cast::<u8>(), b.length)
+        },
+        _ => &[],
+    }
+}
+
 /// `TP_OptimizerConfigs`, TensorFlow 2.10+ layout: `struct_size`, `ext`, then 19 `TF_TriState`s
 /// (4-byte C enums) from `disable_model_pruning` to `scoped_allocator_optimization`.
 #[repr(C)]

@@ -349,16 +349,4 @@ fn c_string(s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| Error::invalid_argument(format!("{s:?} contains a NUL byte")))
 }
 
-/// The bytes of a buffer (empty when its data is null).
-///
-/// # Safety
-/// `buffer` is null or a live `TF_Buffer` whose `data` holds `length` bytes.
-pub(crate) unsafe fn buffer_bytes<'b>(buffer: *const TfBuffer) -> &'b [u8] {
-    // SAFETY: per the function's contract.
-    match unsafe { buffer.as_ref() } {
-        Some(b) if !b.data.is_null() && b.length > 0 => unsafe {
-            std::slice::from_raw_parts(b.data.cast::<u8>(), b.length)
-        },
-        _ => &[],
-    }
-}
+pub(crate) use crate::abi::buffer_bytes;

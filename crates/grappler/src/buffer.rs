@@ -40,18 +40,7 @@ pub(crate) unsafe fn fill_buffer(buffer: *mut TfBuffer, bytes: &[u8]) -> Result<
     Ok(())
 }
 
-/// The bytes of a buffer, or an empty slice for a null buffer or null data.
-///
-/// # Safety
-/// `buffer` is null or points to a live buffer whose `data` holds `length` readable bytes.
-pub(crate) unsafe fn buffer_bytes<'a>(buffer: *const TfBuffer) -> &'a [u8] {
-    match buffer.as_ref() {
-        Some(b) if !b.data.is_null() && b.length > 0 => {
-            std::slice::from_raw_parts(b.data.cast::<u8>(), b.length)
-        }
-        _ => &[],
-    }
-}
+pub(crate) use crate::abi::buffer_bytes;
 
 /// `TF_NewBuffer`: an empty buffer `{NULL, 0, NULL}`.
 #[no_mangle]

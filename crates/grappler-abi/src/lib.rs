@@ -13,6 +13,72 @@
 
 use std::ffi::{c_char, c_void};
 
+/// TensorFlow's status codes (`TF_Code`, a C enum).
+pub mod code {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// `TF_CANCELLED`.
+    pub const CANCELLED: i32 = 1;
+    /// `TF_UNKNOWN`.
+    pub const UNKNOWN: i32 = 2;
+    /// `TF_INVALID_ARGUMENT`.
+    pub const INVALID_ARGUMENT: i32 = 3;
+    /// `TF_DEADLINE_EXCEEDED`.
+    pub const DEADLINE_EXCEEDED: i32 = 4;
+    /// `TF_NOT_FOUND`.
+    pub const NOT_FOUND: i32 = 5;
+    /// `TF_ALREADY_EXISTS`.
+    pub const ALREADY_EXISTS: i32 = 6;
+    /// `TF_PERMISSION_DENIED`.
+    pub const PERMISSION_DENIED: i32 = 7;
+    /// `TF_RESOURCE_EXHAUSTED`.
+    pub const RESOURCE_EXHAUSTED: i32 = 8;
+    /// `TF_FAILED_PRECONDITION`.
+    pub const FAILED_PRECONDITION: i32 = 9;
+    /// `TF_ABORTED`: for an optimizer, "did nothing".
+    pub const ABORTED: i32 = 10;
+    /// `TF_OUT_OF_RANGE`.
+    pub const OUT_OF_RANGE: i32 = 11;
+    /// `TF_UNIMPLEMENTED`.
+    pub const UNIMPLEMENTED: i32 = 12;
+    /// `TF_INTERNAL`.
+    pub const INTERNAL: i32 = 13;
+    /// `TF_UNAVAILABLE`.
+    pub const UNAVAILABLE: i32 = 14;
+    /// `TF_DATA_LOSS`.
+    pub const DATA_LOSS: i32 = 15;
+    /// `TF_UNAUTHENTICATED`.
+    pub const UNAUTHENTICATED: i32 = 16;
+
+    /// The name TensorFlow prints for a code (`INVALID_ARGUMENT`, ...).
+    pub fn name(code: i32) -> String {
+        let known = [
+            "OK",
+            "CANCELLED",
+            "UNKNOWN",
+            "INVALID_ARGUMENT",
+            "DEADLINE_EXCEEDED",
+            "NOT_FOUND",
+            "ALREADY_EXISTS",
+            "PERMISSION_DENIED",
+            "RESOURCE_EXHAUSTED",
+            "FAILED_PRECONDITION",
+            "ABORTED",
+            "OUT_OF_RANGE",
+            "UNIMPLEMENTED",
+            "INTERNAL",
+            "UNAVAILABLE",
+            "DATA_LOSS",
+            "UNAUTHENTICATED",
+        ];
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| known.get(i))
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| format!("code {code}"))
+    }
+}
+
 /// `TF_Status`: opaque, created and read only through the host's functions.
 #[repr(C)]
 pub struct TfStatus {

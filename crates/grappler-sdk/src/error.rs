@@ -2,44 +2,46 @@
 
 use std::fmt;
 
-/// TensorFlow's status codes (`TF_Code`).
+use crate::abi::code;
+
+/// TensorFlow's status codes (`TF_Code`; the numbers are [`crate::abi::code`]'s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum Code {
     /// `TF_OK`.
-    Ok = 0,
+    Ok = code::OK,
     /// `TF_CANCELLED`.
-    Cancelled = 1,
+    Cancelled = code::CANCELLED,
     /// `TF_UNKNOWN`.
-    Unknown = 2,
+    Unknown = code::UNKNOWN,
     /// `TF_INVALID_ARGUMENT`.
-    InvalidArgument = 3,
+    InvalidArgument = code::INVALID_ARGUMENT,
     /// `TF_DEADLINE_EXCEEDED`.
-    DeadlineExceeded = 4,
+    DeadlineExceeded = code::DEADLINE_EXCEEDED,
     /// `TF_NOT_FOUND`.
-    NotFound = 5,
+    NotFound = code::NOT_FOUND,
     /// `TF_ALREADY_EXISTS`.
-    AlreadyExists = 6,
+    AlreadyExists = code::ALREADY_EXISTS,
     /// `TF_PERMISSION_DENIED`.
-    PermissionDenied = 7,
+    PermissionDenied = code::PERMISSION_DENIED,
     /// `TF_RESOURCE_EXHAUSTED`.
-    ResourceExhausted = 8,
+    ResourceExhausted = code::RESOURCE_EXHAUSTED,
     /// `TF_FAILED_PRECONDITION`.
-    FailedPrecondition = 9,
+    FailedPrecondition = code::FAILED_PRECONDITION,
     /// `TF_ABORTED`: from an optimizer, "did nothing" (TensorFlow keeps the graph, logs nothing).
-    Aborted = 10,
+    Aborted = code::ABORTED,
     /// `TF_OUT_OF_RANGE`.
-    OutOfRange = 11,
+    OutOfRange = code::OUT_OF_RANGE,
     /// `TF_UNIMPLEMENTED`.
-    Unimplemented = 12,
+    Unimplemented = code::UNIMPLEMENTED,
     /// `TF_INTERNAL`.
-    Internal = 13,
+    Internal = code::INTERNAL,
     /// `TF_UNAVAILABLE`.
-    Unavailable = 14,
+    Unavailable = code::UNAVAILABLE,
     /// `TF_DATA_LOSS`.
-    DataLoss = 15,
+    DataLoss = code::DATA_LOSS,
     /// `TF_UNAUTHENTICATED`.
-    Unauthenticated = 16,
+    Unauthenticated = code::UNAUTHENTICATED,
 }
 
 impl Code {
@@ -118,3 +120,17 @@ impl std::error::Error for Error {}
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_codes_map_to_the_variant_with_that_number() {
+        for raw in 0..=16 {
+            assert_eq!(Code::from_raw(raw) as i32, raw);
+        }
+        assert_eq!(Code::from_raw(17), Code::Unknown);
+        assert_eq!(Code::from_raw(-1), Code::Unknown);
+    }
+}

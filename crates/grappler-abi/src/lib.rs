@@ -3,8 +3,9 @@
 //!
 //! Only what a plugin writes or passes on is declared; the handles TensorFlow owns
 //! (`TF_Status`, `TF_GrapplerItem`, `TF_GraphProperties`, `TF_FunctionLibraryDefinition`) are
-//! opaque. Shared by the host (`unbound-grappler`) and the SDK (`unbound-grappler-sdk`), so the
-//! layouts are declared once.
+//! opaque. With them, the `TF_Code` values ([`code`]) and [`buffer_bytes`], the reader of a
+//! `TF_Buffer`. Shared by the host (`unbound-grappler`) and the SDK (`unbound-grappler-sdk`), so
+//! these facts are declared once.
 //!
 //! Tri-state fields are plain `u32`, not a Rust enum: a plugin can write any value, and reading
 //! an out-of-range value through an enum type would be undefined behaviour.

@@ -11,7 +11,7 @@ venv="$(scripts/tf-venv.sh | tail -n 1)"
 export TF_CPP_MIN_LOG_LEVEL=3
 target="${CARGO_TARGET_DIR:-$root/target}"
 cargo build --quiet --release -p unbound-cli
-cargo build --quiet --release -p unbound-savedmodel --example write_test_bundle
+cargo build --quiet --release -p unbound-bundle --example write_test_bundle
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 echo "== tensor bundles"

@@ -3,28 +3,12 @@
 
 use std::path::PathBuf;
 
-/// A fault in protobuf wire data, at a byte offset within the buffer being decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("at byte {offset}: {fault}")]
-pub struct WireError {
-    /// Offset of the fault within the buffer being decoded.
-    pub offset: usize,
-    /// What was wrong.
-    pub fault: String,
-}
-
-impl WireError {
-    /// Builds a wire error.
-    pub fn new(offset: usize, fault: impl Into<String>) -> Self {
-        Self {
-            offset,
-            fault: fault.into(),
-        }
-    }
-}
+use unbound_io::IoError;
+use unbound_wire::{DecodeError, WireError};
 
 /// Everything that can go wrong while splitting, merging, reading or writing chunked protos.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChunkedError {
     /// Protobuf bytes that do not decode. `source_name` says which chunk of which file.
     #[error("{source_name}: malformed protobuf {error}")]
@@ -32,7 +16,7 @@ pub enum ChunkedError {
         /// The file and chunk the bytes came from.
         source_name: String,
         /// The decoding fault.
-        error: WireError,
+        error: DecodeError,
     },
     /// The Riegeli container is damaged or unreadable.
     #[error(transparent)]
@@ -79,13 +63,11 @@ pub enum ChunkedError {
     #[error("unknown message type {0:?} (not in the descriptor pool)")]
     UnknownType(String),
     /// A filesystem operation failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file involved.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// A wire-level message could not be read, navigated or written.
+    #[error(transparent)]
+    Message(#[from] WireError),
     /// Neither PREFIX.pb nor PREFIX.cpb exists.
     #[error("neither {0}.cpb nor {0}.pb exists")]
     NotFound(String),
@@ -94,10 +76,7 @@ pub enum ChunkedError {
 impl ChunkedError {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io {
-            path: path.into(),
-            source,
-        }
+        Self::Io(IoError::os(path, source))
     }
 
     /// A metadata fault in `source_name`.

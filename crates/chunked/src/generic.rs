@@ -13,9 +13,9 @@
 use prost_reflect::{Kind, MessageDescriptor};
 
 use crate::error::Result;
-use crate::message::{Payload, WireMessage, WireValue};
 use crate::split::{Chunk, ChunkSink, Scope};
 use crate::tags::{KeyValue, PathElem};
+use unbound_wire::{Payload, WireMessage, WireValue};
 
 /// Deepest recursion of the generic splitter.
 const MAX_DEPTH: usize = 64;

@@ -10,24 +10,17 @@
 //!
 //! Format-specific splitting algorithms (GraphDef, SavedModel) live in `unbound-savedmodel`.
 
-pub mod atomic;
 pub mod error;
 pub mod generic;
 pub mod merger;
-pub mod message;
-pub mod navigate;
-pub mod prefetch;
 pub mod prune;
 pub mod read;
-pub mod scalar;
 pub mod split;
 pub mod tags;
-pub mod wire;
 pub mod write;
 
-pub use error::{ChunkedError, Result, WireError};
+pub use error::{ChunkedError, Result};
 pub use merger::{ChunkSource, FileChunks, MemoryChunks, Merger};
-pub use message::{Payload, RecordRef, WireField, WireMessage, WireValue};
 pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat};
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};
 pub use tags::{KeyValue, PathElem};

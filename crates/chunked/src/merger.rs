@@ -26,10 +26,10 @@ use unbound_proto::tensorflow::proto_splitter::{
 use unbound_records::RecordReader;
 
 use crate::error::{ChunkedError, Result};
-use crate::message::{Payload, RecordRef, WireMessage};
-use crate::navigate::message_type;
-use crate::scalar::parse_text_scalar;
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
+use unbound_wire::navigate::message_type;
+use unbound_wire::scalar::parse_text_scalar;
+use unbound_wire::{Payload, RecordRef, WireError, WireMessage};
 
 /// Deepest message nesting the Merger builds (protobuf's own default recursion limit).
 pub const MAX_NESTING: usize = 100;
@@ -218,7 +218,10 @@ impl<'a> Merger<'a> {
         self.read_fields(&mut message, desc, metadata, 0)
             .map_err(|e| match e {
                 // Navigation errors know the schema but not the file: name it.
-                ChunkedError::Schema { message, fault } if !fault.contains(name) => {
+                ChunkedError::Schema { message, fault }
+                | ChunkedError::Message(WireError::Schema { message, fault })
+                    if !fault.contains(name) =>
+                {
                     ChunkedError::Schema {
                         message,
                         fault: format!("{fault} (in {name})"),
@@ -357,7 +360,7 @@ impl<'a> Merger<'a> {
                 }
                 kind => {
                     let value = self.trailing_scalar(desc, &kind, &fd, last, chunk_index)?;
-                    target.set_repeated_scalar(&fd, *index, value)
+                    Ok(target.set_repeated_scalar(&fd, *index, value)?)
                 }
             },
             (None, false, true) => {
@@ -379,7 +382,7 @@ impl<'a> Merger<'a> {
                     }
                     kind => {
                         let value = self.scalar_value(&kind, &fd, chunk_index)?;
-                        target.fields.push(crate::message::WireField {
+                        target.fields.push(unbound_wire::WireField {
                             number: fd.number(),
                             value,
                         });
@@ -437,7 +440,7 @@ impl<'a> Merger<'a> {
         fd: &prost_reflect::FieldDescriptor,
         last: bool,
         chunk_index: u64,
-    ) -> Result<crate::message::WireValue> {
+    ) -> Result<unbound_wire::WireValue> {
         if !last {
             return Err(self.schema(
                 desc,
@@ -454,9 +457,9 @@ impl<'a> Merger<'a> {
         kind: &Kind,
         fd: &prost_reflect::FieldDescriptor,
         chunk_index: u64,
-    ) -> Result<crate::message::WireValue> {
+    ) -> Result<unbound_wire::WireValue> {
         if matches!(kind, Kind::String | Kind::Bytes) {
-            return Ok(crate::message::WireValue::Bytes(
+            return Ok(unbound_wire::WireValue::Bytes(
                 self.source.payload(chunk_index)?,
             ));
         }

@@ -3,15 +3,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use prost_reflect::MessageDescriptor;
 use unbound_proto::tensorflow::proto_splitter::{ChunkMetadata, ChunkedMessage};
 use unbound_records::RecordReader;
 
 use crate::error::{ChunkedError, Result};
 use crate::merger::{FileChunks, Merger};
-use crate::message::WireMessage;
 use crate::write::with_suffix;
+use unbound_wire::WireMessage;
 
 /// Which file a message was read from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,27 +52,11 @@ pub fn read_prefix(prefix: &Path, desc: &MessageDescriptor) -> Result<ReadMessag
 /// Maps a binary protobuf file and parses its top level (nested messages stay slices of the
 /// mapping until needed).
 pub fn read_pb(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
-    let bytes = map_file(path)?;
+    let bytes = unbound_io::map_file(path)?;
     WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
         source_name: path.display().to_string(),
         error,
     })
-}
-
-/// Maps a whole file read-only as `Bytes`. An empty file gives empty bytes.
-pub fn map_file(path: &Path) -> Result<Bytes> {
-    let file = std::fs::File::open(path).map_err(|e| ChunkedError::io(path, e))?;
-    let len = file
-        .metadata()
-        .map_err(|e| ChunkedError::io(path, e))?
-        .len();
-    if len == 0 {
-        return Ok(Bytes::new());
-    }
-    // SAFETY: the mapping is read-only; like every tool that maps its input, we rely on the
-    // file not being truncated by another process while we read it.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ChunkedError::io(path, e))?;
-    Ok(Bytes::from_owner(map))
 }
 
 /// Reads and merges a whole `.cpb` file.

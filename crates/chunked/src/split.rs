@@ -11,8 +11,8 @@ use prost_reflect::MessageDescriptor;
 use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage};
 
 use crate::error::Result;
-use crate::message::{Payload, WireMessage};
 use crate::tags::{field_tags, PathElem};
+use unbound_wire::{Payload, WireMessage};
 
 /// One chunk: a message (serialized when written) or raw bytes.
 #[derive(Clone, Debug)]

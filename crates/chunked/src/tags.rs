@@ -11,8 +11,8 @@ use unbound_proto::tensorflow::proto_splitter::{
 };
 
 use crate::error::{ChunkedError, Result};
-use crate::message::WireValue;
-use crate::scalar::{encode_scalar, Scalar};
+use unbound_wire::scalar::{encode_scalar, Scalar};
+use unbound_wire::WireValue;
 
 /// One element of a path into a message, as splitters name the place of a chunk.
 #[derive(Clone, Debug, PartialEq)]

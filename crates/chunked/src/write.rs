@@ -12,10 +12,10 @@ use unbound_proto::tensorflow::proto_splitter::{
 };
 use unbound_records::{RecordWriter, WriterOptions};
 
-use crate::atomic::{io_err, write_atomically};
 use crate::error::Result;
-use crate::message::WireMessage;
 use crate::split::{Chunk, SplitOutput};
+use unbound_io::{io_err, write_atomically};
+use unbound_wire::WireMessage;
 
 /// The splitter version this implementation writes (TensorFlow's is 1, join version 0).
 pub fn version_def() -> VersionDef {
@@ -65,7 +65,7 @@ pub fn write_split(
     }
     let path = with_suffix(prefix, "cpb");
     let count = split.chunks.len();
-    let data_bytes = write_atomically(&path, |out| {
+    let data_bytes = write_atomically(&path, |out| -> Result<u64> {
         let mut writer = RecordWriter::new(out, options)?;
         let mut infos = Vec::with_capacity(count);
         let mut total = 0;
@@ -119,7 +119,7 @@ pub fn write_message_with_progress(
             inner: &mut *out,
             progress,
         };
-        crate::prefetch::write_prefetched(message, &mut counting)?;
+        unbound_wire::write_prefetched(message, &mut counting)?;
         out.flush().map_err(io_err(path))?;
         Ok(message.encoded_len())
     })

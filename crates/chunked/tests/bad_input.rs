@@ -15,7 +15,6 @@ use proptest::prelude::*;
 use prost::Message;
 use unbound_chunked::{
     generic::split_generic, read_cpb, ChunkSink, ChunkedError, FileChunks, MemoryChunks, Merger,
-    WireMessage,
 };
 use unbound_proto::tensorflow::proto_splitter::{
     field_index::{map_key::Type as K, Kind, MapKey},
@@ -25,6 +24,7 @@ use unbound_proto::unbound::test::ManyFields;
 use unbound_records::{
     Compression, HashedPart, RecordReader, RecordWriter, RecordsError, WriterOptions,
 };
+use unbound_wire::WireMessage;
 
 const NAME: &str = "bad.cpb";
 
@@ -147,7 +147,9 @@ fn merge_file(file: &[u8]) -> Result<Vec<u8>, ChunkedError> {
     let reader = RecordReader::from_bytes(Bytes::copy_from_slice(file), NAME)?;
     let (chunks, metadata) = FileChunks::from_reader(Arc::new(reader))?;
     let root = metadata.message.unwrap_or_default();
-    Merger::new(&chunks).merge(&many_fields(), &root)?.to_vec()
+    Ok(Merger::new(&chunks)
+        .merge(&many_fields(), &root)?
+        .to_vec()?)
 }
 
 fn chunk_begins(file: &[u8]) -> Vec<u64> {

@@ -4,10 +4,11 @@ use bytes::Bytes;
 use prost::Message;
 use unbound_chunked::{
     prune::{prune, tag_field},
-    read_cpb, read_cpb_partial, write_split, Chunk, ChunkSink, PathElem, WireMessage,
+    read_cpb, read_cpb_partial, write_split, Chunk, ChunkSink, PathElem,
 };
 use unbound_proto::unbound::test::ManyFields;
 use unbound_records::WriterOptions;
+use unbound_wire::WireMessage;
 
 #[test]
 fn pruned_metadata_reads_only_the_kept_paths() {
@@ -31,9 +32,7 @@ fn pruned_metadata_reads_only_the_kept_paths() {
     sink.add_chunk(as_chunk(&leaf("one")), &[PathElem::from("field_one")], None)
         .unwrap();
     sink.add_chunk(
-        Chunk::Bytes(unbound_chunked::Payload::Inline(Bytes::from_static(
-            b"text",
-        ))),
+        Chunk::Bytes(unbound_wire::Payload::Inline(Bytes::from_static(b"text"))),
         &[PathElem::from("string_field")],
         None,
     )

@@ -17,9 +17,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use prost::Message;
-use unbound_chunked::{
-    generic::split_generic, read_cpb, read_prefix, write_split, ChunkSink, WireMessage,
-};
+use unbound_chunked::{generic::split_generic, read_cpb, read_prefix, write_split, ChunkSink};
 use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as ChunkType,
     field_index::{map_key::Type as K, Kind, MapKey},
@@ -27,6 +25,7 @@ use unbound_proto::tensorflow::proto_splitter::{
 };
 use unbound_proto::unbound::test::{many_fields::Choice, ManyFields};
 use unbound_records::{Compression, RecordReader, WriterOptions};
+use unbound_wire::WireMessage;
 
 fn desc() -> prost_reflect::MessageDescriptor {
     unbound_proto::descriptor_pool()

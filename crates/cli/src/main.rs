@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     // On Ctrl-C or SIGTERM, remove the temporary output being written before exiting, so an
     // interrupted run leaves nothing behind (a kill -9 leaves only a hidden temporary name).
     let _ = ctrlc::set_handler(|| {
-        unbound_chunked::atomic::remove_temporaries();
+        unbound_io::remove_temporaries();
         eprintln!("unbound: interrupted; partial output removed");
         std::process::exit(130);
     });

@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use unbound_proto::tensorflow::DataType;
-use unbound_savedmodel::bundle::{
+use unbound_bundle::{
     data_path, saved_model_prefix, BundleReader, BundleWriter, SliceSpec, Tensor,
 };
+use unbound_proto::tensorflow::DataType;
 
 fn model(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -17,11 +17,11 @@ use prost::Message;
 use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 
 use crate::configs::{combine, CombinedConfigs};
-use crate::functions::{function_to_graph, graph_to_function, plugin_library};
 use crate::isolate::IsolatedPlugin;
 use crate::item::GrapplerItem;
 use crate::plugin::{load_plugin, PluginError};
 use crate::runner::{judge, Outcome, PluginRunner};
+use unbound_graph::{rewrite_functions, FunctionGraph, FunctionNote, FunctionRewriter, OpLibrary};
 
 /// How plugins are loaded and run.
 #[derive(Debug, Clone)]
@@ -194,60 +194,14 @@ impl PluginSet {
         graph: &mut GraphDef,
         report: &mut PassReport,
     ) {
-        let Some(library) = graph.library.clone() else {
-            return;
-        };
         let main_item = GrapplerItem::from_meta_graph(meta, graph);
         let ops = Arc::clone(&main_item.ops);
-        for (index, function) in library.function.iter().enumerate() {
-            let name = function
-                .signature
-                .as_ref()
-                .map(|s| s.name.clone())
-                .unwrap_or_default();
-            let id = format!("function {name}");
-            let converted = match function_to_graph(function, &ops, graph.versions.as_ref()) {
-                Ok(c) => c,
-                Err(e) => {
-                    report
-                        .skipped
-                        .push(format!("{id}: cannot be turned into a graph: {e}"));
-                    continue;
-                }
-            };
-            let item = GrapplerItem {
-                id: id.clone(),
-                fetch: converted.fetch,
-                feed: converted.feed,
-                keep_ops: converted.keep_ops,
-                ops: Arc::clone(&ops),
-                ..Default::default()
-            };
-            let mut fgraph = converted.graph;
-            // As TensorFlow: the functions it reaches, as signatures only (plugins do not use
-            // the function library, so they get its stub).
-            fgraph.library = Some(plugin_library(&library, function));
-            let Some(types) = self.device_types_of(&fgraph, &id, report) else {
-                continue;
-            };
-            let mut fbytes = fgraph.encode_to_vec();
-            if !self.run_all(&item, &types, &mut fgraph, &mut fbytes, report) {
-                continue;
-            }
-            match graph_to_function(function, &fgraph, &ops) {
-                Ok(optimized) => {
-                    if let Some(lib) = graph.library.as_mut() {
-                        if let Some(slot) = lib.function.get_mut(index) {
-                            *slot = optimized;
-                        }
-                    }
-                }
-                Err(e) => report.warnings.push(format!(
-                    "{id}: the optimized graph does not convert back to a function ({e}); kept \
-                     the original function"
-                )),
-            }
-        }
+        let mut pass = FunctionPass {
+            plugins: self,
+            ops: Arc::clone(&ops),
+            report,
+        };
+        rewrite_functions(graph, &ops, &mut pass);
     }
 
     /// The device types plugins are matched against for `graph`, or None (with the reason
@@ -258,7 +212,7 @@ impl PluginSet {
         id: &str,
         report: &mut PassReport,
     ) -> Option<BTreeSet<String>> {
-        let mut types = match crate::device::graph_device_types(graph) {
+        let mut types = match unbound_graph::device::graph_device_types(graph) {
             Ok(t) => t,
             Err(e) => {
                 report.skipped.push(format!("{id}: {e}"));
@@ -332,5 +286,44 @@ impl PluginSet {
             });
         }
         changed
+    }
+}
+
+/// One pass of the plugins over a library's functions, as [`rewrite_functions`] drives it.
+struct FunctionPass<'a> {
+    plugins: &'a mut PluginSet,
+    ops: Arc<OpLibrary>,
+    report: &'a mut PassReport,
+}
+
+impl FunctionRewriter for FunctionPass<'_> {
+    fn rewrite(&mut self, function: &FunctionGraph, graph: &mut GraphDef) -> bool {
+        let item = GrapplerItem {
+            id: function.id.clone(),
+            fetch: function.fetch.clone(),
+            feed: function.feed.clone(),
+            keep_ops: function.keep_ops.clone(),
+            ops: Arc::clone(&self.ops),
+            ..Default::default()
+        };
+        let Some(types) = self.plugins.device_types_of(graph, &item.id, self.report) else {
+            return false;
+        };
+        let mut bytes = graph.encode_to_vec();
+        self.plugins
+            .run_all(&item, &types, graph, &mut bytes, self.report)
+    }
+
+    fn note(&mut self, note: FunctionNote) {
+        match note {
+            FunctionNote::Skipped { id, error } => self
+                .report
+                .skipped
+                .push(format!("{id}: cannot be turned into a graph: {error}")),
+            FunctionNote::Kept { id, error } => self.report.warnings.push(format!(
+                "{id}: the optimized graph does not convert back to a function ({error}); kept \
+                 the original function"
+            )),
+        }
     }
 }

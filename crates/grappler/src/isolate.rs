@@ -20,9 +20,9 @@ use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef, OpList};
 use crate::abi::TP_OPTIMIZER_CONFIGS_STRUCT_SIZE;
 use crate::configs::{ConfigsLayout, PluginConfigs, TriState};
 use crate::item::GrapplerItem;
-use crate::ops::OpLibrary;
 use crate::plugin::{load_plugin, PluginError, RawOutcome, Registration};
 use crate::runner::PluginRunner;
+use unbound_graph::ops::OpLibrary;
 
 /// The argument that turns the host executable into a plugin worker.
 pub const WORKER_ARG: &str = "__unbound-plugin-worker";

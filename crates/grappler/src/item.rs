@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use unbound_proto::tensorflow::{collection_def, tensor_info, GraphDef, MetaGraphDef, TensorInfo};
 
-use crate::ops::OpLibrary;
+use unbound_graph::ops::OpLibrary;
 
 /// Collections whose node lists TensorFlow's item builder treats as init ops
 /// (`table_initializer`, the SavedModel main op and the legacy init op).
@@ -33,7 +33,7 @@ pub struct GrapplerItem {
     pub ops: Arc<OpLibrary>,
 }
 
-pub use crate::tensor_names::node_name;
+pub use unbound_graph::tensor_names::node_name;
 
 /// The tensor names a signature's `TensorInfo` stands for: its name, a sparse tensor's three
 /// tensors, or a composite tensor's components.

@@ -5,10 +5,11 @@ use std::path::Path;
 
 use bytes::Bytes;
 use prost::Message;
-use unbound_chunked::{ChunkedError, WireMessage};
+use unbound_chunked::ChunkedError;
 use unbound_proto::tensorflow::MetaGraphDef;
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::{message_descriptor, read_saved_model, write_model_dir, SplitReport};
+use unbound_wire::WireMessage;
 
 use crate::host::{PassReport, PluginSet};
 

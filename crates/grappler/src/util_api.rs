@@ -14,8 +14,8 @@ use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef};
 use crate::abi::TfBuffer;
 use crate::buffer::{buffer_bytes, fill_buffer};
 use crate::item::GrapplerItem;
-use crate::ops::OpLibrary;
 use crate::status::{code, set_status, TfStatus};
+use unbound_graph::ops::OpLibrary;
 
 /// What a plugin's `TF_GrapplerItem*` points to during one `optimize_func` call: the item and
 /// the graph it was given, parsed (for shape inference) only if a util call needs it.
@@ -236,7 +236,7 @@ pub struct FunctionLibraryHandle {
 /// for a huge graph does not parse its nodes. Errors when the bytes are not a valid message.
 fn library_of_graph(bytes: &[u8]) -> Result<FunctionDefLibrary, ()> {
     use prost::Message;
-    use unbound_chunked::wire::{read_field, WireType};
+    use unbound_wire::codec::{read_field, WireType};
     let mut library = FunctionDefLibrary::default();
     let mut pos = 0;
     while pos < bytes.len() {

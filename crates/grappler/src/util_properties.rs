@@ -1,6 +1,6 @@
 //! Graph properties through the util C API: `TF_NewGraphProperties`, `TF_InferStatically` and
 //! the input/output property lists, each property a serialized `OpInfo.TensorProperties`,
-//! answered by [`crate::properties::GraphProperties`] (static shape inference).
+//! answered by [`unbound_graph::properties::GraphProperties`] (static shape inference).
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
@@ -8,9 +8,9 @@ use prost::Message;
 
 use crate::abi::TfBuffer;
 use crate::buffer::fill_buffer;
-use crate::properties::{GraphProperties, InferOptions, TensorProperties};
 use crate::status::{code, set_status, TfStatus};
 use crate::util_api::item_context;
+use unbound_graph::properties::{GraphProperties, InferOptions, TensorProperties};
 
 /// What a `TF_GraphProperties*` points to: the item it was made for and, once inferred, the
 /// properties.

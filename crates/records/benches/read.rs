@@ -5,6 +5,8 @@
 //! the chunk data hash is verified every time (the reader remembers verified
 //! chunks). Throughput is in decompressed bytes.
 
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
+
 use std::hint::black_box;
 use std::io::Write;
 
@@ -62,10 +64,7 @@ fn mapped_file(
     let file = w.finish().expect("finish");
     let path = dir.path().join(name);
     std::fs::write(&path, &file).expect("write file");
-    let f = std::fs::File::open(&path).expect("open");
-    // SAFETY: the benchmark owns the temporary file and does not modify it.
-    let map = unsafe { memmap2::Mmap::map(&f) }.expect("mmap");
-    (Bytes::from_owner(map), pos)
+    (unbound_io::map_file(&path).expect("mmap"), pos)
 }
 
 fn bench(c: &mut Criterion) {

@@ -33,6 +33,7 @@ impl fmt::Display for HashedPart {
 /// Variants are coarse categories callers can match on; the text carries the
 /// details. `file()` and `offset()` give the location uniformly.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RecordsError {
     /// Reading, mapping or writing the underlying file failed.
     #[error("{file}: I/O error: {source}")]
@@ -43,6 +44,10 @@ pub enum RecordsError {
         #[source]
         source: std::io::Error,
     },
+
+    /// The file is not one that can be read (a FIFO, a device, a directory).
+    #[error(transparent)]
+    File(unbound_io::IoError),
 
     /// The file does not start with the fixed Riegeli/records signature.
     #[error("{file}: not a Riegeli file: {detail}")]
@@ -137,6 +142,18 @@ pub enum RecordsError {
     },
 }
 
+impl From<unbound_io::IoError> for RecordsError {
+    fn from(error: unbound_io::IoError) -> Self {
+        match error {
+            unbound_io::IoError::Os { path, source } => RecordsError::Io {
+                file: path.display().to_string(),
+                source,
+            },
+            other => RecordsError::File(other),
+        }
+    }
+}
+
 impl RecordsError {
     /// The name of the file the error is about.
     pub fn file(&self) -> &str {
@@ -151,6 +168,7 @@ impl RecordsError {
             | RecordsError::PastEnd { file, .. }
             | RecordsError::NoRecords { file }
             | RecordsError::TooLarge { file, .. } => file,
+            RecordsError::File(e) => e.path().to_str().unwrap_or("<non-UTF-8 path>"),
         }
     }
 
@@ -165,6 +183,7 @@ impl RecordsError {
             RecordsError::NotRiegeli { .. } => Some(0),
             RecordsError::PastEnd { pos, .. } => Some(*pos),
             RecordsError::Io { .. }
+            | RecordsError::File(_)
             | RecordsError::NoRecords { .. }
             | RecordsError::TooLarge { .. } => None,
         }

@@ -77,23 +77,14 @@ impl RecordReader {
     /// Memory-maps the file at `path` and checks its signature.
     pub fn open(path: &Path) -> Result<Self, RecordsError> {
         let name = path.display().to_string();
-        let io = |source| RecordsError::Io {
-            file: name.clone(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        if len == 0 {
+        let data = unbound_io::map_file(path)?;
+        if data.is_empty() {
             return Err(RecordsError::NotRiegeli {
                 file: name,
                 detail: "the file is empty".into(),
             });
         }
-        // SAFETY: the map is read-only; the file must not be truncated or
-        // modified while the reader (or any record it handed out) is alive,
-        // as with every memory-mapped reader.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        Self::from_bytes(Bytes::from_owner(map), name)
+        Self::from_bytes(data, name)
     }
 
     /// Reads from bytes already in memory; `name` is used in errors.

@@ -6,10 +6,12 @@ use std::path::{Path, PathBuf};
 
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use unbound_chunked::{
-    atomic::sync_parent, read_cpb, read_pb, write_message_with_progress, write_split, ChunkedError,
-    ReadMessage, Result, SourceFormat, WireMessage, Written,
+    read_cpb, read_pb, write_message_with_progress, write_split, ChunkedError, ReadMessage, Result,
+    SourceFormat, Written,
 };
+use unbound_io::TempPath;
 use unbound_records::WriterOptions;
+use unbound_wire::WireMessage;
 
 use crate::split::{split_saved_model, SplitContext};
 
@@ -207,24 +209,15 @@ fn write_dir_atomically<T>(
             ),
         ));
     }
-    let tmp = unbound_chunked::atomic::temp_path_for(out);
-    unbound_chunked::atomic::register_temporary(&tmp);
-    let result = (|| {
-        fs::create_dir_all(&tmp).map_err(|e| ChunkedError::io(&tmp, e))?;
-        let value = write_model(&tmp)?;
-        let copied = copy_tree(src, &tmp, true)?;
-        // A fresh fingerprint of the model just written (the old one is not carried over).
-        let fingerprint = crate::fingerprint::fingerprint_dir(&tmp)?;
-        crate::fingerprint::write_fingerprint(&tmp, &fingerprint)?;
-        fs::rename(&tmp, out).map_err(|e| ChunkedError::io(out, e))?;
-        sync_parent(out);
-        Ok((value, copied))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_dir_all(&tmp);
-    }
-    unbound_chunked::atomic::unregister_temporary(&tmp);
-    result
+    let tmp = TempPath::new(out);
+    fs::create_dir_all(tmp.path()).map_err(|e| ChunkedError::io(tmp.path(), e))?;
+    let value = write_model(tmp.path())?;
+    let copied = copy_tree(src, tmp.path(), true)?;
+    // A fresh fingerprint of the model just written (the old one is not carried over).
+    let fingerprint = crate::fingerprint::fingerprint_dir(tmp.path())?;
+    crate::fingerprint::write_fingerprint(tmp.path(), &fingerprint)?;
+    tmp.persist()?;
+    Ok((value, copied))
 }
 
 /// Copies every file under `src` to `dst` (creating directories), skipping the model files and

@@ -4,10 +4,8 @@
 //! - [`dir`]: reading a SavedModel directory (`saved_model.cpb`, then `.pb`, then `.pbtxt`)
 //!   and writing split or merged copies of it.
 
-pub mod bundle;
 pub mod dir;
 pub mod fingerprint;
-pub mod npy;
 pub mod show;
 pub mod split;
 pub mod verify;

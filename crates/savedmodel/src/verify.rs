@@ -20,18 +20,19 @@ use std::sync::Arc;
 use prost::Message as _;
 use prost_reflect::{Kind, MessageDescriptor};
 use unbound_chunked::merger::{FileChunks, MAX_NESTING};
-use unbound_chunked::scalar::{scalar_wire, ScalarWire};
 use unbound_chunked::tags::steps;
-use unbound_chunked::{Merger, Payload, WireMessage, WireValue};
+use unbound_chunked::Merger;
 use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as ChunkType, ChunkMetadata, ChunkedMessage,
 };
 use unbound_proto::tensorflow::{saved_object::Kind as ObjectKind, FingerprintDef, MetaGraphDef};
 use unbound_records::{ChunkSummary, RecordReader};
+use unbound_wire::scalar::{scalar_wire, ScalarWire};
+use unbound_wire::{Payload, WireMessage, WireValue};
 
-use crate::bundle::BundleReader;
 use crate::dir::{model_file, read_text, saved_model_descriptor};
 use crate::show::{objects::checkpoint_keys_by_path, wire};
+use unbound_bundle::BundleReader;
 
 /// One problem found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,10 +184,12 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
         .get(&r.position)
     {
         Some(&len) if len == r.len => Ok(()),
-        _ => Err(unbound_chunked::ChunkedError::metadata(
-            reader.name(),
-            format!("no record of {} bytes at position {}", r.len, r.position),
-        )),
+        other => Err(unbound_wire::WireError::RecordLength {
+            source_name: reader.name().to_string(),
+            position: r.position,
+            actual: other.copied().unwrap_or(0),
+            expected: r.len,
+        }),
     });
     if let Err(e) = encoded {
         report.fault(path, format!("the merged message does not serialize: {e}"));
@@ -451,7 +454,7 @@ fn check_packed(kind: &Kind, p: &Payload) -> Result<(), String> {
     }
     let mut pos = 0;
     while pos < bytes.len() {
-        unbound_chunked::wire::read_varint(&bytes, &mut pos).map_err(|e| e.to_string())?;
+        unbound_wire::codec::read_varint(&bytes, &mut pos).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

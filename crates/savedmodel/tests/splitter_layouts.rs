@@ -4,13 +4,14 @@
 
 use bytes::Bytes;
 use prost::Message;
-use unbound_chunked::{Chunk, MemoryChunks, Merger, SplitOutput, WireMessage};
+use unbound_chunked::{Chunk, MemoryChunks, Merger, SplitOutput};
 use unbound_proto::tensorflow::proto_splitter::field_index::Kind;
 use unbound_proto::tensorflow::{
     attr_value, AttrValue, FunctionDef, FunctionDefLibrary, GradientDef, GraphDef, NodeDef,
     TensorProto,
 };
 use unbound_savedmodel::split::{split_graph_def_root, SplitContext};
+use unbound_wire::WireMessage;
 
 fn graph_desc() -> prost_reflect::MessageDescriptor {
     unbound_proto::descriptor_pool()

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use unbound_savedmodel::bundle::{BundleReader, BundleWriter};
+use unbound_bundle::{BundleReader, BundleWriter};
 use unbound_savedmodel::verify::verify_dir;
 
 fn testdata(name: &str) -> PathBuf {

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use unbound_savedmodel::bundle::{
+use unbound_bundle::npy::{write_npy, NpyOptions};
+use unbound_bundle::{
     display_key, dtype::tf_name, index_path, object_paths, saved_model_prefix, shape_from_proto,
     BundleReader, SliceSpec,
 };
-use unbound_savedmodel::npy::{write_npy, NpyOptions};
 
 use super::CmdResult;
 

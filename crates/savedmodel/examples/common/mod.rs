@@ -11,12 +11,12 @@ use std::io::Write;
 use bytes::Bytes;
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{Payload, WireField, WireMessage, WireValue};
 use unbound_proto::tensorflow::{
     attr_value, meta_graph_def::MetaInfoDef, tensor_info, tensor_shape_proto::Dim, AttrValue,
     DataType, GraphDef, MetaGraphDef, NodeDef, SavedModel, SignatureDef, TensorInfo, TensorProto,
     TensorShapeProto, VersionDef,
 };
+use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
 pub type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
 

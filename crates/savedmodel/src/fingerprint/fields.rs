@@ -5,8 +5,9 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use unbound_chunked::wire::{read_field, WireType};
-use unbound_chunked::{ChunkedError, Payload, Result, WireMessage, WireValue};
+use unbound_chunked::{ChunkedError, Result};
+use unbound_wire::codec::{read_field, WireType};
+use unbound_wire::{Payload, WireMessage, WireValue};
 
 use super::rope::Rope;
 
@@ -40,7 +41,7 @@ pub enum Val<'s> {
     Group(&'s [u8]),
 }
 
-fn wire_error(error: unbound_chunked::WireError) -> ChunkedError {
+fn wire_error(error: unbound_wire::DecodeError) -> ChunkedError {
     ChunkedError::Wire {
         source_name: "message being fingerprinted".to_string(),
         error,

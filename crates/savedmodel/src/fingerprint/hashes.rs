@@ -2,7 +2,7 @@
 //! signatures and object graph, each serialized deterministically.
 
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{WireField, WireMessage};
+use unbound_wire::{WireField, WireMessage};
 
 use super::canonical::Encoder;
 use super::farmhash::{fingerprint64, fingerprint_cat64};

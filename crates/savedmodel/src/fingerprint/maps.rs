@@ -3,7 +3,8 @@
 
 use prost_reflect::Kind;
 use std::borrow::Cow;
-use unbound_chunked::{Payload, Result, WireValue};
+use unbound_chunked::Result;
+use unbound_wire::{Payload, WireValue};
 
 use super::fields::{scan, Val};
 use super::layout::MapInfo;

@@ -25,9 +25,10 @@ mod wire_values;
 use std::path::{Path, PathBuf};
 
 use prost::Message as _;
-use unbound_chunked::{ChunkedError, WireMessage};
+use unbound_chunked::ChunkedError;
 pub use unbound_proto::tensorflow::FingerprintDef;
 use unbound_proto::tensorflow::VersionDef;
+use unbound_wire::WireMessage;
 
 use self::canonical::{Encoder, Source};
 
@@ -47,6 +48,9 @@ pub enum FingerprintError {
     /// The model could not be read.
     #[error(transparent)]
     Read(#[from] ChunkedError),
+    /// A message of the model is malformed.
+    #[error(transparent)]
+    Message(#[from] unbound_wire::WireError),
     /// The model holds something TensorFlow's fingerprinting refuses (or crashes on).
     #[error("{}: {fault}", path.display())]
     Model {
@@ -61,6 +65,7 @@ impl From<FingerprintError> for ChunkedError {
     fn from(e: FingerprintError) -> Self {
         match e {
             FingerprintError::Read(e) => e,
+            FingerprintError::Message(e) => ChunkedError::Message(e),
             FingerprintError::Model { path, fault } => ChunkedError::io(
                 path,
                 std::io::Error::new(
@@ -181,7 +186,7 @@ pub fn encode_fingerprint(def: &FingerprintDef) -> Result<Vec<u8>> {
 pub fn write_fingerprint(dir: &Path, def: &FingerprintDef) -> Result<()> {
     let bytes = encode_fingerprint(def)?;
     let path = dir.join(FINGERPRINT_FILE);
-    unbound_chunked::atomic::write_atomically(&path, |out| {
+    unbound_io::write_atomically(&path, |out| {
         std::io::Write::write_all(out, &bytes).map_err(|e| ChunkedError::io(&path, e))
     })?;
     Ok(())

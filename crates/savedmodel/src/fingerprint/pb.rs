@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use unbound_chunked::{read::map_file, ChunkedError, WireMessage};
+use unbound_chunked::ChunkedError;
+use unbound_io::map_file;
+use unbound_wire::WireMessage;
 
 use super::canonical::{Encoder, Source};
 use super::farmhash::fingerprint_cat64;
@@ -22,7 +24,7 @@ use super::{Hashes, Result};
 /// - `saved_object_graph_hash`: see [`object_graph_hash`].
 pub fn hashes(pb_file: &Path) -> Result<Hashes> {
     let desc = descriptor("tensorflow.SavedModel")?;
-    let bytes = map_file(pb_file)?;
+    let bytes = map_file(pb_file).map_err(ChunkedError::from)?;
     let model =
         WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
             source_name: pb_file.display().to_string(),

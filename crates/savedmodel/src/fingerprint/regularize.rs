@@ -15,8 +15,8 @@
 
 use bytes::Bytes;
 use prost::Message as _;
-use unbound_chunked::{WireField, WireMessage, WireValue};
 use unbound_proto::tensorflow::{attr_value::Value, AttrValue};
+use unbound_wire::{WireField, WireMessage, WireValue};
 
 use super::fields::{last_bytes, Source, Val};
 use super::{model_fault, Result};
@@ -57,7 +57,7 @@ pub fn simple_delete(graph: &mut WireMessage) -> Result<()> {
     for number in [GRAPH_LIBRARY, GRAPH_VERSIONS] {
         fields.push(WireField {
             number,
-            value: WireValue::Bytes(unbound_chunked::Payload::Inline(Bytes::new())),
+            value: WireValue::Bytes(unbound_wire::Payload::Inline(Bytes::new())),
         });
     }
     graph.fields = fields;
@@ -238,7 +238,7 @@ fn message_field(number: u32, fields: Vec<WireField>) -> WireField {
 fn bytes_field(number: u32, value: Bytes) -> WireField {
     WireField {
         number,
-        value: WireValue::Bytes(unbound_chunked::Payload::Inline(value)),
+        value: WireValue::Bytes(unbound_wire::Payload::Inline(value)),
     }
 }
 

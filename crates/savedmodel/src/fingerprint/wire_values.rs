@@ -2,8 +2,8 @@
 //! reads (varints by type, packed runs), and how it writes scalars and unknown fields.
 
 use prost_reflect::{FieldDescriptor, Kind};
-use unbound_chunked::wire::read_varint;
 use unbound_chunked::{ChunkedError, Result};
+use unbound_wire::codec::read_varint;
 
 use super::fields::Val;
 use super::rope::Rope;
@@ -81,7 +81,7 @@ pub(super) fn fits(class: Class, list: bool, value: Val<'_>) -> bool {
 fn packed_error(fault: impl Into<String>) -> ChunkedError {
     ChunkedError::Wire {
         source_name: "packed field being fingerprinted".to_string(),
-        error: unbound_chunked::WireError::new(0, fault),
+        error: unbound_wire::DecodeError::new(0, fault),
     }
 }
 

@@ -7,7 +7,7 @@ use unbound_proto::tensorflow::TrackableObjectGraph;
 
 use super::signature::{dims, dtype_name};
 use super::{CheckpointInfo, CheckpointKey};
-use crate::bundle::{display_key, BundleReader};
+use unbound_bundle::{display_key, BundleReader};
 
 /// What `show` reads from the checkpoint.
 pub struct Checkpoint {

@@ -3,7 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use unbound_chunked::{Result, WireMessage};
+use unbound_chunked::Result;
+use unbound_wire::WireMessage;
 
 use super::load_order::load_order;
 use super::wire::{messages, string, varint};

@@ -4,11 +4,12 @@
 use std::path::Path;
 
 use prost::Message as _;
-use unbound_chunked::{merger::MAX_NESTING, ChunkedError, FileChunks, Merger, Result, WireMessage};
+use unbound_chunked::{merger::MAX_NESTING, ChunkedError, FileChunks, Merger, Result};
 use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as ChunkType, ChunkInfo, ChunkedField, ChunkedMessage,
 };
 use unbound_proto::tensorflow::MetaGraphDef;
+use unbound_wire::WireMessage;
 
 use super::{graph, objects, signature, wire, AssetInfo, MetaGraphInfo};
 use crate::dir::{model_file, read_text, saved_model_descriptor};

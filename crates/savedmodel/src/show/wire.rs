@@ -3,7 +3,8 @@
 
 use std::borrow::Cow;
 
-use unbound_chunked::{ChunkedError, Payload, Result, WireMessage, WireValue};
+use unbound_chunked::{ChunkedError, Result};
+use unbound_wire::{Payload, WireMessage, WireValue};
 
 /// The occurrences of message field `number`, each expanded (borrowed) or parsed from its
 /// bytes (one level; its own nested messages stay bytes).
@@ -70,5 +71,5 @@ pub fn encode_without(m: &WireMessage, skip: u32) -> Result<Vec<u8>> {
             .collect(),
         descriptor: None,
     };
-    rest.to_vec()
+    Ok(rest.to_vec()?)
 }

@@ -1,7 +1,8 @@
 //! `GraphDefSplitter`.
 
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{navigate::message_type, Chunk, PathElem, Result, Scope, WireMessage};
+use unbound_chunked::{Chunk, PathElem, Result, Scope};
+use unbound_wire::{navigate::message_type, WireMessage};
 
 use super::nodes::{constant_splitter, function_splitter, large_message_splitter};
 use super::repeated::{split_repeated, ElementSplitter};

@@ -3,11 +3,9 @@
 use bytes::Bytes;
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{
-    navigate::message_type, Chunk, KeyValue, PathElem, Payload, Result, Scope, WireMessage,
-    WireValue,
-};
+use unbound_chunked::{Chunk, KeyValue, PathElem, Result, Scope};
 use unbound_proto::tensorflow::TensorProto;
+use unbound_wire::{navigate::message_type, Payload, WireMessage, WireValue};
 
 use super::repeated::{split_repeated, ElementSplitter};
 use super::{field, typed_values_to_bytes, SplitContext};

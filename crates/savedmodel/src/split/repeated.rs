@@ -3,7 +3,8 @@
 //! the running size reaches the maximum.
 
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{Chunk, PathElem, Result, Scope, WireField, WireMessage};
+use unbound_chunked::{Chunk, PathElem, Result, Scope};
+use unbound_wire::{WireField, WireMessage};
 
 use super::SplitContext;
 
@@ -24,7 +25,7 @@ pub fn split_repeated(
     ctx: &mut SplitContext,
 ) -> Result<i64> {
     let fd = super::field(parent_desc, field_name)?;
-    let elem_desc = unbound_chunked::navigate::message_type(&fd)?;
+    let elem_desc = unbound_wire::navigate::message_type(&fd)?;
     let max = ctx.max_size as i64;
     let positions = parent.positions(fd.number());
     let mut total_size_diff: i64 = 0;
@@ -88,8 +89,8 @@ pub fn split_repeated(
 /// Bytes of a field occurrence that are key and length prefix rather than the element itself.
 pub fn framing_len(field: &WireField) -> i64 {
     let body = match &field.value {
-        unbound_chunked::WireValue::Bytes(p) => p.len(),
-        unbound_chunked::WireValue::Message(m) => m.encoded_len(),
+        unbound_wire::WireValue::Bytes(p) => p.len(),
+        unbound_wire::WireValue::Message(m) => m.encoded_len(),
         _ => return 0,
     };
     field.encoded_len() as i64 - body as i64

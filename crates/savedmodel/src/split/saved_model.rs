@@ -1,9 +1,8 @@
 //! `SavedModelSplitter`.
 
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{
-    navigate::message_type, Chunk, ChunkSink, PathElem, Result, SplitOutput, WireMessage,
-};
+use unbound_chunked::{Chunk, ChunkSink, PathElem, Result, SplitOutput};
+use unbound_wire::{navigate::message_type, WireMessage};
 
 use super::{field, split_graph_def, SplitContext};
 

@@ -1,0 +1,345 @@
+//! NumPy `.npy` (format version 1.0) output of bundle tensors.
+//!
+//! Numeric tensors are written with their little-endian NumPy dtype (`<f4`, `<i8`, `|b1`,
+//! `<f2` for float16, `<c8`/`<c16` for complex, ...), streamed from the mapped data file in
+//! 1 MiB pieces with the checksum verified on the way. Where NumPy has no dtype:
+//!
+//! - **bfloat16** is widened to `<f4`, which is exact (every bfloat16 is a float32 whose
+//!   low 16 bits are zero; NaN payloads and signed zeros are kept). With
+//!   [`NpyOptions::raw_bits`] the stored bits are written as `<u2` instead.
+//! - **float8 / float4 / int4 / uint4 / int2 / uint2** are refused unless
+//!   [`NpyOptions::raw_bits`], which writes each element's stored byte as `|u1`.
+//! - **qint8 / quint8 / qint16 / quint16 / qint32** are written as their storage integers
+//!   (`|i1`, `|u1`, `<i2`, `<u2`, `<i4`).
+//! - **strings** become a fixed-width byte-string array `|S<n>` (n the longest element, at
+//!   least 1; no Python objects needed to load it), each element padded with zero bytes.
+//!   NumPy drops trailing zero bytes when it reads such an element back, so a tensor with an
+//!   element ending in a zero byte is refused rather than silently changed, as is one whose
+//!   padding would more than quadruple its size (beyond 64 MiB).
+//! - variant and resource tensors are refused.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use unbound_io::TempPath;
+use unbound_proto::tensorflow::DataType;
+
+use crate::dtype::tf_name;
+use crate::{display_key, BundleError, BundleReader, TensorData, CHUNK_SIZE};
+
+/// Choices for types NumPy has no dtype for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NpyOptions {
+    /// Write bfloat16 as its `<u2` bits (instead of widening to `<f4`), and float8, float4
+    /// and sub-byte integers as their stored bytes (`|u1`) instead of refusing them.
+    pub raw_bits: bool,
+}
+
+/// What was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpyInfo {
+    /// The NumPy dtype descriptor, e.g. `<f4`.
+    pub descr: String,
+    /// The array shape.
+    pub shape: Vec<i64>,
+    /// Size of the `.npy` file in bytes.
+    pub file_bytes: u64,
+    /// A note on a conversion made, if any.
+    pub note: Option<String>,
+}
+
+/// Why a tensor could not be written as `.npy`.
+#[derive(Debug, thiserror::Error)]
+pub enum NpyError {
+    /// Reading the tensor failed.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// The tensor has no `.npy` form under the chosen options.
+    #[error("tensor {key}: {what}")]
+    Unsupported {
+        /// The tensor key.
+        key: String,
+        /// Why.
+        what: String,
+    },
+    /// Writing the output failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The output file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+/// How a dtype is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// The stored bytes as they are, under this descriptor.
+    Copy(&'static str),
+    /// bfloat16 widened to float32.
+    Bf16ToF32,
+    /// Fixed-width byte strings.
+    Strings,
+}
+
+fn layout(dtype: i32, opts: NpyOptions) -> Result<Layout, String> {
+    use DataType::*;
+    let dt = DataType::try_from(dtype).map_err(|_| format!("unknown dtype {dtype}"))?;
+    Ok(Layout::Copy(match dt {
+        DtFloat => "<f4",
+        DtDouble => "<f8",
+        DtHalf => "<f2",
+        DtInt8 | DtQint8 => "|i1",
+        DtUint8 | DtQuint8 => "|u1",
+        DtInt16 | DtQint16 => "<i2",
+        DtUint16 | DtQuint16 => "<u2",
+        DtInt32 | DtQint32 => "<i4",
+        DtUint32 => "<u4",
+        DtInt64 => "<i8",
+        DtUint64 => "<u8",
+        DtBool => "|b1",
+        DtComplex64 => "<c8",
+        DtComplex128 => "<c16",
+        DtBfloat16 if opts.raw_bits => "<u2",
+        DtBfloat16 => return Ok(Layout::Bf16ToF32),
+        DtString => return Ok(Layout::Strings),
+        DtFloat8E5m2 | DtFloat8E4m3fn | DtFloat8E4m3fnuz | DtFloat8E4m3b11fnuz
+        | DtFloat8E5m2fnuz | DtInt4 | DtUint4 | DtInt2 | DtUint2 | DtFloat4E2m1fn => {
+            if opts.raw_bits {
+                "|u1"
+            } else {
+                return Err(format!(
+                    "{} has no NumPy dtype; use raw bits (--raw-bits) to write its stored bytes as uint8",
+                    tf_name(dtype)
+                ));
+            }
+        }
+        _ => return Err(format!("{} tensors have no .npy form", tf_name(dtype))),
+    }))
+}
+
+/// The `.npy` v1.0 header for an array of `descr` and `shape`, padded so the data starts at
+/// a multiple of 64 bytes.
+pub fn header(descr: &str, shape: &[i64]) -> Result<Vec<u8>, String> {
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    let shape = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let unpadded = 10 + dict.len() + 1;
+    dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    dict.push('\n');
+    let len = u16::try_from(dict.len()).map_err(|_| "shape too long for a .npy v1.0 header")?;
+    let mut out = Vec::with_capacity(10 + dict.len());
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    Ok(out)
+}
+
+/// Writes tensor `key` as `.npy` to `out` (streamed; nothing buffered beyond a piece).
+/// `out_name` names the output in errors. Returns what was written; on error, `out` holds a
+/// partial file.
+pub fn write_npy_to(
+    reader: &BundleReader,
+    key: &[u8],
+    out: &mut dyn Write,
+    opts: NpyOptions,
+    out_name: &Path,
+) -> Result<NpyInfo, NpyError> {
+    write_impl(reader, key, out, opts, out_name)
+}
+
+fn write_impl(
+    reader: &BundleReader,
+    key: &[u8],
+    out: &mut dyn Write,
+    opts: NpyOptions,
+    out_name: &Path,
+) -> Result<NpyInfo, NpyError> {
+    let unsupported = |what: String| NpyError::Unsupported {
+        key: display_key(key),
+        what,
+    };
+    let entry = reader.entry(key).ok_or_else(|| BundleError::NotFound {
+        file: reader.index_path().to_path_buf(),
+        key: display_key(key),
+    })?;
+    let shape = reader.entry_shape(key, entry)?;
+    let io = |e| NpyError::Io {
+        path: out_name.to_path_buf(),
+        source: e,
+    };
+    let lay = layout(entry.dtype, opts).map_err(unsupported)?;
+    let (descr, note, strings) = match lay {
+        Layout::Copy(d) => (d.to_string(), None, None),
+        Layout::Bf16ToF32 => (
+            "<f4".to_string(),
+            Some("bfloat16 widened exactly to float32".to_string()),
+            None,
+        ),
+        Layout::Strings => {
+            let t = reader.read(key)?;
+            let TensorData::Strings(values) = t.data else {
+                return Err(unsupported("string tensor without strings".into()));
+            };
+            let width = check_strings(&values).map_err(unsupported)?;
+            (format!("|S{width}"), None, Some((values, width)))
+        }
+    };
+    let head = header(&descr, &shape).map_err(unsupported)?;
+    out.write_all(&head).map_err(io)?;
+    let mut written = head.len() as u64;
+    match (lay, strings) {
+        (Layout::Strings, Some((values, width))) => {
+            let mut out = BufWriter::with_capacity(CHUNK_SIZE, &mut *out);
+            let zeros = vec![0u8; width];
+            for v in &values {
+                out.write_all(v).map_err(io)?;
+                out.write_all(&zeros[v.len()..]).map_err(io)?;
+                written += width as u64;
+            }
+            out.flush().map_err(io)?;
+        }
+        (Layout::Bf16ToF32, _) => {
+            let mut wide = Vec::with_capacity(2 * CHUNK_SIZE);
+            written += reader.for_each_raw_chunk(key, |piece| {
+                wide.clear();
+                wide.extend(piece.chunks_exact(2).flat_map(|b| [0, 0, b[0], b[1]]));
+                out.write_all(&wide).map_err(io)
+            })? * 2;
+        }
+        _ => {
+            written += reader.for_each_raw_chunk(key, |piece| out.write_all(piece).map_err(io))?;
+        }
+    }
+    Ok(NpyInfo {
+        descr,
+        shape,
+        file_bytes: written,
+        note,
+    })
+}
+
+/// The fixed width of a string tensor's `|S` array, or why it cannot be one.
+fn check_strings(values: &[Bytes]) -> Result<usize, String> {
+    let width = values.iter().map(Bytes::len).max().unwrap_or(0).max(1);
+    if let Some(i) = values.iter().position(|v| v.last() == Some(&0)) {
+        return Err(format!(
+            "string element {i} ends with a zero byte, which NumPy's fixed-width |S type drops on reading; refusing to write a changed value"
+        ));
+    }
+    let stored: u64 = values.iter().map(|v| v.len() as u64).sum();
+    let padded = (width as u64).saturating_mul(values.len() as u64);
+    if padded > (4 * stored).max(64 << 20) {
+        return Err(format!(
+            "as fixed-width |S{width} the {} strings would take {padded} bytes for {stored} bytes of data; refusing",
+            values.len()
+        ));
+    }
+    Ok(width)
+}
+
+/// Writes tensor `key` as `.npy` to `path` atomically: a temporary file beside it, synced,
+/// then renamed; nothing is left at `path` (or beside it) on error.
+pub fn write_npy(
+    reader: &BundleReader,
+    key: &[u8],
+    path: &Path,
+    opts: NpyOptions,
+) -> Result<NpyInfo, NpyError> {
+    let io = |e| NpyError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let tmp = TempPath::new(path);
+    let file = File::create(tmp.path()).map_err(io)?;
+    // Pieces of CHUNK_SIZE pass straight through; the header and padded strings gather.
+    let mut out = BufWriter::with_capacity(CHUNK_SIZE, file);
+    let info = write_impl(reader, key, &mut out, opts, path)?;
+    let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    tmp.persist().map_err(|e| match e {
+        unbound_io::IoError::Os { source, .. } => io(source),
+        other => io(std::io::Error::other(other.to_string())),
+    })?;
+    Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_match_numpy() {
+        // What numpy.save writes for these arrays (format 1.0, 64-byte alignment).
+        let h = header("<f4", &[4, 3]).unwrap();
+        assert_eq!(h.len(), 128);
+        assert_eq!(&h[..10], b"\x93NUMPY\x01\x00\x76\x00");
+        let text = std::str::from_utf8(&h[10..]).unwrap();
+        assert!(text.starts_with("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }"));
+        assert!(text.ends_with(" \n"));
+        let h = header("|b1", &[5]).unwrap();
+        assert!(std::str::from_utf8(&h[10..])
+            .unwrap()
+            .contains("'shape': (5,), }"));
+        let h = header("<i8", &[]).unwrap();
+        assert!(std::str::from_utf8(&h[10..])
+            .unwrap()
+            .contains("'shape': (), }"));
+        assert_eq!(h.len() % 64, 0);
+        assert!(header("<f4", &vec![1; 30000]).is_err());
+    }
+
+    #[test]
+    fn layouts() {
+        let raw = NpyOptions { raw_bits: true };
+        let def = NpyOptions::default();
+        assert_eq!(
+            layout(DataType::DtHalf as i32, def),
+            Ok(Layout::Copy("<f2"))
+        );
+        assert_eq!(
+            layout(DataType::DtBfloat16 as i32, def),
+            Ok(Layout::Bf16ToF32)
+        );
+        assert_eq!(
+            layout(DataType::DtBfloat16 as i32, raw),
+            Ok(Layout::Copy("<u2"))
+        );
+        assert!(layout(DataType::DtFloat8E4m3fn as i32, def)
+            .unwrap_err()
+            .contains("--raw-bits"));
+        assert_eq!(
+            layout(DataType::DtFloat8E4m3fn as i32, raw),
+            Ok(Layout::Copy("|u1"))
+        );
+        assert!(layout(DataType::DtVariant as i32, raw).is_err());
+        assert!(layout(DataType::DtResource as i32, raw).is_err());
+        assert!(layout(12345, raw).is_err());
+    }
+
+    #[test]
+    fn string_widths() {
+        let v = |s: &[&[u8]]| {
+            s.iter()
+                .map(|x| Bytes::copy_from_slice(x))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(check_strings(&v(&[b"ab", b"", b"\x00x"])), Ok(2));
+        assert_eq!(check_strings(&v(&[b"", b""])), Ok(1));
+        assert_eq!(check_strings(&[]), Ok(1));
+        assert!(check_strings(&v(&[b"a\x00"]))
+            .unwrap_err()
+            .contains("zero byte"));
+        let ragged: Vec<Bytes> = std::iter::once(Bytes::from(vec![b'x'; 1 << 20]))
+            .chain(std::iter::repeat_n(Bytes::from_static(b"y"), 1000))
+            .collect();
+        assert!(check_strings(&ragged).unwrap_err().contains("refusing"));
+    }
+}

@@ -1,0 +1,35 @@
+//! `unbound-io`: how every unbound crate reads and writes files.
+//!
+//! Two rules live here, once, so that no crate re-implements them:
+//!
+//! - **Input is memory-mapped** ([`map_file`]): a model file becomes a [`bytes::Bytes`] whose
+//!   slices are handed out without copying. Only regular files are mapped; a FIFO, a device or a
+//!   directory is refused by name before it is opened, so a command never blocks on a pipe or
+//!   reads `/dev/zero` forever.
+//! - **Output is atomic** ([`write_atomically`], [`TempPath`]): bytes go to a temporary name
+//!   beside the target, are synced, then renamed into place. A crash, a signal or an error never
+//!   leaves a partial file under the final name. Temporaries in progress are registered, so a
+//!   signal handler can remove them ([`remove_temporaries`]).
+//!
+//! ```
+//! use std::io::Write;
+//! # let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("out.bin");
+//! unbound_io::write_atomically(&path, |out| {
+//!     out.write_all(b"hello").map_err(unbound_io::io_err(&path))
+//! })?;
+//! assert_eq!(&unbound_io::map_file(&path)?[..], b"hello");
+//! # Ok::<(), unbound_io::IoError>(())
+//! ```
+//!
+//! Errors are [`IoError`]s naming the path; each crate above wraps them with `#[from]`.
+
+mod atomic;
+mod error;
+mod map;
+
+pub use atomic::{
+    remove_temporaries, sync_parent, temp_path_for, write_atomically, TempPath, BUFFER_SIZE,
+};
+pub use error::{io_err, IoError};
+pub use map::{map_file, regular_file_len};

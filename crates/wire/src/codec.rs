@@ -1,0 +1,303 @@
+//! Protobuf wire-format primitives: varints, keys and the shallow scan of one message level.
+//!
+//! Everything here works on untrusted bytes: every length is checked against what remains
+//! before it is used, and errors carry the byte offset where the fault was found.
+
+use crate::error::DecodeError;
+
+/// Protobuf wire types (the low three bits of a field key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireType {
+    /// 0: base-128 varint.
+    Varint,
+    /// 1: eight little-endian bytes.
+    Fixed64,
+    /// 2: a varint length followed by that many bytes.
+    Len,
+    /// 3: start of a (deprecated) group.
+    StartGroup,
+    /// 4: end of a group.
+    EndGroup,
+    /// 5: four little-endian bytes.
+    Fixed32,
+}
+
+impl WireType {
+    /// Decodes the wire type from the low bits of a key.
+    pub fn from_bits(bits: u64) -> Option<Self> {
+        Some(match bits {
+            0 => Self::Varint,
+            1 => Self::Fixed64,
+            2 => Self::Len,
+            3 => Self::StartGroup,
+            4 => Self::EndGroup,
+            5 => Self::Fixed32,
+            _ => return None,
+        })
+    }
+
+    /// The numeric value written in a key.
+    pub fn bits(self) -> u64 {
+        match self {
+            Self::Varint => 0,
+            Self::Fixed64 => 1,
+            Self::Len => 2,
+            Self::StartGroup => 3,
+            Self::EndGroup => 4,
+            Self::Fixed32 => 5,
+        }
+    }
+}
+
+/// Largest field number protobuf allows.
+pub const MAX_FIELD_NUMBER: u32 = (1 << 29) - 1;
+
+/// Nesting limit for groups inside one scanned level (protobuf's own default recursion limit).
+pub const MAX_GROUP_DEPTH: usize = 100;
+
+/// Reads a varint at `*pos`, advancing `pos`.
+pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
+    let start = *pos;
+    let mut value: u64 = 0;
+    for shift in (0..70).step_by(7) {
+        let Some(&byte) = buf.get(*pos) else {
+            return Err(DecodeError::new(start, "truncated varint"));
+        };
+        *pos += 1;
+        if shift == 63 && byte > 1 {
+            return Err(DecodeError::new(start, "varint overflows 64 bits"));
+        }
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err(DecodeError::new(start, "varint longer than 10 bytes"))
+}
+
+/// Appends `value` as a varint.
+pub fn put_varint(mut value: u64, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Number of bytes `value` takes as a varint.
+pub fn varint_len(value: u64) -> u64 {
+    // ceil(bits / 7) with a minimum of one byte.
+    let bits = 64 - (value | 1).leading_zeros() as u64;
+    bits.div_ceil(7)
+}
+
+/// Encodes a field key.
+pub fn put_key(number: u32, wire_type: WireType, out: &mut Vec<u8>) {
+    put_varint((u64::from(number) << 3) | wire_type.bits(), out);
+}
+
+/// Size of an encoded key.
+pub fn key_len(number: u32) -> u64 {
+    varint_len(u64::from(number) << 3)
+}
+
+/// One field as found by [`scan`]: its number, wire type, and where its value lies in the buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct RawField {
+    /// Field number.
+    pub number: u32,
+    /// Wire type of the key.
+    pub wire_type: WireType,
+    /// For varints, the decoded value; otherwise 0.
+    pub varint: u64,
+    /// Byte range of the value: the fixed bytes, the length-delimited payload (without its
+    /// length prefix), or a group's contents (without start and end keys).
+    pub start: usize,
+    /// End of the value range (exclusive).
+    pub end: usize,
+}
+
+/// Reads the key and value of the field starting at `*pos`, advancing `pos` past it.
+pub fn read_field(buf: &[u8], pos: &mut usize) -> Result<RawField, DecodeError> {
+    let key_at = *pos;
+    let key = read_varint(buf, pos)?;
+    let wire_type = WireType::from_bits(key & 7)
+        .ok_or_else(|| DecodeError::new(key_at, format!("invalid wire type {}", key & 7)))?;
+    let number = key >> 3;
+    if number == 0 || number > u64::from(MAX_FIELD_NUMBER) {
+        return Err(DecodeError::new(
+            key_at,
+            format!("invalid field number {number}"),
+        ));
+    }
+    let number = number as u32;
+    let remaining = buf.len() - *pos;
+    let mut varint = 0;
+    let (start, end) = match wire_type {
+        WireType::Varint => {
+            let start = *pos;
+            varint = read_varint(buf, pos)?;
+            (start, *pos)
+        }
+        WireType::Fixed64 | WireType::Fixed32 => {
+            let width = if wire_type == WireType::Fixed64 { 8 } else { 4 };
+            if remaining < width {
+                return Err(DecodeError::new(
+                    *pos,
+                    format!("truncated {width}-byte value of field {number}"),
+                ));
+            }
+            let start = *pos;
+            *pos += width;
+            (start, *pos)
+        }
+        WireType::Len => {
+            let len_at = *pos;
+            let len = read_varint(buf, pos)?;
+            let available = (buf.len() - *pos) as u64;
+            if len > available {
+                return Err(DecodeError::new(
+                    len_at,
+                    format!("field {number} claims {len} bytes but only {available} remain"),
+                ));
+            }
+            let start = *pos;
+            *pos += len as usize;
+            (start, *pos)
+        }
+        WireType::StartGroup => {
+            let start = *pos;
+            let end = skip_group(buf, pos, number, 1)?;
+            (start, end)
+        }
+        WireType::EndGroup => {
+            return Err(DecodeError::new(
+                key_at,
+                format!("unexpected end-group key for field {number}"),
+            ))
+        }
+    };
+    Ok(RawField {
+        number,
+        wire_type,
+        varint,
+        start,
+        end,
+    })
+}
+
+/// Skips a group's contents; returns the offset where its end key starts and leaves `pos`
+/// after the end key.
+fn skip_group(
+    buf: &[u8],
+    pos: &mut usize,
+    number: u32,
+    depth: usize,
+) -> Result<usize, DecodeError> {
+    if depth > MAX_GROUP_DEPTH {
+        return Err(DecodeError::new(*pos, "groups nested too deeply"));
+    }
+    loop {
+        if *pos >= buf.len() {
+            return Err(DecodeError::new(
+                *pos,
+                format!("unterminated group {number}"),
+            ));
+        }
+        let key_at = *pos;
+        let key = read_varint(buf, pos)?;
+        if key & 7 == 4 {
+            if (key >> 3) as u32 != number || key >> 3 > u64::from(MAX_FIELD_NUMBER) {
+                return Err(DecodeError::new(key_at, "mismatched end-group key"));
+            }
+            return Ok(key_at);
+        }
+        *pos = key_at;
+        read_field_nested(buf, pos, depth)?;
+    }
+}
+
+/// Like [`read_field`], but tracks group depth.
+fn read_field_nested(buf: &[u8], pos: &mut usize, depth: usize) -> Result<(), DecodeError> {
+    let key_at = *pos;
+    let key = read_varint(buf, pos)?;
+    if key & 7 == 3 {
+        let number = (key >> 3) as u32;
+        skip_group(buf, pos, number, depth + 1)?;
+        return Ok(());
+    }
+    *pos = key_at;
+    read_field(buf, pos).map(|_| ())
+}
+
+/// Scans one level of a message, calling `visit` for each field in wire order.
+pub fn scan(
+    buf: &[u8],
+    mut visit: impl FnMut(RawField) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
+    let mut pos = 0;
+    while pos < buf.len() {
+        let field = read_field(buf, &mut pos)?;
+        visit(field)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_round_trip_and_length() {
+        for v in [0u64, 1, 127, 128, 300, 1 << 35, u64::MAX] {
+            let mut out = Vec::new();
+            put_varint(v, &mut out);
+            assert_eq!(out.len() as u64, varint_len(v), "len of {v}");
+            let mut pos = 0;
+            assert_eq!(read_varint(&out, &mut pos).unwrap(), v);
+            assert_eq!(pos, out.len());
+        }
+    }
+
+    #[test]
+    fn overlong_and_truncated_varints_are_errors() {
+        let mut pos = 0;
+        assert!(read_varint(&[0x80, 0x80], &mut pos).is_err());
+        let mut pos = 0;
+        assert!(read_varint(&[0xff; 11], &mut pos).is_err());
+        let mut pos = 0;
+        // 10th byte may only carry one bit.
+        let mut bytes = vec![0xff; 9];
+        bytes.push(0x02);
+        assert!(read_varint(&bytes, &mut pos).is_err());
+    }
+
+    #[test]
+    fn length_beyond_buffer_is_an_error() {
+        // field 1, wire type 2, length 5, but only 2 bytes follow.
+        let err = scan(&[0x0a, 0x05, 1, 2], |_| Ok(())).unwrap_err();
+        assert_eq!(err.offset, 1);
+        assert!(err.fault.contains("claims 5 bytes"));
+    }
+
+    #[test]
+    fn groups_are_skipped_whole() {
+        // field 2 start group, field 1 varint 7, field 2 end group, field 3 varint 1
+        let buf = [0x13, 0x08, 0x07, 0x14, 0x18, 0x01];
+        let mut seen = Vec::new();
+        scan(&buf, |f| {
+            seen.push((f.number, f.wire_type, f.start, f.end));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            vec![(2, WireType::StartGroup, 1, 3), (3, WireType::Varint, 5, 6)]
+        );
+    }
+
+    #[test]
+    fn field_number_zero_is_rejected() {
+        assert!(scan(&[0x00, 0x01], |_| Ok(())).is_err());
+    }
+}

@@ -1,0 +1,424 @@
+//! [`WireMessage`]: a protobuf message held at the wire level.
+//!
+//! A message is its fields in wire order. Length-delimited values stay as byte slices
+//! ([`Payload`]) until something needs to look inside them; only then are they expanded into a
+//! nested [`WireMessage`]. This keeps every field the schema does not know (losslessness), lets
+//! multi-gigabyte `bytes` values stay slices of a mapped file or lazy references to Riegeli
+//! records (zero copy), and makes merging a chunk into a message an append of its fields, which
+//! is exactly protobuf's `MergeFromString` semantics.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use prost_reflect::MessageDescriptor;
+use unbound_records::RecordReader;
+
+use unbound_io::IoError;
+
+use crate::codec::{self, key_len, put_key, put_varint, varint_len, WireType};
+use crate::error::{DecodeError, Result, WireError};
+
+/// A length-delimited value that has not been expanded.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    /// Bytes in memory (often a slice of a mapped file or of a decompressed chunk).
+    Inline(Bytes),
+    /// A record of a Riegeli file, read only when the value is written or inspected.
+    Record(RecordRef),
+}
+
+/// A lazy reference to one record of a Riegeli file.
+#[derive(Clone, Debug)]
+pub struct RecordRef {
+    /// The file.
+    pub reader: Arc<RecordReader>,
+    /// Numeric record position.
+    pub position: u64,
+    /// Record length, known without decompressing it.
+    pub len: u64,
+}
+
+impl Payload {
+    /// Length of the value in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Payload::Inline(b) => b.len() as u64,
+            Payload::Record(r) => r.len,
+        }
+    }
+
+    /// Whether the value is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value's bytes, reading the record if it is lazy.
+    pub fn bytes(&self) -> Result<Bytes> {
+        match self {
+            Payload::Inline(b) => Ok(b.clone()),
+            Payload::Record(r) => {
+                let (_, bytes) = r.reader.read_record_at(r.position)?;
+                check_record_len(r, bytes.len() as u64)?;
+                Ok(bytes)
+            }
+        }
+    }
+
+    /// Writes the value's bytes to `out`, streaming lazy records.
+    pub fn write_to(&self, out: &mut dyn Write) -> Result<()> {
+        match self {
+            Payload::Inline(b) => out
+                .write_all(b)
+                .map_err(|e| IoError::os("<output>", e).into()),
+            Payload::Record(r) => {
+                let written = r.reader.copy_record_to(r.position, out)?;
+                check_record_len(r, written)
+            }
+        }
+    }
+}
+
+/// Fails unless a record turned out as long as its chunk said.
+pub fn check_record_len(r: &RecordRef, actual: u64) -> Result<()> {
+    if actual == r.len {
+        return Ok(());
+    }
+    Err(WireError::RecordLength {
+        source_name: r.reader.name().to_string(),
+        position: r.position,
+        actual,
+        expected: r.len,
+    })
+}
+
+/// One field occurrence.
+#[derive(Clone, Debug)]
+pub struct WireField {
+    /// Field number.
+    pub number: u32,
+    /// The value.
+    pub value: WireValue,
+}
+
+/// A field value at the wire level.
+#[derive(Clone, Debug)]
+pub enum WireValue {
+    /// Wire type 0.
+    Varint(u64),
+    /// Wire type 1.
+    Fixed64(u64),
+    /// Wire type 5.
+    Fixed32(u32),
+    /// Wire type 2, not expanded.
+    Bytes(Payload),
+    /// Wire type 2, expanded into a message.
+    Message(WireMessage),
+    /// Wire types 3/4: a group's raw contents, passed through untouched.
+    Group(Bytes),
+}
+
+/// A protobuf message as an ordered list of field occurrences. See the module docs.
+#[derive(Clone, Debug, Default)]
+pub struct WireMessage {
+    /// Field occurrences in wire order.
+    pub fields: Vec<WireField>,
+    /// The message type, when known. Used to write known fields in field-number order like
+    /// protobuf's own serializers do.
+    pub descriptor: Option<MessageDescriptor>,
+}
+
+impl WireMessage {
+    /// An empty message of the given type.
+    pub fn new(descriptor: Option<MessageDescriptor>) -> Self {
+        Self {
+            fields: Vec::new(),
+            descriptor,
+        }
+    }
+
+    /// Parses one level of `bytes`; nested messages stay unexpanded slices of `bytes`.
+    pub fn parse(
+        bytes: &Bytes,
+        descriptor: Option<MessageDescriptor>,
+    ) -> Result<Self, DecodeError> {
+        let mut message = Self::new(descriptor);
+        message.append_bytes(bytes)?;
+        Ok(message)
+    }
+
+    /// Protobuf `MergeFromString`: appends the fields encoded in `bytes`.
+    pub fn append_bytes(&mut self, bytes: &Bytes) -> Result<(), DecodeError> {
+        codec::scan(bytes, |f| {
+            let value = match f.wire_type {
+                WireType::Varint => WireValue::Varint(f.varint),
+                WireType::Fixed64 => {
+                    let mut le = [0u8; 8];
+                    le.copy_from_slice(&bytes[f.start..f.end]);
+                    WireValue::Fixed64(u64::from_le_bytes(le))
+                }
+                WireType::Fixed32 => {
+                    let mut le = [0u8; 4];
+                    le.copy_from_slice(&bytes[f.start..f.end]);
+                    WireValue::Fixed32(u32::from_le_bytes(le))
+                }
+                WireType::Len => WireValue::Bytes(Payload::Inline(bytes.slice(f.start..f.end))),
+                WireType::StartGroup => WireValue::Group(bytes.slice(f.start..f.end)),
+                WireType::EndGroup => unreachable!("scan rejects stray end-group keys"),
+            };
+            self.fields.push(WireField {
+                number: f.number,
+                value,
+            });
+            Ok(())
+        })
+    }
+
+    /// Protobuf `MergeFrom`: appends the fields of `other`.
+    pub fn append(&mut self, other: WireMessage) {
+        self.fields.extend(other.fields);
+    }
+
+    /// Size of the serialized message.
+    pub fn encoded_len(&self) -> u64 {
+        self.fields.iter().map(WireField::encoded_len).sum()
+    }
+
+    /// Serializes into `out`. Lazy record payloads are streamed from their files.
+    pub fn write_to(&self, out: &mut dyn Write) -> Result<()> {
+        self.write_with(out, &mut |record, out| {
+            Payload::Record(record.clone()).write_to(out)
+        })
+    }
+
+    /// Lazy record payloads in the order [`WireMessage::write_to`] writes them.
+    pub fn lazy_records(&self) -> Vec<&RecordRef> {
+        let mut out = Vec::new();
+        self.collect_records(&mut out);
+        out
+    }
+
+    fn collect_records<'a>(&'a self, out: &mut Vec<&'a RecordRef>) {
+        for field in self.write_order() {
+            match &field.value {
+                WireValue::Bytes(Payload::Record(r)) => out.push(r),
+                WireValue::Message(m) => m.collect_records(out),
+                _ => {}
+            }
+        }
+    }
+
+    /// Serializes into `out`, handing each lazy record payload to `write_record`, which must
+    /// write exactly its bytes (used to decode records in parallel ahead of the writer).
+    pub fn write_with(
+        &self,
+        out: &mut dyn Write,
+        write_record: &mut dyn FnMut(&RecordRef, &mut dyn Write) -> Result<()>,
+    ) -> Result<()> {
+        let mut head = Vec::with_capacity(16);
+        for field in self.write_order() {
+            head.clear();
+            field.write_head(&mut head);
+            out.write_all(&head)
+                .map_err(|e| IoError::os("<output>", e))?;
+            match &field.value {
+                WireValue::Bytes(Payload::Record(r)) => write_record(r, out)?,
+                WireValue::Bytes(p) => p.write_to(out)?,
+                WireValue::Message(m) => m.write_with(out, write_record)?,
+                WireValue::Group(g) => {
+                    out.write_all(g).map_err(|e| IoError::os("<output>", e))?;
+                    head.clear();
+                    put_key(field.number, WireType::EndGroup, &mut head);
+                    out.write_all(&head)
+                        .map_err(|e| IoError::os("<output>", e))?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The serialization as a list of byte segments: small pieces (keys, lengths, scalars) are
+    /// gathered into owned buffers, large values are shared slices of their source (a mapped
+    /// file, a decoded chunk), so writing a multi-gigabyte message copies nothing up front.
+    pub fn to_segments(&self) -> Result<Vec<Bytes>> {
+        let mut seg = Segments::default();
+        self.write_segments(&mut seg)?;
+        seg.flush();
+        Ok(seg.parts)
+    }
+
+    fn write_segments(&self, seg: &mut Segments) -> Result<()> {
+        for field in self.write_order() {
+            field.write_head(&mut seg.pending);
+            match &field.value {
+                WireValue::Bytes(p) => seg.push(p.bytes()?),
+                WireValue::Message(m) => m.write_segments(seg)?,
+                WireValue::Group(g) => {
+                    seg.pending.extend_from_slice(g);
+                    put_key(field.number, WireType::EndGroup, &mut seg.pending);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Serializes into a new buffer (reading any lazy records).
+    pub fn to_vec(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.encoded_len().min(1 << 30) as usize);
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// The order in which fields are written: known fields by ascending number, then unknown
+    /// fields in wire order, as protobuf's serializers do. Wire order is kept as it is when the
+    /// type is unknown, or when two members of one oneof occur (reordering would change which
+    /// wins).
+    fn write_order(&self) -> Vec<&WireField> {
+        let mut order: Vec<&WireField> = self.fields.iter().collect();
+        let Some(desc) = &self.descriptor else {
+            return order;
+        };
+        if has_oneof_conflict(desc, &self.fields) {
+            return order;
+        }
+        order.sort_by_key(|f| match desc.get_field(f.number) {
+            Some(_) => (0, f.number),
+            None => (1, 0),
+        });
+        order
+    }
+}
+
+/// Segments under construction: see [`WireMessage::to_segments`].
+#[derive(Default)]
+struct Segments {
+    parts: Vec<Bytes>,
+    pending: Vec<u8>,
+}
+
+impl Segments {
+    /// Values at least this large are shared, not copied.
+    const SHARE_AT: usize = 64 << 10;
+
+    fn push(&mut self, value: Bytes) {
+        if value.len() < Self::SHARE_AT {
+            self.pending.extend_from_slice(&value);
+        } else {
+            self.flush();
+            self.parts.push(value);
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.parts
+                .push(Bytes::from(std::mem::take(&mut self.pending)));
+        }
+    }
+}
+
+/// Whether two different members of one (non-synthetic) oneof both occur.
+fn has_oneof_conflict(desc: &MessageDescriptor, fields: &[WireField]) -> bool {
+    let mut seen: Vec<(String, u32)> = Vec::new();
+    for f in fields {
+        let Some(fd) = desc.get_field(f.number) else {
+            continue;
+        };
+        let Some(oneof) = fd.containing_oneof() else {
+            continue;
+        };
+        if oneof.is_synthetic() {
+            continue;
+        }
+        let idx = oneof.full_name().to_string();
+        match seen.iter().find(|(o, _)| *o == idx) {
+            Some((_, n)) if *n != f.number => return true,
+            Some(_) => {}
+            None => seen.push((idx, f.number)),
+        }
+    }
+    false
+}
+
+impl WireField {
+    /// Size of this occurrence, key included.
+    pub fn encoded_len(&self) -> u64 {
+        let key = key_len(self.number);
+        match &self.value {
+            WireValue::Varint(v) => key + varint_len(*v),
+            WireValue::Fixed64(_) => key + 8,
+            WireValue::Fixed32(_) => key + 4,
+            WireValue::Bytes(p) => {
+                let len = p.len();
+                key + varint_len(len) + len
+            }
+            WireValue::Message(m) => {
+                let len = m.encoded_len();
+                key + varint_len(len) + len
+            }
+            WireValue::Group(g) => 2 * key + g.len() as u64,
+        }
+    }
+
+    /// Writes the key and everything before the (possibly large) body.
+    fn write_head(&self, out: &mut Vec<u8>) {
+        match &self.value {
+            WireValue::Varint(v) => {
+                put_key(self.number, WireType::Varint, out);
+                put_varint(*v, out);
+            }
+            WireValue::Fixed64(v) => {
+                put_key(self.number, WireType::Fixed64, out);
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            WireValue::Fixed32(v) => {
+                put_key(self.number, WireType::Fixed32, out);
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            WireValue::Bytes(p) => {
+                put_key(self.number, WireType::Len, out);
+                put_varint(p.len(), out);
+            }
+            WireValue::Message(m) => {
+                put_key(self.number, WireType::Len, out);
+                put_varint(m.encoded_len(), out);
+            }
+            WireValue::Group(_) => put_key(self.number, WireType::StartGroup, out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_write_round_trip_bytes_exactly() {
+        // field 1 varint 150, field 2 "hi", field 3 fixed32, field 4 fixed64, group 5 {1: 1}
+        let bytes = Bytes::from_static(&[
+            0x08, 0x96, 0x01, 0x12, 0x02, b'h', b'i', 0x1d, 1, 2, 3, 4, 0x21, 1, 2, 3, 4, 5, 6, 7,
+            8, 0x2b, 0x08, 0x01, 0x2c,
+        ]);
+        let m = WireMessage::parse(&bytes, None).unwrap();
+        assert_eq!(m.fields.len(), 5);
+        assert_eq!(m.encoded_len(), bytes.len() as u64);
+        assert_eq!(m.to_vec().unwrap(), bytes.to_vec());
+    }
+
+    #[test]
+    fn expanded_child_keeps_size_and_bytes() {
+        let inner = Bytes::from_static(&[0x08, 0x01, 0x12, 0x01, b'x']);
+        let mut outer_bytes = vec![0x0a, inner.len() as u8];
+        outer_bytes.extend_from_slice(&inner);
+        let outer = Bytes::from(outer_bytes.clone());
+        let mut m = WireMessage::parse(&outer, None).unwrap();
+        let WireValue::Bytes(Payload::Inline(b)) = &m.fields[0].value else {
+            panic!("expected bytes")
+        };
+        let child = WireMessage::parse(b, None).unwrap();
+        m.fields[0].value = WireValue::Message(child);
+        assert_eq!(m.to_vec().unwrap(), outer_bytes);
+    }
+}

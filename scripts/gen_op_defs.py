@@ -4,7 +4,7 @@ TensorFlow) as one serialized tensorflow.OpList.
 unbound-grappler embeds the result as its built-in table of standard OpDefs, so
 TF_LookUpOpDef answers with the same bytes TensorFlow's registry holds.
 
-    $TF_VENV/bin/python scripts/gen_op_defs.py crates/grappler/data/ops-tf-2.21.0.binpb
+    $TF_VENV/bin/python scripts/gen_op_defs.py crates/graph/data/ops-tf-2.21.0.binpb
 """
 import sys
 

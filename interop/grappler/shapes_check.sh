@@ -9,7 +9,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 venv="$(scripts/tf-venv.sh | tail -n 1)"
 export TF_CPP_MIN_LOG_LEVEL=2
-cargo build --quiet --release -p unbound-grappler --example infer_shapes
+cargo build --quiet --release -p unbound-graph --example infer_shapes
 source interop/grappler/quiet.sh
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

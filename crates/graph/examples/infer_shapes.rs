@@ -4,7 +4,7 @@
 //! with TensorFlow's `GraphProperties::InferStatically` on the same graph.
 //!
 //! ```text
-//! cargo run --release -p unbound-grappler --example infer_shapes -- META_GRAPH.pb
+//! cargo run --release -p unbound-graph --example infer_shapes -- META_GRAPH.pb
 //! ```
 
 use std::process::ExitCode;

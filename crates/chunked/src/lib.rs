@@ -1,17 +1,40 @@
 //! `unbound-chunked`: TensorFlow's chunked protobuf format (`.cpb`), generic over message types.
 //!
-//! - [`WireMessage`] holds any message at the wire level: lossless (unknown fields survive),
-//!   zero-copy (values are slices of mapped files or lazy Riegeli records), and mutable through
-//!   schema-typed navigation ([`navigate`]).
-//! - The [`Merger`] rebuilds a message from chunks with TensorFlow's exact merge semantics.
-//! - [`ChunkSink`] / [`Scope`] are the composable Splitter side; [`write_split`] writes the
-//!   result as `.pb` or `.cpb`.
+//! A `.cpb` file is a Riegeli file whose records are chunks of one protobuf message and whose
+//! last record is a `ChunkMetadata` saying where each chunk goes (field tags, repeated indices,
+//! map keys). This crate is both sides of that format, for any message type in the descriptor
+//! pool; messages are [`unbound_wire::WireMessage`]s, so unknown fields survive and large values
+//! stay slices of the mapped file.
+//!
+//! - The [`Merger`] rebuilds a message from chunks with TensorFlow's exact merge semantics
+//!   (`tensorflow/tools/proto_splitter/merge.cc`), whole, partially ([`prune`],
+//!   [`read_cpb_partial`]) or from memory ([`MemoryChunks`]).
+//! - [`ChunkSink`] / [`Scope`] are the composable Splitter side; [`generic`] is the
+//!   type-agnostic splitting algorithm; [`write_split`] writes the result as `.pb` or `.cpb`,
+//!   atomically.
 //! - [`read_prefix`] reads `PREFIX.cpb` or `PREFIX.pb` the way TensorFlow's `Merger::Read` does.
+//! - [`tags`] encodes and decodes the field tags of chunk metadata.
+//!
+//! ```
+//! use unbound_chunked::{MemoryChunks, Merger};
+//! use unbound_proto::tensorflow::proto_splitter::ChunkedMessage;
+//!
+//! // One chunk holding a whole (empty) GraphDef, described by a metadata tree pointing at it.
+//! let chunks = MemoryChunks::new("example", vec![bytes::Bytes::new()]);
+//! let root = ChunkedMessage { chunk_index: Some(0), ..Default::default() };
+//! let desc = unbound_proto::descriptor_pool().get_message_by_name("tensorflow.GraphDef").unwrap();
+//! let merged = Merger::new(&chunks).merge(&desc, &root)?;
+//! assert!(merged.fields.is_empty());
+//! # Ok::<(), unbound_chunked::ChunkedError>(())
+//! ```
 //!
 //! Format-specific splitting algorithms (GraphDef, SavedModel) live in `unbound-savedmodel`.
+//! Invariants: every index, position and size in chunk metadata is checked before use; output
+//! is written to a temporary file and renamed ([`unbound_io::write_atomically`]).
 
 pub mod error;
 pub mod generic;
+mod lazy;
 pub mod merger;
 pub mod prune;
 pub mod read;
@@ -20,6 +43,7 @@ pub mod tags;
 pub mod write;
 
 pub use error::{ChunkedError, Result};
+pub use lazy::RecordFile;
 pub use merger::{ChunkSource, FileChunks, MemoryChunks, Merger};
 pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat};
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};

@@ -26,6 +26,7 @@ use unbound_proto::tensorflow::proto_splitter::{
 use unbound_records::RecordReader;
 
 use crate::error::{ChunkedError, Result};
+use crate::lazy::RecordFile;
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
 use unbound_wire::navigate::message_type;
 use unbound_wire::scalar::parse_text_scalar;
@@ -164,7 +165,7 @@ impl ChunkSource for FileChunks {
         let info = self.info(index)?;
         let len = self.reader.record_len_at(info.offset)?;
         Ok(Payload::Record(RecordRef {
-            reader: self.reader.clone(),
+            reader: Arc::new(RecordFile(self.reader.clone())),
             position: info.offset,
             len,
         }))

@@ -2,7 +2,6 @@
 //! schema, and the records or files lazy values are read from.
 
 use unbound_io::IoError;
-use unbound_records::RecordsError;
 
 /// A fault in protobuf wire data, at a byte offset within the buffer being decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,9 +58,10 @@ pub enum WireError {
         /// Bytes the chunk metadata promised.
         expected: u64,
     },
-    /// The Riegeli file a lazy value lives in is damaged or unreadable.
-    #[error(transparent)]
-    Records(#[from] RecordsError),
+    /// The file a lazy value lives in is damaged or unreadable (its [`crate::RecordSource`]
+    /// says how).
+    #[error("{0}")]
+    Source(crate::SourceError),
     /// Writing the serialized message failed.
     #[error(transparent)]
     Io(#[from] IoError),

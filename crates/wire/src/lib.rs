@@ -1,7 +1,8 @@
 //! `unbound-wire`: protobuf messages held at the wire level, losslessly and without copies.
 //!
 //! A [`WireMessage`] is a message's fields in wire order. Length-delimited values stay byte
-//! slices ([`Payload`]) — of a memory-mapped file, or lazy references to Riegeli records — until
+//! slices ([`Payload`]) — of a memory-mapped file, or lazy references to records of a
+//! [`RecordSource`] (a Riegeli file, through `unbound-chunked`) — until
 //! something needs to look inside them; only then are they expanded into nested messages. That
 //! gives the three properties the rest of unbound builds on:
 //!
@@ -28,6 +29,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! This crate is pure Rust with no C dependency: it knows record files only through
+//! [`RecordSource`].
+//!
 //! Invariants: every length, count and nesting depth read from bytes is checked before use
 //! (errors carry the byte offset); nothing here panics on input.
 
@@ -37,7 +41,9 @@ mod message;
 pub mod navigate;
 mod prefetch;
 pub mod scalar;
+mod source;
 
 pub use error::{DecodeError, Result, WireError};
 pub use message::{check_record_len, Payload, RecordRef, WireField, WireMessage, WireValue};
 pub use prefetch::write_prefetched;
+pub use source::{RecordSource, SourceError};

@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use prost_reflect::MessageDescriptor;
-use unbound_records::RecordReader;
 
 use unbound_io::IoError;
 
 use crate::codec::{self, key_len, put_key, put_varint, varint_len, WireType};
 use crate::error::{DecodeError, Result, WireError};
+use crate::source::RecordSource;
 
 /// A length-delimited value that has not been expanded.
 #[derive(Clone, Debug)]
@@ -32,7 +32,7 @@ pub enum Payload {
 #[derive(Clone, Debug)]
 pub struct RecordRef {
     /// The file.
-    pub reader: Arc<RecordReader>,
+    pub reader: Arc<dyn RecordSource>,
     /// Numeric record position.
     pub position: u64,
     /// Record length, known without decompressing it.
@@ -58,7 +58,7 @@ impl Payload {
         match self {
             Payload::Inline(b) => Ok(b.clone()),
             Payload::Record(r) => {
-                let (_, bytes) = r.reader.read_record_at(r.position)?;
+                let bytes = r.reader.read_record(r.position).map_err(WireError::Source)?;
                 check_record_len(r, bytes.len() as u64)?;
                 Ok(bytes)
             }
@@ -72,7 +72,10 @@ impl Payload {
                 .write_all(b)
                 .map_err(|e| IoError::os("<output>", e).into()),
             Payload::Record(r) => {
-                let written = r.reader.copy_record_to(r.position, out)?;
+                let written = r
+                    .reader
+                    .copy_record_to(r.position, out)
+                    .map_err(WireError::Source)?;
                 check_record_len(r, written)
             }
         }

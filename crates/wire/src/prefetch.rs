@@ -14,7 +14,6 @@ use std::thread;
 
 use crate::error::{Result, WireError};
 use unbound_io::IoError;
-use unbound_records::CompressionType;
 
 use crate::message::{check_record_len, RecordRef, WireMessage};
 
@@ -87,21 +86,17 @@ pub fn write_prefetched(message: &WireMessage, out: &mut dyn Write) -> Result<()
 
 /// Whether reading `r` means real decompression (as opposed to a copy).
 fn is_costly(r: &RecordRef) -> bool {
-    match r.reader.chunk_of(r.position) {
-        Ok(c) => {
-            let compressed = !matches!(c.compression, None | Some(CompressionType::None));
-            // Brotli's stored meta-blocks keep the size; real compression shrinks it.
-            compressed && c.data_size.saturating_mul(100) < c.decoded_data_size.saturating_mul(99)
-        }
-        Err(_) => false, // the error surfaces when the record is streamed
-    }
+    r.reader.decoding_is_costly(r.position)
 }
 
 fn decode(r: &RecordRef) -> Result<Vec<u8>> {
     // The length comes from the file: reserve at most 256 MiB up front and let the buffer grow.
     let capacity = usize::try_from(r.len).unwrap_or(usize::MAX).min(1 << 28);
     let mut buf = Vec::with_capacity(capacity);
-    let written = r.reader.copy_record_to(r.position, &mut buf)?;
+    let written = r
+        .reader
+        .copy_record_to(r.position, &mut buf)
+        .map_err(WireError::Source)?;
     check_record_len(r, written)?;
     Ok(buf)
 }

@@ -10,8 +10,6 @@
 //! Tri-state fields are plain `u32`, not a Rust enum: a plugin can write any value, and reading
 //! an out-of-range value through an enum type would be undefined behaviour.
 
-#![warn(missing_docs)]
-
 use std::ffi::{c_char, c_void};
 
 /// TensorFlow's status codes (`TF_Code`, a C enum).
@@ -122,8 +120,10 @@ pub struct TfBuffer {
 /// `buffer` is null or points to a live buffer whose `data` holds `length` readable bytes,
 /// which stay valid and unchanged for `'a`.
 pub unsafe fn buffer_bytes<'a>(buffer: *const TfBuffer) -> &'a [u8] {
-    // SAFETY: per the function's contract.
+    // SAFETY: null or a live buffer, per the function's contract; only read.
     match unsafe { buffer.as_ref() } {
+        // SAFETY: `data` is non-null (checked) and holds `length` readable bytes that stay
+        // valid and unchanged for 'a (contract).
         Some(b) if !b.data.is_null() && b.length > 0 => unsafe {
             std::slice::from_raw_parts(b.data.cast::<u8>(), b.length)
         },

@@ -57,8 +57,6 @@
 //! `examples/sdk_probe.rs` is a plugin that records what a host answers through this crate's
 //! API; `interop/grappler/sdk_probe_check.sh` compares TensorFlow's answers with unbound's.
 
-#![warn(missing_docs)]
-
 pub use unbound_grappler_abi as abi;
 mod api;
 mod configs;

@@ -10,8 +10,6 @@
 //! [`FAKE_OPS`] (an `OpDef` with just the name); every node has one input and one output
 //! property, `DT_FLOAT` of shape `[2]`.
 
-#![allow(missing_docs, clippy::missing_safety_doc)]
-
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::PathBuf;
 
@@ -31,22 +29,34 @@ pub const FAKE_OPS: [&str; 4] = ["Identity", "Const", "AddV2", "NoOp"];
 /// The fake `TF_Status`.
 #[derive(Debug, Default)]
 pub struct FakeStatus {
+    /// The `TF_Code`.
     pub code: i32,
+    /// The message.
     pub message: CString,
 }
 
 /// The fake `TF_GrapplerItem`.
 #[derive(Debug, Default, Clone)]
 pub struct FakeItem {
+    /// What `TF_GetNodesToPreserveList` answers.
     pub preserve: Vec<String>,
+    /// What `TF_GetFetchNodesList` answers.
     pub fetch: Vec<String>,
 }
 
+/// Fake `TF_NewStatus`: a new OK status.
+///
+/// # Safety
+/// None (unsafe only to match the C declaration).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_NewStatus() -> *mut FakeStatus {
     Box::into_raw(Box::default())
 }
 
+/// Fake `TF_DeleteStatus`. Null is a no-op.
+///
+/// # Safety
+/// `s` is null or came from [`TF_NewStatus`] and is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_DeleteStatus(s: *mut FakeStatus) {
     if !s.is_null() {
@@ -55,6 +65,10 @@ pub unsafe extern "C" fn TF_DeleteStatus(s: *mut FakeStatus) {
     }
 }
 
+/// Fake `TF_SetStatus`.
+///
+/// # Safety
+/// `s` is a live status and `msg` a NUL-terminated string (neither is checked for null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_SetStatus(s: *mut FakeStatus, code: c_int, msg: *const c_char) {
     // SAFETY: a live status and a NUL-terminated message (test contract).
@@ -64,18 +78,30 @@ pub unsafe extern "C" fn TF_SetStatus(s: *mut FakeStatus, code: c_int, msg: *con
     }
 }
 
+/// Fake `TF_GetCode`.
+///
+/// # Safety
+/// `s` is a live status.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_GetCode(s: *const FakeStatus) -> c_int {
     // SAFETY: a live status.
     unsafe { (*s).code }
 }
 
+/// Fake `TF_Message`.
+///
+/// # Safety
+/// `s` is a live status; the message stays valid until it next changes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_Message(s: *const FakeStatus) -> *const c_char {
     // SAFETY: a live status.
     unsafe { (*s).message.as_ptr() }
 }
 
+/// Fake `TF_NewBuffer`: an empty buffer.
+///
+/// # Safety
+/// None (unsafe only to match the C declaration).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_NewBuffer() -> *mut TfBuffer {
     Box::into_raw(Box::new(TfBuffer {
@@ -85,6 +111,10 @@ pub unsafe extern "C" fn TF_NewBuffer() -> *mut TfBuffer {
     }))
 }
 
+/// Fake `TF_DeleteBuffer`: calls the deallocator, frees the struct. Null is a no-op.
+///
+/// # Safety
+/// `b` is null or came from [`TF_NewBuffer`] and is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_DeleteBuffer(b: *mut TfBuffer) {
     if b.is_null() {
@@ -159,6 +189,10 @@ unsafe fn list_fill(
     unsafe { (*s).code = 0 };
 }
 
+/// Fake `TF_GetNodesToPreserveListSize` over [`FakeItem::preserve`].
+///
+/// # Safety
+/// `item` is a live [`FakeItem`]; `n`, `storage` and `s` are live (not checked for null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_GetNodesToPreserveListSize(
     item: *const FakeItem,
@@ -170,6 +204,11 @@ pub unsafe extern "C" fn TF_GetNodesToPreserveListSize(
     unsafe { list_size(&(*item).preserve, n, storage, s) }
 }
 
+/// Fake `TF_GetNodesToPreserveList` over [`FakeItem::preserve`].
+///
+/// # Safety
+/// `item` is a live [`FakeItem`]; `values` and `lengths` hold `n` slots, `storage` `size`
+/// bytes; `s` is a live status.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_GetNodesToPreserveList(
     item: *const FakeItem,
@@ -184,6 +223,10 @@ pub unsafe extern "C" fn TF_GetNodesToPreserveList(
     unsafe { list_fill(&(*item).preserve, values, lengths, n, storage, size, s) }
 }
 
+/// Fake `TF_GetFetchNodesListSize` over [`FakeItem::fetch`].
+///
+/// # Safety
+/// As [`TF_GetNodesToPreserveListSize`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_GetFetchNodesListSize(
     item: *const FakeItem,
@@ -195,6 +238,10 @@ pub unsafe extern "C" fn TF_GetFetchNodesListSize(
     unsafe { list_size(&(*item).fetch, n, storage, s) }
 }
 
+/// Fake `TF_GetFetchNodesList` over [`FakeItem::fetch`].
+///
+/// # Safety
+/// As [`TF_GetNodesToPreserveList`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_GetFetchNodesList(
     item: *const FakeItem,
@@ -210,8 +257,16 @@ pub unsafe extern "C" fn TF_GetFetchNodesList(
 }
 
 /// The fake `TF_FunctionLibraryDefinition` (and `TF_GraphProperties`): a marker box.
-pub struct FakeHandle(pub u32);
+pub struct FakeHandle(
+    /// 1 for a function library, 2 for graph properties.
+    pub u32,
+);
 
+/// Fake `TF_NewFunctionLibraryDefinition`: a marker handle, or null with INVALID_ARGUMENT
+/// when the buffer is not a GraphDef.
+///
+/// # Safety
+/// `graph` is null or a live buffer; `s` is a live status.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_NewFunctionLibraryDefinition(
     graph: *const TfBuffer,
@@ -229,6 +284,10 @@ pub unsafe extern "C" fn TF_NewFunctionLibraryDefinition(
     Box::into_raw(Box::new(FakeHandle(1)))
 }
 
+/// Fake `TF_DeleteFunctionLibraryDefinition`. Null is a no-op.
+///
+/// # Safety
+/// `f` is null or came from [`TF_NewFunctionLibraryDefinition`] and is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_DeleteFunctionLibraryDefinition(f: *mut FakeHandle) {
     if !f.is_null() {
@@ -237,6 +296,11 @@ pub unsafe extern "C" fn TF_DeleteFunctionLibraryDefinition(f: *mut FakeHandle) 
     }
 }
 
+/// Fake `TF_LookUpOpDef`: an `OpDef` with just the name for the ops in [`FAKE_OPS`],
+/// NOT_FOUND for others.
+///
+/// # Safety
+/// `name` is a NUL-terminated string, `buf` a live empty buffer, `s` a live status.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_LookUpOpDef(
     _f: *mut FakeHandle,
@@ -265,11 +329,19 @@ pub unsafe extern "C" fn TF_LookUpOpDef(
     }
 }
 
+/// Fake `TF_NewGraphProperties`: a marker handle.
+///
+/// # Safety
+/// None: `_item` is not used.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_NewGraphProperties(_item: *const FakeItem) -> *mut FakeHandle {
     Box::into_raw(Box::new(FakeHandle(2)))
 }
 
+/// Fake `TF_DeleteGraphProperties`. Null is a no-op.
+///
+/// # Safety
+/// `p` is null or came from [`TF_NewGraphProperties`] and is not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_DeleteGraphProperties(p: *mut FakeHandle) {
     if !p.is_null() {
@@ -278,6 +350,10 @@ pub unsafe extern "C" fn TF_DeleteGraphProperties(p: *mut FakeHandle) {
     }
 }
 
+/// Fake `TF_InferStatically`: sets OK.
+///
+/// # Safety
+/// `s` is a live status.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_InferStatically(
     _p: *mut FakeHandle,
@@ -291,6 +367,10 @@ pub unsafe extern "C" fn TF_InferStatically(
     unsafe { (*s).code = 0 };
 }
 
+/// Fake `TF_GetInputPropertiesListSize`: one property per node.
+///
+/// # Safety
+/// `n` and `s` are live (not checked for null).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_GetInputPropertiesListSize(
     _p: *mut FakeHandle,
@@ -305,6 +385,11 @@ pub unsafe extern "C" fn TF_GetInputPropertiesListSize(
     }
 }
 
+/// Fake `TF_GetInputPropertiesList`: fills each of the `n` buffers with a `DT_FLOAT [2]`
+/// property.
+///
+/// # Safety
+/// `props` holds `n` live, empty buffers; `s` is a live status.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_GetInputPropertiesList(
     _p: *mut FakeHandle,
@@ -338,6 +423,10 @@ pub unsafe extern "C" fn TF_GetInputPropertiesList(
     }
 }
 
+/// Fake `TF_GetOutputPropertiesListSize`: as the input one.
+///
+/// # Safety
+/// As [`TF_GetInputPropertiesListSize`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_GetOutputPropertiesListSize(
     p: *mut FakeHandle,
@@ -349,6 +438,10 @@ pub unsafe extern "C" fn TF_GetOutputPropertiesListSize(
     unsafe { TF_GetInputPropertiesListSize(p, node, n, s) }
 }
 
+/// Fake `TF_GetOutputPropertiesList`: as the input one.
+///
+/// # Safety
+/// As [`TF_GetInputPropertiesList`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn TF_GetOutputPropertiesList(
     p: *mut FakeHandle,
@@ -391,17 +484,21 @@ pub fn keep_symbols() {
 
 /// What a plugin's `TF_InitGraph` filled in.
 pub struct Registration {
+    /// The status `TF_InitGraph` was given.
     pub status: FakeStatus,
+    /// The registration params as the plugin left them.
     pub params: TpOptimizerRegistrationParams,
+    /// The configs the plugin filled in.
     pub configs: Box<TpOptimizerConfigs>,
+    /// The optimizer the plugin filled in.
     pub optimizer: Box<TpOptimizer>,
 }
 
 impl Registration {
     /// `device_type` as a string (None when not set).
     pub fn device_type(&self) -> Option<String> {
-        // SAFETY: the plugin's static NUL-terminated string (or null).
         (!self.params.device_type.is_null()).then(|| {
+            // SAFETY: non-null (checked): the plugin's static NUL-terminated string.
             unsafe { CStr::from_ptr(self.params.device_type) }
                 .to_string_lossy()
                 .into_owned()
@@ -419,7 +516,9 @@ pub unsafe fn register(
     keep_symbols();
     // SAFETY: all-zero is valid for these plain C structs (null pointers, None fns).
     let mut configs: Box<TpOptimizerConfigs> = Box::new(unsafe { std::mem::zeroed() });
+    // SAFETY: as above.
     let mut optimizer: Box<TpOptimizer> = Box::new(unsafe { std::mem::zeroed() });
+    // SAFETY: as above.
     let mut params: TpOptimizerRegistrationParams = unsafe { std::mem::zeroed() };
     configs.struct_size = TP_OPTIMIZER_CONFIGS_STRUCT_SIZE;
     optimizer.struct_size = TP_OPTIMIZER_STRUCT_SIZE;
@@ -445,7 +544,9 @@ pub unsafe fn register(
 /// The result of one `optimize_func` call.
 #[derive(Debug)]
 pub struct Optimized {
+    /// The status code.
     pub code: i32,
+    /// The status message.
     pub message: String,
     /// The output graph when the status is OK.
     pub graph: Option<GraphDef>,

@@ -11,8 +11,6 @@
 //! linked with `-Wl,--export-dynamic-symbol=TF_*` (the `unbound` CLI's build script does this),
 //! so a plugin's undefined `TF_*` symbols resolve to ours when it is loaded.
 
-#![warn(missing_docs)]
-
 pub use unbound_grappler_abi as abi;
 pub mod buffer;
 pub mod configs;

@@ -195,8 +195,9 @@ impl LoadedPlugin {
         let Some(optimize) = o.optimize_func else {
             return RawOutcome::Error("optimize_func is not set".to_string());
         };
-        // SAFETY: plugin functions called as their C signatures declare.
         let handle = match o.create_func {
+            // SAFETY: the plugin's create_func, called as its C signature declares while the
+            // library is loaded (self holds it).
             Some(create) => unsafe { create() },
             None => std::ptr::null_mut(),
         };

@@ -58,14 +58,41 @@ impl TfStatus {
     }
 }
 
-/// Sets `status` if it is not null.
+/// Where a C API call reports its result: the caller's status, or nowhere when the caller
+/// passed null (TensorFlow's functions accept a null status in the same places).
+pub(crate) struct StatusOut<'a>(Option<&'a mut TfStatus>);
+
+impl StatusOut<'_> {
+    /// The status behind `status`, reset to OK, as every util function starts.
+    ///
+    /// # Safety
+    /// `status` is null or points to a live [`TfStatus`] (made by [`TF_NewStatus`] or by the
+    /// host) that nothing else accesses while the returned value lives.
+    pub(crate) unsafe fn reset<'a>(status: *mut TfStatus) -> StatusOut<'a> {
+        // SAFETY: null or a live, unaliased TfStatus, per this function's contract.
+        let mut out = StatusOut(unsafe { status.as_mut() });
+        out.set(code::OK, "");
+        out
+    }
+
+    /// Sets code and message (a no-op for a null status).
+    pub(crate) fn set(&mut self, code: i32, message: &str) {
+        if let Some(s) = self.0.as_deref_mut() {
+            s.set(code, message);
+        }
+    }
+}
+
+/// The string behind a C string argument, lossily decoded; "" for null.
 ///
 /// # Safety
-/// `status` is null or a pointer made by this module.
-pub(crate) unsafe fn set_status(status: *mut TfStatus, code: i32, message: &str) {
-    if let Some(s) = status.as_mut() {
-        s.set(code, message);
+/// `text` is null or points to a NUL-terminated string that stays live for `'a`.
+pub(crate) unsafe fn c_str_arg<'a>(text: *const c_char) -> std::borrow::Cow<'a, str> {
+    if text.is_null() {
+        return std::borrow::Cow::Borrowed("");
     }
+    // SAFETY: non-null (checked) and NUL-terminated, per this function's contract.
+    unsafe { CStr::from_ptr(text) }.to_string_lossy()
 }
 
 /// `TF_NewStatus`: a new OK status, owned by the caller (free with `TF_DeleteStatus`).
@@ -81,7 +108,8 @@ pub extern "C" fn TF_NewStatus() -> *mut TfStatus {
 #[no_mangle]
 pub unsafe extern "C" fn TF_DeleteStatus(status: *mut TfStatus) {
     if !status.is_null() {
-        drop(Box::from_raw(status));
+        // SAFETY: non-null, so it is the Box TF_NewStatus leaked, freed once (contract).
+        drop(unsafe { Box::from_raw(status) });
     }
 }
 
@@ -91,12 +119,12 @@ pub unsafe extern "C" fn TF_DeleteStatus(status: *mut TfStatus) {
 /// `status` is null or a live status; `msg` is null or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn TF_SetStatus(status: *mut TfStatus, code: c_int, msg: *const c_char) {
-    let message = if msg.is_null() {
-        String::new()
-    } else {
-        CStr::from_ptr(msg).to_string_lossy().into_owned()
-    };
-    set_status(status, code, &message);
+    // SAFETY: `msg` is null or NUL-terminated and live for this call (contract).
+    let message = unsafe { c_str_arg(msg) };
+    // SAFETY: `status` is null or a live status only this call touches (contract).
+    if let Some(s) = unsafe { status.as_mut() } {
+        s.set(code, &message);
+    }
 }
 
 /// `TF_SetPayload`: payloads are not kept (no host reads them); the status is unchanged.
@@ -122,11 +150,8 @@ pub unsafe extern "C" fn TF_SetStatusFromIOError(
     error_code: c_int,
     context: *const c_char,
 ) {
-    let context = if context.is_null() {
-        String::new()
-    } else {
-        CStr::from_ptr(context).to_string_lossy().into_owned()
-    };
+    // SAFETY: `context` is null or NUL-terminated and live for this call (contract).
+    let context = unsafe { c_str_arg(context) };
     let code = match error_code {
         0 => code::OK,
         libc::ENOENT | libc::ENODEV | libc::ENXIO | libc::ESRCH => code::NOT_FOUND,
@@ -142,7 +167,10 @@ pub unsafe extern "C" fn TF_SetStatusFromIOError(
         _ => code::UNKNOWN,
     };
     let text = std::io::Error::from_raw_os_error(error_code).to_string();
-    set_status(status, code, &format!("{context}; {text}"));
+    // SAFETY: `status` is null or a live status only this call touches (contract).
+    if let Some(s) = unsafe { status.as_mut() } {
+        s.set(code, &format!("{context}; {text}"));
+    }
 }
 
 /// `TF_GetCode`. A null status reads as OK.
@@ -151,7 +179,8 @@ pub unsafe extern "C" fn TF_SetStatusFromIOError(
 /// `status` is null or a live status.
 #[no_mangle]
 pub unsafe extern "C" fn TF_GetCode(status: *const TfStatus) -> c_int {
-    status.as_ref().map_or(code::OK, |s| s.code)
+    // SAFETY: `status` is null or a live status (contract); only read.
+    unsafe { status.as_ref() }.map_or(code::OK, |s| s.code)
 }
 
 /// `TF_Message`: the message, "" when OK; valid until the status next changes.
@@ -160,7 +189,9 @@ pub unsafe extern "C" fn TF_GetCode(status: *const TfStatus) -> c_int {
 /// `status` is null or a live status.
 #[no_mangle]
 pub unsafe extern "C" fn TF_Message(status: *const TfStatus) -> *const c_char {
-    match status.as_ref() {
+    // SAFETY: `status` is null or a live status (contract); only read. The pointer returned
+    // points into its CString, which lives until the status is next set or deleted.
+    match unsafe { status.as_ref() } {
         Some(s) => s.message.as_ptr(),
         None => c"".as_ptr(),
     }
@@ -172,6 +203,8 @@ mod tests {
 
     #[test]
     fn set_get_and_clear() {
+        // SAFETY: `s` is a live status from TF_NewStatus until TF_DeleteStatus; the strings are
+        // NUL-terminated literals.
         unsafe {
             let s = TF_NewStatus();
             assert_eq!(TF_GetCode(s), code::OK);

@@ -7,14 +7,14 @@
 //! Graph properties are in [`crate::util_properties`].
 
 use std::borrow::Cow;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
 
 use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef};
 
 use crate::abi::TfBuffer;
 use crate::buffer::{buffer_bytes, fill_buffer};
 use crate::item::GrapplerItem;
-use crate::status::{code, set_status, TfStatus};
+use crate::status::{c_str_arg, code, StatusOut, TfStatus};
 use unbound_graph::ops::OpLibrary;
 
 /// What a plugin's `TF_GrapplerItem*` points to during one `optimize_func` call: the item and
@@ -77,9 +77,11 @@ impl<'a> ItemContext<'a> {
 /// The item behind a `TF_GrapplerItem*`, or None for null.
 ///
 /// # Safety
-/// `item` is null or the pointer of a live [`ItemContext`].
+/// `item` is null or the pointer of an [`ItemContext`] that stays live for `'a`.
 pub(crate) unsafe fn item_context<'a>(item: *const c_void) -> Option<&'a ItemContext<'a>> {
-    item.cast::<ItemContext<'a>>().as_ref()
+    // SAFETY: null or a live ItemContext (the pointer the host passed to optimize_func), per
+    // this function's contract; it is only read.
+    unsafe { item.cast::<ItemContext<'a>>().as_ref() }
 }
 
 /// Which of the item's string lists a call reads.
@@ -96,6 +98,9 @@ fn fetched(item: &GrapplerItem) -> Cow<'_, [String]> {
 }
 
 /// `...ListSize`: count and total length of one of the item's lists.
+///
+/// # Safety
+/// As [`TF_GetNodesToPreserveListSize`].
 unsafe fn list_size(
     item: *const c_void,
     select: ItemList,
@@ -103,21 +108,28 @@ unsafe fn list_size(
     storage_size: *mut usize,
     status: *mut TfStatus,
 ) {
-    set_status(status, code::OK, "");
-    let Some(ctx) = item_context(item) else {
-        return set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null");
+    // SAFETY: `status` is null or the caller's live status (contract).
+    let mut status = unsafe { StatusOut::reset(status) };
+    // SAFETY: `item` is null or the live item given to optimize_func (contract).
+    let Some(ctx) = (unsafe { item_context(item) }) else {
+        return status.set(code::INVALID_ARGUMENT, "TF_GrapplerItem is null");
     };
     let list = select(ctx.item);
-    if let Some(n) = num_values.as_mut() {
+    // SAFETY: the out-pointers are null or writable (contract); as_mut checks null.
+    if let Some(n) = unsafe { num_values.as_mut() } {
         *n = c_int::try_from(list.len()).unwrap_or(c_int::MAX);
     }
-    if let Some(s) = storage_size.as_mut() {
+    // SAFETY: as above.
+    if let Some(s) = unsafe { storage_size.as_mut() } {
         *s = list.iter().map(String::len).sum();
     }
 }
 
 /// `...List`: copies up to `num_values` strings of one of the item's lists into `storage`,
 /// pointing `values[i]` into it.
+///
+/// # Safety
+/// As [`TF_GetNodesToPreserveList`].
 #[allow(clippy::too_many_arguments)]
 unsafe fn list_fill(
     item: *const c_void,
@@ -129,15 +141,16 @@ unsafe fn list_fill(
     storage_size: usize,
     status: *mut TfStatus,
 ) {
-    set_status(status, code::OK, "");
-    let Some(ctx) = item_context(item) else {
-        return set_status(status, code::INVALID_ARGUMENT, "TF_GrapplerItem is null");
+    // SAFETY: `status` is null or the caller's live status (contract).
+    let mut status = unsafe { StatusOut::reset(status) };
+    // SAFETY: `item` is null or the live item given to optimize_func (contract).
+    let Some(ctx) = (unsafe { item_context(item) }) else {
+        return status.set(code::INVALID_ARGUMENT, "TF_GrapplerItem is null");
     };
     let list = select(ctx.item);
     let count = usize::try_from(num_values).unwrap_or(0).min(list.len());
     if count > 0 && (values.is_null() || lengths.is_null() || storage.is_null()) {
-        set_status(
-            status,
+        status.set(
             code::INVALID_ARGUMENT,
             "values, lengths and storage must not be null",
         );
@@ -145,18 +158,24 @@ unsafe fn list_fill(
     }
     let mut offset = 0usize;
     for (i, s) in list.iter().take(count).enumerate() {
+        // `offset` never exceeds `storage_size`: each copy below was checked to fit.
         if storage_size - offset < s.len() {
-            set_status(
-                status,
+            status.set(
                 code::INVALID_ARGUMENT,
                 "Not enough storage to hold the requested list of nodes",
             );
             return;
         }
-        let dst = storage.cast::<u8>().add(offset);
-        std::ptr::copy_nonoverlapping(s.as_ptr(), dst, s.len());
-        *values.add(i) = dst.cast();
-        *lengths.add(i) = s.len();
+        // SAFETY: `storage` is non-null (checked) and holds `storage_size` writable bytes
+        // (contract); `offset + s.len() <= storage_size` (checked above), so the copy stays
+        // inside it and cannot overlap the item's own string. `values` and `lengths` are
+        // non-null (checked) with `num_values` slots (contract), and `i < count <= num_values`.
+        unsafe {
+            let dst = storage.cast::<u8>().add(offset);
+            std::ptr::copy_nonoverlapping(s.as_ptr(), dst, s.len());
+            *values.add(i) = dst.cast();
+            *lengths.add(i) = s.len();
+        }
         offset += s.len();
     }
 }
@@ -164,7 +183,8 @@ unsafe fn list_fill(
 /// `TF_GetNodesToPreserveListSize`.
 ///
 /// # Safety
-/// `item` is the item pointer given to `optimize_func`; out-pointers are null or writable.
+/// `item` is the item pointer given to `optimize_func` (or null); `status` is null or a live
+/// status; out-pointers are null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn TF_GetNodesToPreserveListSize(
     item: *const c_void,
@@ -172,14 +192,15 @@ pub unsafe extern "C" fn TF_GetNodesToPreserveListSize(
     storage_size: *mut usize,
     status: *mut TfStatus,
 ) {
-    list_size(item, preserved, num_values, storage_size, status);
+    // SAFETY: the caller's arguments, under the same contract.
+    unsafe { list_size(item, preserved, num_values, storage_size, status) };
 }
 
 /// `TF_GetNodesToPreserveList`.
 ///
 /// # Safety
-/// As `TF_GetNodesToPreserveListSize`; `values`/`lengths` hold `num_values` slots and
-/// `storage` `storage_size` bytes.
+/// As `TF_GetNodesToPreserveListSize`; `values`/`lengths` are null or hold `num_values`
+/// writable slots and `storage` is null or holds `storage_size` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn TF_GetNodesToPreserveList(
     item: *const c_void,
@@ -191,7 +212,8 @@ pub unsafe extern "C" fn TF_GetNodesToPreserveList(
     status: *mut TfStatus,
 ) {
     let (n, size) = (num_values, storage_size);
-    list_fill(item, preserved, values, lengths, n, storage, size, status);
+    // SAFETY: the caller's arguments, under the same contract.
+    unsafe { list_fill(item, preserved, values, lengths, n, storage, size, status) };
 }
 
 /// `TF_GetFetchNodesListSize`: the item's fetch list as is (entries may carry `:port`).
@@ -205,7 +227,8 @@ pub unsafe extern "C" fn TF_GetFetchNodesListSize(
     storage_size: *mut usize,
     status: *mut TfStatus,
 ) {
-    list_size(item, fetched, num_values, storage_size, status);
+    // SAFETY: the caller's arguments, under the same contract.
+    unsafe { list_size(item, fetched, num_values, storage_size, status) };
 }
 
 /// `TF_GetFetchNodesList`.
@@ -223,7 +246,8 @@ pub unsafe extern "C" fn TF_GetFetchNodesList(
     status: *mut TfStatus,
 ) {
     let (n, size) = (num_values, storage_size);
-    list_fill(item, fetched, values, lengths, n, storage, size, status);
+    // SAFETY: the caller's arguments, under the same contract.
+    unsafe { list_fill(item, fetched, values, lengths, n, storage, size, status) };
 }
 
 /// What a `TF_FunctionLibraryDefinition*` points to.
@@ -254,20 +278,24 @@ fn library_of_graph(bytes: &[u8]) -> Result<FunctionDefLibrary, ()> {
 /// GraphDef in `graph_buf`. Null with INVALID_ARGUMENT when the bytes do not parse.
 ///
 /// # Safety
-/// `graph_buf` is null or a live buffer; `status` is null or a live status.
+/// `graph_buf` is null or a live buffer whose `data` holds `length` readable bytes; `status` is
+/// null or a live status.
 #[no_mangle]
 pub unsafe extern "C" fn TF_NewFunctionLibraryDefinition(
     graph_buf: *const TfBuffer,
     status: *mut TfStatus,
 ) -> *mut FunctionLibraryHandle {
-    set_status(status, code::OK, "");
-    match library_of_graph(buffer_bytes(graph_buf)) {
+    // SAFETY: `status` is null or the caller's live status (contract).
+    let mut status = unsafe { StatusOut::reset(status) };
+    // SAFETY: null or a live buffer of `length` readable bytes (contract), only read during
+    // this call (the library built from it owns copies).
+    let bytes = unsafe { buffer_bytes(graph_buf) };
+    match library_of_graph(bytes) {
         Ok(library) => Box::into_raw(Box::new(FunctionLibraryHandle {
             ops: OpLibrary::new(Some(&library), None),
         })),
         Err(()) => {
-            set_status(
-                status,
+            status.set(
                 code::INVALID_ARGUMENT,
                 "Unparseable tensorflow.GraphDef proto",
             );
@@ -279,11 +307,13 @@ pub unsafe extern "C" fn TF_NewFunctionLibraryDefinition(
 /// `TF_DeleteFunctionLibraryDefinition`. Null is a no-op.
 ///
 /// # Safety
-/// `lib` is null or came from `TF_NewFunctionLibraryDefinition`.
+/// `lib` is null or came from `TF_NewFunctionLibraryDefinition` and is not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn TF_DeleteFunctionLibraryDefinition(lib: *mut FunctionLibraryHandle) {
     if !lib.is_null() {
-        drop(Box::from_raw(lib));
+        // SAFETY: non-null, so it is the Box TF_NewFunctionLibraryDefinition leaked; freed
+        // once (contract).
+        drop(unsafe { Box::from_raw(lib) });
     }
 }
 
@@ -291,8 +321,8 @@ pub unsafe extern "C" fn TF_DeleteFunctionLibraryDefinition(lib: *mut FunctionLi
 /// sets NOT_FOUND.
 ///
 /// # Safety
-/// `lib` came from `TF_NewFunctionLibraryDefinition`; `name` is a NUL-terminated string; `buf`
-/// a live buffer.
+/// `lib` is null or came from `TF_NewFunctionLibraryDefinition`; `name` is null or a
+/// NUL-terminated string; `buf` is null or a live buffer; `status` is null or a live status.
 #[no_mangle]
 pub unsafe extern "C" fn TF_LookUpOpDef(
     lib: *mut FunctionLibraryHandle,
@@ -300,24 +330,28 @@ pub unsafe extern "C" fn TF_LookUpOpDef(
     buf: *mut TfBuffer,
     status: *mut TfStatus,
 ) {
-    set_status(status, code::OK, "");
-    let (Some(lib), false) = (lib.as_ref(), name.is_null()) else {
-        set_status(
-            status,
+    // SAFETY: `status` is null or the caller's live status (contract).
+    let mut status = unsafe { StatusOut::reset(status) };
+    // SAFETY: `lib` is null or a live handle from TF_NewFunctionLibraryDefinition (contract);
+    // it is only read.
+    let (Some(lib), false) = (unsafe { lib.as_ref() }, name.is_null()) else {
+        status.set(
             code::INVALID_ARGUMENT,
             "library and op name must not be null",
         );
         return;
     };
-    let name = CStr::from_ptr(name).to_string_lossy();
+    // SAFETY: `name` is non-null (checked) and NUL-terminated (contract).
+    let name = unsafe { c_str_arg(name) };
     match lib.ops.lookup(&name) {
         Some(entry) => {
-            if let Err(message) = fill_buffer(buf, &entry.to_bytes()) {
-                set_status(status, code::INVALID_ARGUMENT, &message);
+            // SAFETY: `buf` is null or a live buffer only this call touches (contract);
+            // fill_buffer checks null.
+            if let Err(e) = unsafe { fill_buffer(buf, &entry.to_bytes()) } {
+                status.set(code::INVALID_ARGUMENT, &e.to_string());
             }
         }
-        None => set_status(
-            status,
+        None => status.set(
             code::NOT_FOUND,
             &format!(
                 "Op type not registered '{name}' in binary running on unbound. Make sure the \

@@ -6,8 +6,6 @@
 //! it off for a whole process to make this example visible would be a bad trade. When the user
 //! turns it off, this plugin still folds the ops it knows.
 
-#![warn(missing_docs)]
-
 pub mod fold;
 pub mod ops;
 pub mod tensor;

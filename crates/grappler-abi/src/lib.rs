@@ -3,12 +3,14 @@
 //!
 //! Only what a plugin writes or passes on is declared; the handles TensorFlow owns
 //! (`TF_Status`, `TF_GrapplerItem`, `TF_GraphProperties`, `TF_FunctionLibraryDefinition`) are
-//! opaque. With them, the `TF_Code` values ([`code`]) and [`buffer_bytes`], the reader of a
-//! `TF_Buffer`. Shared by the host (`unbound-grappler`) and the SDK (`unbound-grappler-sdk`), so
+//! opaque. With them, the `TF_Code` values ([`code`]), [`buffer_bytes`] (the reader of a
+//! `TF_Buffer`), and the plugin configs: their field names ([`CONFIG_FIELDS`], from
+//! [`config_fields!`]), [`TriState`] and the two [`ConfigsLayout`]s. Shared by the host (`unbound-grappler`) and the SDK (`unbound-grappler-sdk`), so
 //! these facts are declared once.
 //!
-//! Tri-state fields are plain `u32`, not a Rust enum: a plugin can write any value, and reading
-//! an out-of-range value through an enum type would be undefined behaviour.
+//! Tri-state fields are plain `u32` in the structs, not a Rust enum: a plugin can write any
+//! value, and reading an out-of-range value through an enum type would be undefined behaviour.
+//! [`TriState`] is what such a word means, with room for the out-of-range ones.
 
 use std::ffi::{c_char, c_void};
 
@@ -141,7 +143,7 @@ pub struct TpOptimizerConfigs {
     /// Reserved.
     pub ext: *mut c_void,
     /// The tri-states, from `disable_model_pruning` to `scoped_allocator_optimization`.
-    pub toggles: [u32; 19],
+    pub toggles: [u32; CONFIG_FIELD_COUNT],
 }
 
 /// `TP_OPTIMIZER_CONFIGS_STRUCT_SIZE`: the end of `scoped_allocator_optimization`.
@@ -223,6 +225,141 @@ pub const TRI_STATE_OFF: u32 = 1;
 /// `TF_TriState_On`.
 pub const TRI_STATE_ON: u32 = 2;
 
+/// A plugin's wish for one of TensorFlow's built-in passes: one `TF_TriState` word of
+/// `TP_OptimizerConfigs`, as the host reads it and the SDK writes it.
+///
+/// TensorFlow only honours `Off`: `Default` and `On` both leave the pass as the user configured
+/// it (except `disable_model_pruning`, where `On` disables pruning). A plugin can write any
+/// word, so a value outside the C enum is kept as [`TriState::Invalid`] rather than being read
+/// through an enum type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TriState {
+    /// `TF_TriState_Default`.
+    #[default]
+    Default,
+    /// `TF_TriState_Off`.
+    Off,
+    /// `TF_TriState_On`.
+    On,
+    /// Any other word; TensorFlow treats it like Default/On (anything but Off).
+    Invalid(u32),
+}
+
+impl TriState {
+    /// The value of a `TF_TriState` word.
+    pub const fn from_raw(raw: u32) -> Self {
+        match raw {
+            TRI_STATE_DEFAULT => TriState::Default,
+            TRI_STATE_OFF => TriState::Off,
+            TRI_STATE_ON => TriState::On,
+            other => TriState::Invalid(other),
+        }
+    }
+
+    /// The `TF_TriState` word for this value (the inverse of [`TriState::from_raw`]).
+    pub const fn to_raw(self) -> u32 {
+        match self {
+            TriState::Default => TRI_STATE_DEFAULT,
+            TriState::Off => TRI_STATE_OFF,
+            TriState::On => TRI_STATE_ON,
+            TriState::Invalid(other) => other,
+        }
+    }
+}
+
+/// Calls the macro named `$callback` with the names of `TP_OptimizerConfigs`' tri-state
+/// fields, in struct order (TensorFlow 2.10+ layout), as comma-separated identifiers: the one
+/// place these names are written. [`CONFIG_FIELDS`] is made from it, and so is the SDK's
+/// `Configs` struct.
+///
+/// ```
+/// macro_rules! count { ($($field:ident),*) => { [$(stringify!($field)),*].len() } }
+/// assert_eq!(unbound_grappler_abi::config_fields!(count), 19);
+/// ```
+#[macro_export]
+macro_rules! config_fields {
+    ($callback:ident) => {
+        $callback! {
+            disable_model_pruning,
+            implementation_selector,
+            function_optimization,
+            common_subgraph_elimination,
+            arithmetic_optimization,
+            debug_stripper,
+            constant_folding,
+            shape_optimization,
+            auto_mixed_precision,
+            auto_mixed_precision_onednn_bfloat16,
+            auto_mixed_precision_mkl,
+            pin_to_host_optimization,
+            layout_optimizer,
+            remapping,
+            loop_optimization,
+            dependency_optimization,
+            auto_parallel,
+            memory_optimization,
+            scoped_allocator_optimization
+        }
+    };
+}
+
+/// How many tri-state fields `TP_OptimizerConfigs` has (TensorFlow 2.10+).
+pub const CONFIG_FIELD_COUNT: usize = 19;
+
+macro_rules! field_names {
+    ($($field:ident),*) => {
+        [$(stringify!($field)),*]
+    };
+}
+
+/// The names of `TP_OptimizerConfigs`' tri-state fields, in struct order (TensorFlow 2.10+);
+/// the index of a name is its word in [`TpOptimizerConfigs::toggles`] in the current layout.
+pub const CONFIG_FIELDS: [&str; CONFIG_FIELD_COUNT] = config_fields!(field_names);
+
+/// Which `TP_OptimizerConfigs` layout a `struct_size` selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConfigsLayout {
+    /// TensorFlow 2.10+: 92 bytes, with `auto_mixed_precision_onednn_bfloat16`.
+    Current,
+    /// TensorFlow 2.5-2.9: 88 bytes, without it; later fields sit 4 bytes earlier.
+    Before2_10,
+}
+
+impl ConfigsLayout {
+    /// The layout a `struct_size` selects: 88 is TensorFlow 2.5-2.9's, anything else the
+    /// current one.
+    pub const fn from_struct_size(struct_size: usize) -> Self {
+        if struct_size == TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1 {
+            ConfigsLayout::Before2_10
+        } else {
+            ConfigsLayout::Current
+        }
+    }
+
+    /// The `struct_size` of this layout.
+    pub const fn struct_size(self) -> usize {
+        match self {
+            ConfigsLayout::Current => TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
+            ConfigsLayout::Before2_10 => TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1,
+        }
+    }
+
+    /// The word of [`TpOptimizerConfigs::toggles`] that holds field `field` (an index into
+    /// [`CONFIG_FIELDS`]) in this layout; None for the field the old layout lacks and for
+    /// indices past the last field.
+    pub const fn word(self, field: usize) -> Option<usize> {
+        if field >= CONFIG_FIELD_COUNT {
+            return None;
+        }
+        match self {
+            ConfigsLayout::Current => Some(field),
+            ConfigsLayout::Before2_10 if field < ONEDNN_BFLOAT16_INDEX => Some(field),
+            ConfigsLayout::Before2_10 if field == ONEDNN_BFLOAT16_INDEX => None,
+            ConfigsLayout::Before2_10 => Some(field - 1),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,5 +383,43 @@ mod tests {
             40
         );
         assert_eq!(offset_of!(TpOptimizerRegistrationParams, optimizer), 48);
+    }
+
+    #[test]
+    fn config_names_and_layouts_agree_with_grappler_h() {
+        assert_eq!(CONFIG_FIELDS[0], "disable_model_pruning");
+        assert_eq!(
+            CONFIG_FIELDS[ONEDNN_BFLOAT16_INDEX],
+            "auto_mixed_precision_onednn_bfloat16"
+        );
+        assert_eq!(CONFIG_FIELDS[13], "remapping");
+        assert_eq!(
+            CONFIG_FIELDS[CONFIG_FIELD_COUNT - 1],
+            "scoped_allocator_optimization"
+        );
+        // The old layout: every field but one, each word 4 bytes, ending at its struct_size.
+        let old = ConfigsLayout::Before2_10;
+        let words: Vec<usize> = (0..CONFIG_FIELD_COUNT)
+            .filter_map(|f| old.word(f))
+            .collect();
+        assert_eq!(words, (0..CONFIG_FIELD_COUNT - 1).collect::<Vec<_>>());
+        assert_eq!(16 + 4 * words.len(), old.struct_size());
+        assert_eq!(old.word(13), Some(12));
+        let current = ConfigsLayout::Current;
+        assert_eq!(16 + 4 * CONFIG_FIELD_COUNT, current.struct_size());
+        assert_eq!(current.word(CONFIG_FIELD_COUNT), None);
+        assert_eq!(ConfigsLayout::from_struct_size(88), old);
+        assert_eq!(ConfigsLayout::from_struct_size(92), current);
+        assert_eq!(ConfigsLayout::from_struct_size(1000), current);
+    }
+
+    #[test]
+    fn tri_states_round_trip_every_word() {
+        for raw in [0, 1, 2, 3, 7, u32::MAX] {
+            assert_eq!(TriState::from_raw(raw).to_raw(), raw);
+        }
+        assert_eq!(TriState::from_raw(TRI_STATE_OFF), TriState::Off);
+        assert_eq!(TriState::from_raw(9), TriState::Invalid(9));
+        assert_eq!(TriState::default(), TriState::Default);
     }
 }

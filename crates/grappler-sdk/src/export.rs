@@ -9,9 +9,9 @@ use prost::Message;
 use unbound_proto::tensorflow::GraphDef;
 
 use crate::abi::{
-    TfBuffer, TfGrapplerItem, TfStatus, TpOptimizerConfigs, TpOptimizerRegistrationParams,
-    ONEDNN_BFLOAT16_INDEX, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1,
-    TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE, TP_OPTIMIZER_STRUCT_SIZE,
+    ConfigsLayout, TfBuffer, TfGrapplerItem, TfStatus, TpOptimizerConfigs,
+    TpOptimizerRegistrationParams, TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE,
+    TP_OPTIMIZER_STRUCT_SIZE,
 };
 use crate::api::{self, set_status};
 use crate::error::{Code, Error, Result};
@@ -118,24 +118,18 @@ unsafe fn register<O: Optimizer>(
 /// (or of the current size when that is neither 88 nor 92).
 unsafe fn write_configs(cfg: *mut TpOptimizerConfigs, configs: &Configs) {
     let raw = configs.to_raw();
-    // SAFETY: see the contract; the toggles start at offset 16 in both layouts.
+    // SAFETY: see the contract; the toggles start at offset 16 in both layouts, and each
+    // layout's words end at its struct_size, so no word past the pre-filled size is written.
     unsafe {
-        let old_layout = (*cfg).struct_size == TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1;
+        let layout = ConfigsLayout::from_struct_size((*cfg).struct_size);
         let toggles = std::ptr::addr_of_mut!((*cfg).toggles).cast::<u32>();
-        let mut slot = 0;
-        for (i, value) in raw.into_iter().enumerate() {
-            if old_layout && i == ONEDNN_BFLOAT16_INDEX {
-                continue;
+        for (field, value) in raw.into_iter().enumerate() {
+            if let Some(word) = layout.word(field) {
+                toggles.add(word).write(value);
             }
-            toggles.add(slot).write(value);
-            slot += 1;
         }
         (*cfg).ext = std::ptr::null_mut();
-        (*cfg).struct_size = if old_layout {
-            TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1
-        } else {
-            TP_OPTIMIZER_CONFIGS_STRUCT_SIZE
-        };
+        (*cfg).struct_size = layout.struct_size();
     }
 }
 
@@ -252,6 +246,7 @@ unsafe fn write_output(out: *mut TfBuffer, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::{TP_OPTIMIZER_CONFIGS_STRUCT_SIZE, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1};
     use crate::TriState;
 
     fn written(prefilled: usize) -> TpOptimizerConfigs {

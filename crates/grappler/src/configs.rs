@@ -2,124 +2,31 @@
 //! read in either layout, and combined across plugins the way TensorFlow's meta optimizer
 //! combines them (`GetPluginConfigs`): a plugin can only turn built-ins off, any plugin that
 //! turns one off wins, and `disable_model_pruning` is on if any plugin turns it on.
+//!
+//! The field names, [`TriState`] and the two [`ConfigsLayout`]s are `unbound-grappler-abi`'s
+//! (shared with the SDK, which writes what this module reads); they are re-exported here.
 
 use std::fmt;
 
-use crate::abi::{
-    TpOptimizerConfigs, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1,
-    TRI_STATE_DEFAULT, TRI_STATE_OFF, TRI_STATE_ON,
-};
+pub use crate::abi::{ConfigsLayout, TriState};
+use crate::abi::{TpOptimizerConfigs, CONFIG_FIELDS, CONFIG_FIELD_COUNT};
 
-/// Field names in the current layout (TensorFlow 2.10+), in order.
-pub const FIELDS: [&str; 19] = [
-    "disable_model_pruning",
-    "implementation_selector",
-    "function_optimization",
-    "common_subgraph_elimination",
-    "arithmetic_optimization",
-    "debug_stripper",
-    "constant_folding",
-    "shape_optimization",
-    "auto_mixed_precision",
-    "auto_mixed_precision_onednn_bfloat16",
-    "auto_mixed_precision_mkl",
-    "pin_to_host_optimization",
-    "layout_optimizer",
-    "remapping",
-    "loop_optimization",
-    "dependency_optimization",
-    "auto_parallel",
-    "memory_optimization",
-    "scoped_allocator_optimization",
-];
-
-/// Index of the field the old layout (TensorFlow 2.5-2.9) lacks.
-const ONEDNN_BFLOAT16: usize = 9;
-
-/// Which `TP_OptimizerConfigs` layout a plugin filled in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfigsLayout {
-    /// TensorFlow 2.10+: 92 bytes, with `auto_mixed_precision_onednn_bfloat16`.
-    Current,
-    /// TensorFlow 2.5-2.9: 88 bytes, without it; later fields sit 4 bytes earlier.
-    Before2_10,
-}
-
-/// A tri-state as the plugin wrote it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TriState {
-    /// `TF_TriState_Default`.
-    Default,
-    /// `TF_TriState_Off`.
-    Off,
-    /// `TF_TriState_On`.
-    On,
-    /// Any other value; TensorFlow treats it like Default/On (anything but Off).
-    Invalid(u32),
-}
-
-impl TriState {
-    /// The value of a `TF_TriState` word.
-    pub fn from_raw(raw: u32) -> Self {
-        match raw {
-            TRI_STATE_DEFAULT => TriState::Default,
-            TRI_STATE_OFF => TriState::Off,
-            TRI_STATE_ON => TriState::On,
-            other => TriState::Invalid(other),
-        }
-    }
-
-    /// The `TF_TriState` word for this value (the inverse of [`TriState::from_raw`]).
-    pub fn to_raw(self) -> u32 {
-        match self {
-            TriState::Default => TRI_STATE_DEFAULT,
-            TriState::Off => TRI_STATE_OFF,
-            TriState::On => TRI_STATE_ON,
-            TriState::Invalid(other) => other,
-        }
-    }
-}
-
-impl ConfigsLayout {
-    /// The layout a `struct_size` written by a plugin selects: 88 is TensorFlow 2.5-2.9's.
-    pub fn from_struct_size(struct_size: usize) -> Self {
-        if struct_size == TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1 {
-            ConfigsLayout::Before2_10
-        } else {
-            ConfigsLayout::Current
-        }
-    }
-
-    /// The `struct_size` of this layout.
-    pub fn struct_size(self) -> usize {
-        match self {
-            ConfigsLayout::Current => TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
-            ConfigsLayout::Before2_10 => TP_OPTIMIZER_CONFIGS_STRUCT_SIZE_V1,
-        }
-    }
-}
-
-/// One plugin's configs: a tri-state per field of [`FIELDS`].
+/// One plugin's configs: a tri-state per field of [`CONFIG_FIELDS`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginConfigs {
     /// The layout the plugin used.
     pub layout: ConfigsLayout,
-    /// Values in [`FIELDS`] order (the old layout's missing field reads as Default).
-    pub values: [TriState; 19],
+    /// Values in [`CONFIG_FIELDS`] order (the old layout's missing field reads as Default).
+    pub values: [TriState; CONFIG_FIELD_COUNT],
 }
 
 impl PluginConfigs {
     /// Reads the struct the plugin filled in; `struct_size` 88 selects the old layout.
     pub fn read(raw: &TpOptimizerConfigs) -> Self {
         let layout = ConfigsLayout::from_struct_size(raw.struct_size);
-        let mut values = [TriState::Default; 19];
+        let mut values = [TriState::Default; CONFIG_FIELD_COUNT];
         for (i, value) in values.iter_mut().enumerate() {
-            let word = match layout {
-                ConfigsLayout::Current => Some(raw.toggles[i]),
-                ConfigsLayout::Before2_10 if i < ONEDNN_BFLOAT16 => Some(raw.toggles[i]),
-                ConfigsLayout::Before2_10 if i == ONEDNN_BFLOAT16 => None,
-                ConfigsLayout::Before2_10 => Some(raw.toggles[i - 1]),
-            };
+            let word = layout.word(i).map(|w| raw.toggles[w]);
             *value = word.map_or(TriState::Default, TriState::from_raw);
         }
         Self { layout, values }
@@ -127,7 +34,7 @@ impl PluginConfigs {
 
     /// The value of field `name`.
     pub fn get(&self, name: &str) -> Option<TriState> {
-        FIELDS
+        CONFIG_FIELDS
             .iter()
             .position(|f| *f == name)
             .map(|i| self.values[i])
@@ -156,7 +63,7 @@ pub fn combine(plugins: &[(String, &PluginConfigs)]) -> CombinedConfigs {
         conflicts: Vec::new(),
         invalid: Vec::new(),
     };
-    for (i, field) in FIELDS.iter().enumerate() {
+    for (i, field) in CONFIG_FIELDS.iter().enumerate() {
         let by = |state: TriState| -> Vec<String> {
             plugins
                 .iter()
@@ -207,12 +114,13 @@ impl fmt::Display for CombinedConfigs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::{TRI_STATE_OFF, TRI_STATE_ON};
 
     fn raw(struct_size: usize, set: &[(usize, u32)]) -> TpOptimizerConfigs {
         let mut c = TpOptimizerConfigs {
             struct_size,
             ext: std::ptr::null_mut(),
-            toggles: [0; 19],
+            toggles: [0; CONFIG_FIELD_COUNT],
         };
         for &(i, v) in set {
             c.toggles[i] = v;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use prost::Message;
 use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef, OpList};
 
-use crate::abi::TP_OPTIMIZER_CONFIGS_STRUCT_SIZE;
+use crate::abi::{CONFIG_FIELD_COUNT, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE};
 use crate::configs::{ConfigsLayout, PluginConfigs, TriState};
 use crate::item::GrapplerItem;
 use crate::plugin::{load_plugin, PluginError, RawOutcome, Registration};
@@ -181,7 +181,7 @@ fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> 
 }
 
 /// The configs as sent to the parent: the layout's `struct_size` and one `TF_TriState` word
-/// per field of [`crate::configs::FIELDS`].
+/// per field of [`crate::abi::CONFIG_FIELDS`].
 fn raw_configs(configs: &PluginConfigs) -> (u64, Vec<u32>) {
     let words = configs.values.iter().map(|t| t.to_raw()).collect();
     (configs.layout.struct_size() as u64, words)
@@ -189,7 +189,7 @@ fn raw_configs(configs: &PluginConfigs) -> (u64, Vec<u32>) {
 
 /// The configs [`raw_configs`] sent (missing words read as Default).
 fn configs_from_raw(struct_size: u64, words: &[u32]) -> PluginConfigs {
-    let mut values = [TriState::Default; 19];
+    let mut values = [TriState::Default; CONFIG_FIELD_COUNT];
     for (value, &word) in values.iter_mut().zip(words) {
         *value = TriState::from_raw(word);
     }
@@ -410,7 +410,7 @@ mod tests {
     #[test]
     fn configs_cross_the_process_boundary_unchanged() {
         for layout in [ConfigsLayout::Current, ConfigsLayout::Before2_10] {
-            let mut values = [TriState::Default; 19];
+            let mut values = [TriState::Default; CONFIG_FIELD_COUNT];
             values[0] = TriState::On;
             values[13] = TriState::Off;
             values[18] = TriState::Invalid(7);

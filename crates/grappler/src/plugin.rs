@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::abi::{
     InitGraphFn, TfBuffer, TpOptimizer, TpOptimizerConfigs, TpOptimizerRegistrationParams,
-    GO_VERSION, INIT_GRAPH_SYMBOL, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
+    CONFIG_FIELD_COUNT, GO_VERSION, INIT_GRAPH_SYMBOL, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
     TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE, TP_OPTIMIZER_STRUCT_SIZE,
 };
 use crate::buffer::buffer_bytes;
@@ -100,7 +100,7 @@ fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
     let mut configs = Padded::new(TpOptimizerConfigs {
         struct_size: TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
         ext: std::ptr::null_mut(),
-        toggles: [0; 19],
+        toggles: [0; CONFIG_FIELD_COUNT],
     });
     let mut optimizer = Padded::new(TpOptimizer {
         struct_size: TP_OPTIMIZER_STRUCT_SIZE,

@@ -17,9 +17,10 @@ use prost::Message;
 use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 
 use crate::configs::{combine, CombinedConfigs};
-use crate::isolate::IsolatedPlugin;
+use crate::error::GrapplerError;
+use crate::isolate::{worker_executable, IsolatedPlugin};
 use crate::item::GrapplerItem;
-use crate::plugin::{load_plugin, PluginError};
+use crate::plugin::load_plugin;
 use crate::runner::{judge, Outcome, PluginRunner};
 use unbound_graph::{rewrite_functions, FunctionGraph, FunctionNote, FunctionRewriter, OpLibrary};
 
@@ -32,6 +33,12 @@ pub struct HostOptions {
     pub timeout: Duration,
     /// Device types to treat as present in every graph, beyond those in `NodeDef.device`.
     pub device_types: Vec<String>,
+    /// With `isolate`: the executable started as the plugin worker (with the argument
+    /// [`crate::isolate::WORKER_ARG`]; see [`crate::isolate`]). None: the environment variable
+    /// [`crate::isolate::WORKER_ENV`] (`UNBOUND_WORKER`) when set, else this process's own
+    /// executable, which is right for the `unbound` binary but not for a host embedded in
+    /// another program (a Python process is not the `unbound` binary).
+    pub worker: Option<PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -40,6 +47,7 @@ impl Default for HostOptions {
             isolate: false,
             timeout: Duration::from_secs(600),
             device_types: Vec::new(),
+            worker: None,
         }
     }
 }
@@ -52,10 +60,10 @@ pub struct PluginSet {
 
 /// The plugin files of a directory: every `*.so` or `*.so.<digits...>` file, sorted, as
 /// TensorFlow's plugin discovery picks them.
-pub fn plugins_in_dir(dir: &Path) -> Result<Vec<PathBuf>, PluginError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| PluginError {
-        path: dir.to_path_buf(),
-        message: format!("cannot read the plugin directory: {e}"),
+pub fn plugins_in_dir(dir: &Path) -> Result<Vec<PathBuf>, GrapplerError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| GrapplerError::PluginDir {
+        dir: dir.to_path_buf(),
+        source,
     })?;
     let mut found = Vec::new();
     for entry in entries.flatten() {
@@ -76,11 +84,21 @@ pub fn plugins_in_dir(dir: &Path) -> Result<Vec<PathBuf>, PluginError> {
 impl PluginSet {
     /// Loads `paths` in order. Refuses a second plugin for a device type already taken (where
     /// TensorFlow aborts the process).
-    pub fn load(paths: &[PathBuf], options: HostOptions) -> Result<Self, PluginError> {
+    pub fn load(paths: &[PathBuf], options: HostOptions) -> Result<Self, GrapplerError> {
         let mut plugins: Vec<Box<dyn PluginRunner>> = Vec::new();
+        let mut worker = None;
         for path in paths {
             let plugin: Box<dyn PluginRunner> = if options.isolate {
-                Box::new(IsolatedPlugin::load(path, options.timeout)?)
+                let worker = match &worker {
+                    Some(worker) => worker,
+                    None => worker.insert(worker_executable(options.worker.as_deref()).map_err(
+                        |fault| GrapplerError::Plugin {
+                            path: path.clone(),
+                            fault,
+                        },
+                    )?),
+                };
+                Box::new(IsolatedPlugin::load(path, worker, options.timeout)?)
             } else {
                 Box::new(load_plugin(path)?)
             };
@@ -89,13 +107,10 @@ impl PluginSet {
                 .iter()
                 .find(|p| &p.registration().device_type == device_type)
             {
-                return Err(PluginError {
+                return Err(GrapplerError::DeviceTypeTaken {
                     path: path.clone(),
-                    message: format!(
-                        "a plugin optimizer for device type {device_type} is already registered \
-                         (by {}); TensorFlow allows one per device type",
-                        other.path().display()
-                    ),
+                    device_type: device_type.clone(),
+                    other: other.path().to_path_buf(),
                 });
             }
             plugins.push(plugin);

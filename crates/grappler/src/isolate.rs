@@ -1,8 +1,12 @@
 //! Running a plugin in a child process (`--isolate`), so a plugin that crashes or hangs cannot
 //! take the host down or corrupt its output.
 //!
-//! The child is the host executable itself, started with [`WORKER_ARG`]; its `main` must hand
-//! over to [`worker_main`] when it sees that argument. Parent and child exchange length-prefixed
+//! The child is a worker executable started with the one argument [`WORKER_ARG`]; its `main`
+//! must hand over to [`worker_main`] when it sees that argument (the `unbound` binary does). Which
+//! executable ([`worker_executable`]): [`crate::host::HostOptions::worker`] when set, else the
+//! one the environment variable [`WORKER_ENV`] (`UNBOUND_WORKER`) names, else the host's own
+//! executable (`current_exe()`). A host that is not such an executable (a Python process, say)
+//! names one, for instance the `unbound` binary. Parent and child exchange length-prefixed
 //! protobuf frames over the child's stdin and stdout; the child moves the plugin's own stdout
 //! to stderr first, so nothing a plugin prints can corrupt a frame. A child that dies is
 //! reported with its signal and restarted for the next graph; one that does not answer within
@@ -19,13 +23,30 @@ use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef, OpList};
 
 use crate::abi::{CONFIG_FIELD_COUNT, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE};
 use crate::configs::{ConfigsLayout, PluginConfigs, TriState};
+use crate::error::{GrapplerError, PluginFault, WorkerEnd};
 use crate::item::GrapplerItem;
-use crate::plugin::{load_plugin, PluginError, RawOutcome, Registration};
+use crate::plugin::{open_plugin, RawOutcome, Registration};
 use crate::runner::PluginRunner;
 use unbound_graph::ops::OpLibrary;
 
 /// The argument that turns the host executable into a plugin worker.
 pub const WORKER_ARG: &str = "__unbound-plugin-worker";
+
+/// The environment variable naming the worker executable when
+/// [`crate::host::HostOptions::worker`] is not set.
+pub const WORKER_ENV: &str = "UNBOUND_WORKER";
+
+/// The executable started as the plugin worker: `explicit` when given, else the path in
+/// [`WORKER_ENV`] when that is set and not empty, else this process's own executable.
+pub fn worker_executable(explicit: Option<&Path>) -> Result<PathBuf, PluginFault> {
+    if let Some(path) = explicit {
+        return Ok(path.to_path_buf());
+    }
+    match std::env::var_os(WORKER_ENV) {
+        Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
+        _ => std::env::current_exe().map_err(PluginFault::NoWorker),
+    }
+}
 
 /// Largest frame accepted from the other side (a GraphDef can exceed protobuf's 2 GiB, but not
 /// this).
@@ -133,7 +154,7 @@ pub fn worker_main() -> i32 {
 fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> Reply {
     let mut reply = Reply::default();
     if !request.optimize {
-        match load_plugin(Path::new(&request.plugin_path)) {
+        match open_plugin(Path::new(&request.plugin_path)) {
             Ok(p) => {
                 reply.kind = LOADED;
                 reply.device_type = p.registration.device_type.clone();
@@ -142,9 +163,9 @@ fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> 
                 reply.configs = words;
                 *plugin = Some(p);
             }
-            Err(e) => {
+            Err(fault) => {
                 reply.kind = ERROR;
-                reply.message = e.message;
+                reply.message = fault.to_string();
             }
         }
         return reply;
@@ -203,6 +224,7 @@ fn configs_from_raw(struct_size: u64, words: &[u32]) -> PluginConfigs {
 /// A plugin running in a child process.
 pub struct IsolatedPlugin {
     path: PathBuf,
+    worker: PathBuf,
     registration: Registration,
     timeout: Duration,
     child: Option<Worker>,
@@ -247,34 +269,31 @@ impl Worker {
 
     /// Sends `request` and waits up to `timeout` for the reply. On failure the child is gone
     /// and the error says how it ended.
-    fn call(&mut self, request: &Request, timeout: Duration) -> Result<Reply, String> {
+    fn call(&mut self, request: &Request, timeout: Duration) -> Result<Reply, WorkerEnd> {
         if let Err(e) = write_frame(&mut self.stdin, request) {
-            return Err(self.ended(format!("could not send the request ({e})")));
+            return Err(self.ended(WorkerEnd::NotSent(e)));
         }
         match self.replies.recv_timeout(timeout) {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
-                Err(self.ended("stopped answering".to_string()))
+                Err(self.ended(WorkerEnd::StoppedAnswering))
             }
             Err(RecvTimeoutError::Timeout) => {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                Err(format!(
-                    "timed out after {} s; killed",
-                    timeout.as_secs_f64()
-                ))
+                Err(WorkerEnd::TimedOut(timeout))
             }
         }
     }
 
-    /// Waits for the child and describes how it ended.
-    fn ended(&mut self, fallback: String) -> String {
+    /// Waits for the child and says how it ended (`fallback` when that is unknown).
+    fn ended(&mut self, fallback: WorkerEnd) -> WorkerEnd {
         match self.child.wait() {
             Ok(status) => {
                 use std::os::unix::process::ExitStatusExt;
                 match (status.signal(), status.code()) {
-                    (Some(sig), _) => format!("crashed ({})", signal_name(sig)),
-                    (None, Some(code)) => format!("exited with status {code}"),
+                    (Some(sig), _) => WorkerEnd::Crashed(sig),
+                    (None, Some(code)) => WorkerEnd::Exited(code),
                     _ => fallback,
                 }
             }
@@ -290,28 +309,13 @@ impl Drop for Worker {
     }
 }
 
-/// "signal 11, SIGSEGV" for the usual crash signals.
-fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGILL => "SIGILL",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGTRAP => "SIGTRAP",
-        _ => return format!("signal {sig}"),
-    };
-    format!("signal {sig}, {name}")
-}
-
 impl IsolatedPlugin {
-    /// Starts a worker and loads the plugin there. Registration errors, including a crash
-    /// while registering, are returned like in-process ones.
-    pub fn load(path: &Path, timeout: Duration) -> Result<Self, PluginError> {
+    /// Starts `worker` (see [`worker_executable`]) and loads the plugin there. Registration
+    /// errors, including a crash while registering, are returned like in-process ones.
+    pub fn load(path: &Path, worker: &Path, timeout: Duration) -> Result<Self, GrapplerError> {
         let mut plugin = Self {
             path: path.to_path_buf(),
+            worker: worker.to_path_buf(),
             registration: Registration {
                 device_type: String::new(),
                 configs: configs_from_raw(TP_OPTIMIZER_CONFIGS_STRUCT_SIZE as u64, &[]),
@@ -319,28 +323,29 @@ impl IsolatedPlugin {
             timeout,
             child: None,
         };
-        plugin.start().map_err(|message| PluginError {
+        plugin.start().map_err(|fault| GrapplerError::Plugin {
             path: path.to_path_buf(),
-            message,
+            fault,
         })?;
         Ok(plugin)
     }
 
     /// (Re)starts the worker and loads the plugin in it.
-    fn start(&mut self) -> Result<(), String> {
-        let exe =
-            std::env::current_exe().map_err(|e| format!("cannot find the host executable: {e}"))?;
+    fn start(&mut self) -> Result<(), PluginFault> {
         let mut worker =
-            Worker::spawn(&exe).map_err(|e| format!("cannot start the worker process: {e}"))?;
+            Worker::spawn(&self.worker).map_err(|source| PluginFault::WorkerNotStarted {
+                worker: self.worker.clone(),
+                source,
+            })?;
         let request = Request {
             plugin_path: self.path.display().to_string(),
             ..Default::default()
         };
         let reply = worker
             .call(&request, self.timeout)
-            .map_err(|e| format!("the worker {e} while loading the plugin"))?;
+            .map_err(PluginFault::WorkerEnded)?;
         if reply.kind != LOADED {
-            return Err(reply.message);
+            return Err(PluginFault::InWorker(reply.message));
         }
         self.registration = Registration {
             device_type: reply.device_type,

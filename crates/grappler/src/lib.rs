@@ -14,6 +14,7 @@
 pub use unbound_grappler_abi as abi;
 pub mod buffer;
 pub mod configs;
+pub mod error;
 pub mod exports;
 pub mod host;
 pub mod isolate;
@@ -25,3 +26,5 @@ mod shims;
 pub mod status;
 pub mod util_api;
 pub mod util_properties;
+
+pub use error::{GrapplerError, PluginFault};

@@ -12,17 +12,8 @@ use crate::abi::{
 };
 use crate::buffer::buffer_bytes;
 use crate::configs::PluginConfigs;
+use crate::error::{GrapplerError, PluginFault};
 use crate::status::{code, TfStatus};
-
-/// A plugin that failed to load or register; the message names the file.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("plugin {}: {message}", path.display())]
-pub struct PluginError {
-    /// The plugin file.
-    pub path: PathBuf,
-    /// What went wrong (TensorFlow's message where TensorFlow has one).
-    pub message: String,
-}
 
 /// What a plugin registered.
 #[derive(Debug, Clone)]
@@ -62,11 +53,16 @@ impl<T> Padded<T> {
 }
 
 /// Loads the plugin at `path` and registers it.
-pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, PluginError> {
-    let err = |message: String| PluginError {
+pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, GrapplerError> {
+    open_plugin(path).map_err(|fault| GrapplerError::Plugin {
         path: path.to_path_buf(),
-        message,
-    };
+        fault,
+    })
+}
+
+/// [`load_plugin`], with the fault alone (an `--isolate` worker sends it to the host, which
+/// names the file).
+pub(crate) fn open_plugin(path: &Path) -> Result<LoadedPlugin, PluginFault> {
     // Referencing the export table keeps every TF_* function in the executable, so the
     // dynamic linker can resolve the plugin's references to them.
     std::hint::black_box(crate::exports::exported_symbols());
@@ -74,19 +70,19 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, PluginError> {
         eprintln!("unbound: warning: {e}; plugins linked against TensorFlow will not load");
     }
     if !path.is_file() {
-        return Err(err("no such file".to_string()));
+        return Err(PluginFault::NoSuchFile);
     }
     // SAFETY: loading a plugin runs its initializers; that is the point of a plugin, and the
     // user named it. RTLD_NOW|RTLD_LOCAL as TensorFlow's Env::LoadDynamicLibrary does.
     let library = unsafe {
         libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL)
     }
-    .map_err(|e| err(format!("cannot load: {e}")))?;
+    .map_err(PluginFault::CannotLoad)?;
     // SAFETY: the symbol's type is TensorFlow's TFInitGraphPluginFn.
     let init: InitGraphFn = unsafe { library.get::<InitGraphFn>(INIT_GRAPH_SYMBOL) }
         .map(|s| *s)
-        .map_err(|_| err("no TF_InitGraph symbol: not a graph optimizer plugin".to_string()))?;
-    let (registration, optimizer) = register(init).map_err(err)?;
+        .map_err(|_| PluginFault::NotAPlugin)?;
+    let (registration, optimizer) = register(init)?;
     Ok(LoadedPlugin {
         path: path.to_path_buf(),
         registration,
@@ -96,7 +92,7 @@ pub fn load_plugin(path: &Path) -> Result<LoadedPlugin, PluginError> {
 }
 
 /// Calls `init` as TensorFlow's `InitGraphPlugin` does and validates what it filled in.
-fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
+fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), PluginFault> {
     let mut configs = Padded::new(TpOptimizerConfigs {
         struct_size: TP_OPTIMIZER_CONFIGS_STRUCT_SIZE,
         ext: std::ptr::null_mut(),
@@ -123,9 +119,7 @@ fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
     // SAFETY: all three structs are zero-initialized, sized as TensorFlow's (plus spare room)
     // and live across the call.
     unsafe { init(&mut params.value, status.as_ptr().cast()) };
-    status
-        .to_result()
-        .map_err(|e| format!("TF_InitGraph failed: {e}"))?;
+    status.to_result().map_err(PluginFault::InitFailed)?;
     let p = &params.value;
     if p.struct_size == 0 {
         return Err(precondition("struct_size field in TP_OptimizerRegistrationParams must be set to TP_OPTIMIZER_REGISTRATION_PARAMS_STRUCT_SIZE."));
@@ -152,7 +146,7 @@ fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
     // SAFETY: checked non-null; TensorFlow requires a NUL-terminated static string.
     let device_type = unsafe { CStr::from_ptr(p.device_type) }
         .to_str()
-        .map_err(|_| "device_type is not UTF-8".to_string())?
+        .map_err(|_| PluginFault::DeviceTypeNotUtf8)?
         .to_string();
     if device_type.is_empty() {
         return Err(precondition(
@@ -166,8 +160,9 @@ fn register(init: InitGraphFn) -> Result<(Registration, TpOptimizer), String> {
     Ok((registration, o))
 }
 
-fn precondition(message: &str) -> String {
-    format!("{}: {message}", code::name(code::FAILED_PRECONDITION))
+/// TensorFlow's FAILED_PRECONDITION for a registration field left unset.
+fn precondition(message: &'static str) -> PluginFault {
+    PluginFault::Registration(message)
 }
 
 /// What one `optimize_func` call returned, before validation.
@@ -237,7 +232,7 @@ impl LoadedPlugin {
         }
         match status.to_result() {
             Ok(()) => RawOutcome::Output(bytes),
-            Err(e) => RawOutcome::Error(e),
+            Err(e) => RawOutcome::Error(e.to_string()),
         }
     }
 }

@@ -7,6 +7,7 @@
 use std::ffi::{c_char, c_int, CStr, CString};
 
 pub use crate::abi::code;
+pub use crate::error::StatusError;
 
 /// The status object behind a plugin's `TF_Status*`.
 #[derive(Debug, Default)]
@@ -43,12 +44,15 @@ impl TfStatus {
         };
     }
 
-    /// `Err("CODE: message")` unless OK.
-    pub fn to_result(&self) -> Result<(), String> {
+    /// The status as an error ("CODE: message") unless OK.
+    pub fn to_result(&self) -> Result<(), StatusError> {
         if self.code == code::OK {
             Ok(())
         } else {
-            Err(format!("{}: {}", code::name(self.code), self.message()))
+            Err(StatusError {
+                code: self.code,
+                message: self.message(),
+            })
         }
     }
 
@@ -211,7 +215,10 @@ mod tests {
             TF_SetStatus(s, code::NOT_FOUND, c"missing".as_ptr());
             assert_eq!(TF_GetCode(s), code::NOT_FOUND);
             assert_eq!(CStr::from_ptr(TF_Message(s)).to_str().unwrap(), "missing");
-            assert_eq!((*s).to_result().unwrap_err(), "NOT_FOUND: missing");
+            assert_eq!(
+                (*s).to_result().unwrap_err().to_string(),
+                "NOT_FOUND: missing"
+            );
             TF_SetStatus(s, code::OK, c"ignored".as_ptr());
             assert_eq!(CStr::from_ptr(TF_Message(s)).to_str().unwrap(), "");
             TF_SetStatusFromIOError(s, libc::ENOENT, c"open x".as_ptr());

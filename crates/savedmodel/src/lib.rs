@@ -6,6 +6,7 @@
 
 pub mod dir;
 pub mod fingerprint;
+pub mod rewrite;
 pub mod show;
 pub mod split;
 pub mod verify;

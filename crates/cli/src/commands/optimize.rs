@@ -54,6 +54,7 @@ pub fn run(args: Args) -> CmdResult {
         isolate: args.isolate,
         timeout: Duration::from_secs(args.plugin_timeout),
         device_types: args.device_types.clone(),
+        worker: None,
     };
     let mut plugins = PluginSet::load(&paths, options)?;
     for (path, device_type) in plugins.plugins() {

@@ -5,7 +5,12 @@
 //! are handed serialized `GraphDef`s. This crate loads them, validates their registration with
 //! TensorFlow's rules and messages, runs them on a model's graphs, and exports the util C API
 //! (`TF_Buffer`, `TF_Status`, grappler item, graph properties, function library) that plugins
-//! call back into.
+//! call back into. Reading and writing the SavedModel around them is `unbound-savedmodel`'s
+//! ([`unbound_savedmodel::rewrite`]); [`saved_model`] only plugs the plugins into it. Errors that
+//! stop a run are [`GrapplerError`]s.
+//!
+//! With `--isolate` ([`isolate`]) each plugin runs in a worker process, an executable named by
+//! [`host::HostOptions::worker`], `UNBOUND_WORKER`, or this process's own.
 //!
 //! The util C API is exported from the executable that links this crate: its binary must be
 //! linked with `-Wl,--export-dynamic-symbol=TF_*` (the `unbound` CLI's build script does this),

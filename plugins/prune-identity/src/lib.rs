@@ -1,5 +1,5 @@
 //! A TensorFlow graph-optimizer plugin that removes `Identity` and `NoOp` nodes nothing needs
-//! (see [`prune`] for the exact rules), built with `unbound-grappler-sdk`.
+//! (see [`mod@prune`] for the exact rules), built with `unbound-grappler-sdk`.
 //!
 //! It registers for device type `CPU` and leaves every built-in pass as the user configured it:
 //! it only removes what TensorFlow's dependency optimizer would, so it masks nothing. It runs

@@ -58,7 +58,10 @@ impl Payload {
         match self {
             Payload::Inline(b) => Ok(b.clone()),
             Payload::Record(r) => {
-                let bytes = r.reader.read_record(r.position).map_err(WireError::Source)?;
+                let bytes = r
+                    .reader
+                    .read_record(r.position)
+                    .map_err(WireError::Source)?;
                 check_record_len(r, bytes.len() as u64)?;
                 Ok(bytes)
             }

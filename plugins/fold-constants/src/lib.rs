@@ -1,5 +1,5 @@
 //! A TensorFlow graph-optimizer plugin that folds arithmetic on small constant tensors (see
-//! [`fold`] for the rules), built with `unbound-grappler-sdk`.
+//! [`mod@fold`] for the rules), built with `unbound-grappler-sdk`.
 //!
 //! It registers for device type `CPU` and leaves every built-in pass as the user configured it:
 //! TensorFlow's own constant folding (which runs before plugins) is far more general, and turning

@@ -4,7 +4,7 @@
 //! Follows TensorFlow's `GraphProperties::InferStatically`: every node's outputs get a dtype
 //! (from the OpDef) and a shape (known dims, `-1` for unknown dims, `unknown_rank` when even the
 //! rank is unknown); a node's input properties are the output properties of the tensors it
-//! consumes. Shape functions cover the common ops of inference graphs (see [`ops`]); other ops
+//! consumes. Shape functions cover the common ops of inference graphs (see the private `ops` module); other ops
 //! fall back to their `_output_shapes` attr or unknown shapes. Function calls are inferred through
 //! the callee's body with the caller's input shapes (see `calls`). Nodes are visited once, in
 //! topological order (Kahn's algorithm); nodes on cycles (and what they feed) are visited

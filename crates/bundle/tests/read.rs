@@ -2,19 +2,12 @@
 //! double, int32, int64, half, bfloat16, bool, string), the object graph, verification, and
 //! the index rewritten by our table builder byte for byte.
 
-use std::path::{Path, PathBuf};
-
 use bytes::Bytes;
 use unbound_bundle::{
     object_paths, saved_model_prefix, sstable, BundleReader, TensorData, OBJECT_GRAPH_KEY,
 };
 use unbound_proto::tensorflow::DataType;
-
-fn model(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/models")
-        .join(name)
-}
+use unbound_test_support::testdata::model;
 
 fn var(name: &str) -> String {
     format!("{name}/.ATTRIBUTES/VARIABLE_VALUE")

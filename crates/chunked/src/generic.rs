@@ -193,7 +193,7 @@ fn entry_key(entry: &WireMessage, entry_desc: &MessageDescriptor) -> Option<KeyV
         .fields
         .iter()
         .rev()
-        .find(|f| f.number == 1)
+        .find(|f| f.number == key_fd.number())
         .map(|f| &f.value);
     Some(match (key_fd.kind(), value) {
         (Kind::String, Some(WireValue::Bytes(p))) => {

@@ -3,14 +3,10 @@
 //! valid files (raw bytes, with and without repaired hashes; record contents) and random
 //! metadata trees never make reading, merging or serializing panic.
 
-#[path = "../../cli/tests/common/highway.rs"]
-mod highway;
-
 use std::io::Cursor;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use highway::{chunk_header, hh, rehash_chunk_header, signature};
 use proptest::prelude::*;
 use prost::Message;
 use unbound_chunked::{
@@ -24,30 +20,19 @@ use unbound_proto::unbound::test::ManyFields;
 use unbound_records::{
     Compression, HashedPart, RecordReader, RecordWriter, RecordsError, WriterOptions,
 };
+use unbound_test_support::chunks::{
+    chunked_field as cf, field_tag as f, index_tag as ix, map_key_tag as key,
+    write_cpb_with as write,
+};
+use unbound_test_support::data::noise;
+use unbound_test_support::descriptor as desc;
+use unbound_test_support::highway::{chunk_header, hh, rehash_chunk_header, signature};
 use unbound_wire::WireMessage;
 
 const NAME: &str = "bad.cpb";
 
-fn desc(name: &str) -> prost_reflect::MessageDescriptor {
-    unbound_proto::descriptor_pool()
-        .get_message_by_name(name)
-        .unwrap()
-}
-
 fn many_fields() -> prost_reflect::MessageDescriptor {
     desc("unbound.test.ManyFields")
-}
-
-fn noise(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// The message every sample file holds.
@@ -109,28 +94,6 @@ fn sample_split() -> (Vec<Bytes>, ChunkMetadata) {
     (chunks, metadata)
 }
 
-/// `chunks` then `metadata` (offsets filled in, then `edit`ed) with our writer.
-fn write(
-    chunks: &[Bytes],
-    mut metadata: ChunkMetadata,
-    compression: Compression,
-    chunk_size: u64,
-    edit: impl FnOnce(&mut ChunkMetadata),
-) -> Vec<u8> {
-    let options = WriterOptions {
-        compression,
-        chunk_size: Some(chunk_size),
-        store_incompressible: false,
-    };
-    let mut w = RecordWriter::new(Vec::new(), options).unwrap();
-    for (i, c) in chunks.iter().enumerate() {
-        metadata.chunks[i].offset = w.write_record(c).unwrap();
-    }
-    edit(&mut metadata);
-    w.write_record(&metadata.encode_to_vec()).unwrap();
-    w.finish().unwrap()
-}
-
 /// The sample as an uncompressed file, one record per chunk, with `edit` applied to its
 /// metadata.
 fn sample_with(edit: impl FnOnce(&mut ChunkMetadata)) -> Vec<u8> {
@@ -167,30 +130,6 @@ fn flip(file: &[u8], at: usize) -> Vec<u8> {
     f
 }
 
-fn f(n: u32) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::Field(n)),
-    }
-}
-fn ix(i: u64) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::Index(i)),
-    }
-}
-fn key(k: K) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::MapKey(MapKey { r#type: Some(k) })),
-    }
-}
-fn cf(tags: Vec<FieldIndex>, chunk: Option<u64>) -> ChunkedField {
-    ChunkedField {
-        field_tag: tags,
-        message: Some(ChunkedMessage {
-            chunk_index: chunk,
-            chunked_fields: vec![],
-        }),
-    }
-}
 fn push_field(m: &mut ChunkMetadata, field: ChunkedField) {
     m.message.as_mut().unwrap().chunked_fields.push(field);
 }

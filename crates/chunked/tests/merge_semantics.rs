@@ -6,41 +6,13 @@ use bytes::Bytes;
 use prost::Message;
 use unbound_chunked::{ChunkedError, MemoryChunks, Merger};
 use unbound_proto::tensorflow::proto_splitter::{
-    field_index::{map_key::Type as K, Kind, MapKey},
-    ChunkedField, ChunkedMessage, FieldIndex,
+    field_index::map_key::Type as K, ChunkedField, ChunkedMessage,
 };
 use unbound_proto::unbound::test::{ManyFields, StringNode};
-
-fn desc(name: &str) -> prost_reflect::MessageDescriptor {
-    unbound_proto::descriptor_pool()
-        .get_message_by_name(name)
-        .unwrap()
-}
-
-fn f(n: u32) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::Field(n)),
-    }
-}
-fn ix(i: u64) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::Index(i)),
-    }
-}
-fn key(k: K) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::MapKey(MapKey { r#type: Some(k) })),
-    }
-}
-fn cf(tags: Vec<FieldIndex>, chunk: u64) -> ChunkedField {
-    ChunkedField {
-        field_tag: tags,
-        message: Some(ChunkedMessage {
-            chunk_index: Some(chunk),
-            chunked_fields: vec![],
-        }),
-    }
-}
+use unbound_test_support::chunks::{
+    chunked_field_at as cf, field_tag as f, index_tag as ix, map_key_tag as key,
+};
+use unbound_test_support::descriptor as desc;
 
 fn merge(chunks: Vec<Vec<u8>>, cm: &ChunkedMessage) -> Result<ManyFields, ChunkedError> {
     let source = MemoryChunks::new("test", chunks.into_iter().map(Bytes::from).collect());

@@ -19,12 +19,16 @@ use proptest::test_runner::TestCaseError;
 use prost::Message;
 use unbound_chunked::{generic::split_generic, read_cpb, read_prefix, write_split, ChunkSink};
 use unbound_proto::tensorflow::proto_splitter::{
-    chunk_info::Type as ChunkType,
-    field_index::{map_key::Type as K, Kind, MapKey},
-    ChunkInfo, ChunkMetadata, ChunkedField, ChunkedMessage, FieldIndex, VersionDef,
+    chunk_info::Type as ChunkType, field_index::map_key::Type as K, ChunkInfo, ChunkMetadata,
+    ChunkedField, ChunkedMessage, FieldIndex, VersionDef,
 };
 use unbound_proto::unbound::test::{many_fields::Choice, ManyFields};
 use unbound_records::{Compression, RecordReader, WriterOptions};
+use unbound_test_support::chunks::{
+    chunked_field_at as cf, chunked_field_with as cfm, field_tag as f, index_tag as ix,
+    map_key_tag as key,
+};
+use unbound_test_support::data::noise;
 use unbound_wire::WireMessage;
 
 fn desc() -> prost_reflect::MessageDescriptor {
@@ -448,54 +452,11 @@ fn split_of_a_fixed_message_is_chunked_and_round_trips() {
 // ---------------------------------------------------------------------------------------------
 // 2. Layouts written by the independent `riegeli` crate.
 
-fn f(n: u32) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::Field(n)),
-    }
-}
-fn ix(i: u64) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::Index(i)),
-    }
-}
-fn key(k: K) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::MapKey(MapKey { r#type: Some(k) })),
-    }
-}
-fn cf(tags: Vec<FieldIndex>, chunk: u64) -> ChunkedField {
-    ChunkedField {
-        field_tag: tags,
-        message: Some(ChunkedMessage {
-            chunk_index: Some(chunk),
-            chunked_fields: vec![],
-        }),
-    }
-}
-fn cfm(tags: Vec<FieldIndex>, message: ChunkedMessage) -> ChunkedField {
-    ChunkedField {
-        field_tag: tags,
-        message: Some(message),
-    }
-}
-
 fn leaf_named(s: &str) -> ManyFields {
     ManyFields {
         string_field: s.into(),
         ..Default::default()
     }
-}
-
-fn noise(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// One chunk of a hand-made layout.

@@ -19,6 +19,9 @@ use unbound_proto::tensorflow::proto_splitter::{
     ChunkMetadata, ChunkedField, ChunkedMessage, FieldIndex,
 };
 use unbound_proto::tensorflow::SavedModel;
+use unbound_test_support::chunks::{
+    chunked_field as cf, field_tag as f, index_tag as ix, map_key_tag as key,
+};
 
 /// What `unbound inspect` must do with a damaged file.
 #[derive(Clone, Copy, PartialEq)]
@@ -137,32 +140,6 @@ fn chunk_begins(file: &[u8]) -> Vec<u64> {
         .map(|c| c.unwrap().begin)
         .filter(|b| *b != 0)
         .collect()
-}
-
-fn f(n: u32) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::Field(n)),
-    }
-}
-fn ix(i: u64) -> FieldIndex {
-    FieldIndex {
-        kind: Some(Kind::Index(i)),
-    }
-}
-fn key(k: K) -> FieldIndex {
-    use unbound_proto::tensorflow::proto_splitter::field_index::MapKey;
-    FieldIndex {
-        kind: Some(Kind::MapKey(MapKey { r#type: Some(k) })),
-    }
-}
-fn cf(tags: Vec<FieldIndex>, chunk: Option<u64>) -> ChunkedField {
-    ChunkedField {
-        field_tag: tags,
-        message: Some(ChunkedMessage {
-            chunk_index: chunk,
-            chunked_fields: vec![],
-        }),
-    }
 }
 
 /// The fixture's chunks and metadata rewritten, with `edit` applied to the metadata.

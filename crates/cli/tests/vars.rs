@@ -3,19 +3,14 @@
 //! partitioned variables, checkpoint prefixes, usage errors (exit 2) and failures (exit 1,
 //! nothing written).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use unbound_bundle::{
     data_path, saved_model_prefix, BundleReader, BundleWriter, SliceSpec, Tensor,
 };
 use unbound_proto::tensorflow::DataType;
-
-fn model(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/models")
-        .join(name)
-}
+use unbound_test_support::testdata::model;
 
 fn unbound(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_unbound"))

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use prost::Message;
+use unbound_proto::fields::tensorflow::op_list;
 use unbound_proto::tensorflow::{FunctionDef, FunctionDefLibrary, OpDef, OpList};
 use unbound_wire::codec::{read_field, WireType};
 
@@ -42,7 +43,7 @@ pub fn builtin_ops() -> &'static HashMap<String, OpEntry> {
     static TABLE: OnceLock<HashMap<String, OpEntry>> = OnceLock::new();
     TABLE.get_or_init(|| {
         let mut table = HashMap::new();
-        for raw in repeated_field_1(BUILTIN_OP_LIST) {
+        for raw in op_list_entries(BUILTIN_OP_LIST) {
             // The table is generated from TensorFlow and checked by the tests; an entry that
             // does not decode would be a build defect, and is skipped rather than trusted.
             if let Ok(op_def) = OpDef::decode(raw) {
@@ -60,16 +61,16 @@ pub fn builtin_ops() -> &'static HashMap<String, OpEntry> {
     })
 }
 
-/// The byte slices of every occurrence of field 1 (length-delimited) in `data`: the `op`
+/// The byte slices of every occurrence of `OpList.op` (length-delimited) in `data`: the `op`
 /// entries of a serialized `OpList`, kept as the bytes TensorFlow wrote.
-fn repeated_field_1(data: &'static [u8]) -> Vec<&'static [u8]> {
+fn op_list_entries(data: &'static [u8]) -> Vec<&'static [u8]> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < data.len() {
         let Ok(field) = read_field(data, &mut pos) else {
             break;
         };
-        if field.number == 1 && field.wire_type == WireType::Len {
+        if field.number == op_list::OP && field.wire_type == WireType::Len {
             out.push(&data[field.start..field.end]);
         }
     }

@@ -260,12 +260,13 @@ pub struct FunctionLibraryHandle {
 /// for a huge graph does not parse its nodes. Errors when the bytes are not a valid message.
 fn library_of_graph(bytes: &[u8]) -> Result<FunctionDefLibrary, ()> {
     use prost::Message;
+    use unbound_proto::fields::tensorflow::graph_def;
     use unbound_wire::codec::{read_field, WireType};
     let mut library = FunctionDefLibrary::default();
     let mut pos = 0;
     while pos < bytes.len() {
         let field = read_field(bytes, &mut pos).map_err(|_| ())?;
-        if field.number == 2 && field.wire_type == WireType::Len {
+        if field.number == graph_def::LIBRARY && field.wire_type == WireType::Len {
             library
                 .merge(&bytes[field.start..field.end])
                 .map_err(|_| ())?;

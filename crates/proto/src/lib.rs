@@ -11,6 +11,9 @@
 //! - [`tensorflow::proto_splitter`]: package `tensorflow.proto_splitter` —
 //!   [`tensorflow::proto_splitter::ChunkMetadata`] and friends.
 //! - [`unbound::test`]: package `unbound.test` — messages for tests.
+//! - [`fields`]: the field number of every field of every message above, as
+//!   constants generated from the same descriptors, for code that works on
+//!   the wire format.
 //!
 //! Field numbers, types, labels, oneofs, maps and enum values match
 //! TensorFlow 2.21; `interop/proto_schema_check.py` verifies this against
@@ -66,6 +69,34 @@ pub fn descriptor_pool() -> &'static DescriptorPool {
         DescriptorPool::decode(FILE_DESCRIPTOR_SET)
             .expect("embedded FILE_DESCRIPTOR_SET is valid (checked at build time)")
     })
+}
+
+/// Field numbers of every message of the schemas, generated at build time from
+/// their descriptors, for code that reads or writes the wire format without
+/// decoding whole messages.
+///
+/// One module per protobuf package and, inside it, one module per message
+/// named like prost's module for that message (the message name in
+/// `snake_case`); nested messages, map entries included, are nested modules.
+/// Each field is a `u32` constant named after the field in `SHOUTY_SNAKE_CASE`,
+/// documented with its full name and declared type:
+///
+/// ```
+/// use unbound_proto::fields::tensorflow::{graph_def, meta_graph_def, node_def, saved_model};
+///
+/// assert_eq!(graph_def::NODE, 1);
+/// assert_eq!(graph_def::LIBRARY, 2);
+/// assert_eq!(node_def::ATTR, 5);
+/// assert_eq!(node_def::attr_entry::KEY, 1);
+/// assert_eq!(saved_model::META_GRAPHS, 2);
+/// assert_eq!(meta_graph_def::GRAPH_DEF, 2);
+/// assert_eq!(unbound_proto::fields::tensorflow::proto_splitter::chunk_info::TYPE, 1);
+/// ```
+///
+/// The well-known types the schemas import are included
+/// (`fields::google::protobuf::any::TYPE_URL`).
+pub mod fields {
+    include!(concat!(env!("OUT_DIR"), "/fields.rs"));
 }
 
 /// Generated types, one module per protobuf package.

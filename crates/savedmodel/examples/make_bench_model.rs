@@ -21,16 +21,14 @@
 //!
 //! Prints the summary JSON of `merger_harness summary` for the model (see `make_huge_model`).
 
-#[path = "common/mod.rs"]
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use common::*;
 use unbound_chunked::{write_message, write_split};
 use unbound_records::{Compression, WriterOptions};
 use unbound_savedmodel::split::{split_saved_model, SplitContext};
+use unbound_test_support::data::{normalish_f32_bytes, random_bytes};
+use unbound_test_support::models::*;
 
 const COLS: i64 = 1024;
 

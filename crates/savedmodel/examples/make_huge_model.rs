@@ -21,16 +21,14 @@
 //! Memory: the model is held once (each big node serialized once, its content referenced from
 //! there), about 2.4 GB, plus what writing a chunk needs.
 
-#[path = "common/mod.rs"]
-mod common;
-
 use std::path::PathBuf;
 use std::time::Instant;
 
-use common::*;
 use unbound_chunked::{read_cpb, write_split};
 use unbound_records::{Compression, WriterOptions};
 use unbound_savedmodel::split::{split_saved_model, SplitContext, DEFAULT_MAX_SIZE};
+use unbound_test_support::data::random_bytes;
+use unbound_test_support::models::*;
 
 const COLS: i64 = 1024;
 

@@ -22,6 +22,7 @@ use prost_reflect::{Kind, MessageDescriptor};
 use unbound_chunked::merger::{FileChunks, MAX_NESTING};
 use unbound_chunked::tags::steps;
 use unbound_chunked::Merger;
+use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as ChunkType, ChunkMetadata, ChunkedMessage,
 };
@@ -474,9 +475,9 @@ fn decode_meta_graphs(
 ) -> Vec<MetaGraphDef> {
     let name = dir.display().to_string();
     let mut out = Vec::new();
-    for mg in wire::messages(root, 2, &name) {
+    for mg in wire::messages(root, saved_model::META_GRAPHS, &name) {
         let decoded = mg
-            .and_then(|mg| wire::encode_without(&mg, 2))
+            .and_then(|mg| wire::encode_without(&mg, meta_graph_def::GRAPH_DEF))
             .map(|b| MetaGraphDef::decode(bytes::Bytes::from(b)).map_err(|e| e.to_string()));
         match decoded {
             Ok(Ok(m)) => out.push(m),

@@ -2,17 +2,12 @@
 //! gives the original model bytes, and `.pbtxt` models are read.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use prost::Message;
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::{merge_dir, read_saved_model, split_dir};
-
-fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/models")
-        .join(name)
-}
+use unbound_test_support::testdata::model as testdata;
 
 fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();

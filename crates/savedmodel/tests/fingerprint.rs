@@ -9,12 +9,7 @@ use unbound_savedmodel::dir::{merge_dir, split_dir};
 use unbound_savedmodel::fingerprint::{
     fingerprint_dir, read_fingerprint, FingerprintDef, PRODUCER_CPB, PRODUCER_PB,
 };
-
-fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/models")
-        .join(name)
-}
+use unbound_test_support::testdata::model as testdata;
 
 /// The hash fields and producer (the uuid is random).
 fn hashes(def: &FingerprintDef) -> [u64; 6] {

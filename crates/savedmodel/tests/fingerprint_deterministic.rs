@@ -11,12 +11,7 @@ use std::process::Command;
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor, split_dir};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
-
-fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/models")
-        .join(name)
-}
+use unbound_test_support::testdata::model as testdata;
 
 fn check(harness: &Path, dir: &Path, work: &Path) {
     let out = work.join("tf.pb");

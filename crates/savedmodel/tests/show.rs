@@ -3,18 +3,13 @@
 //! `.pb` and its `.cpb` split, and a `.cpb`'s large tensor chunks are not read.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use unbound_records::{RecordReader, WriterOptions};
 use unbound_savedmodel::dir::split_dir;
 use unbound_savedmodel::show::{show, text, SavedModelInfo};
-
-fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/models")
-        .join(name)
-}
+use unbound_test_support::testdata::model as testdata;
 
 fn expected(name: &str) -> Value {
     let text = fs::read_to_string(testdata(&format!("{name}.expected.json"))).unwrap();

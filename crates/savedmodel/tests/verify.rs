@@ -2,28 +2,10 @@
 //! must exist, and a clean model reports what it checked.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use unbound_bundle::{BundleReader, BundleWriter};
 use unbound_savedmodel::verify::verify_dir;
-
-fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/models")
-        .join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
+use unbound_test_support::testdata::{copy_dir, model as testdata};
 
 #[test]
 fn a_clean_model_reports_what_was_checked() {

@@ -1,11 +1,16 @@
 //! Shared helpers for the end-to-end tests of the `unbound` binary: running it, a valid
 //! `.cpb` SavedModel to damage, rewriting a `.cpb` with edited metadata, and checking that a
-//! failed command exited cleanly and left nothing behind.
+//! failed command exited cleanly and left nothing behind. The chunk-file builders, the
+//! HighwayHash helper and the test data paths come from `unbound-test-support`, re-exported.
 
-#![allow(dead_code)]
+// Each test binary uses a different part of this module.
+#![allow(dead_code, unused_imports)]
 
-pub mod highway;
 pub mod plugins;
+
+pub use unbound_test_support::chunks::{write_cpb, write_records};
+pub use unbound_test_support::highway;
+pub use unbound_test_support::testdata::{copy_dir, model, repo_root};
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -15,7 +20,7 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use prost::Message;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
-use unbound_records::{Compression, RecordReader, RecordWriter, WriterOptions};
+use unbound_records::RecordReader;
 
 /// The built binary.
 pub fn bin() -> &'static str {
@@ -32,16 +37,6 @@ where
         .args(args)
         .output()
         .expect("the unbound binary runs")
-}
-
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A path under `testdata/models`.
-pub fn model(name: &str) -> PathBuf {
-    repo_root().join("testdata/models").join(name)
 }
 
 /// Stdout and stderr as text, for assertion messages.
@@ -91,20 +86,6 @@ pub fn entries(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// Copies a directory tree (regular files and directories only).
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// A valid chunked SavedModel made by `unbound split` from TensorFlow's `tf1_large_consts`
@@ -200,40 +181,4 @@ fn collect_files(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
             out.push((rel, std::fs::read(entry.path()).unwrap()));
         }
     }
-}
-
-/// Writes `chunks` and then `metadata` (its `ChunkInfo` offsets set to where the chunks
-/// land, then passed to `edit`) as a `.cpb` with our writer, one record per chunk.
-pub fn write_cpb(
-    chunks: &[Bytes],
-    mut metadata: ChunkMetadata,
-    edit: impl FnOnce(&mut ChunkMetadata),
-) -> Vec<u8> {
-    let options = WriterOptions {
-        compression: Compression::None,
-        chunk_size: Some(1),
-        store_incompressible: false,
-    };
-    let mut w = RecordWriter::new(Vec::new(), options).unwrap();
-    for (i, c) in chunks.iter().enumerate() {
-        let pos = w.write_record(c).unwrap();
-        if let Some(info) = metadata.chunks.get_mut(i) {
-            info.offset = pos;
-        }
-    }
-    edit(&mut metadata);
-    w.write_record(&metadata.encode_to_vec()).unwrap();
-    w.finish().unwrap()
-}
-
-/// Writes `records` as one uncompressed chunk per record and gives their positions.
-pub fn write_records(records: &[&[u8]]) -> (Vec<u8>, Vec<u64>) {
-    let options = WriterOptions {
-        compression: Compression::None,
-        chunk_size: Some(1),
-        store_incompressible: false,
-    };
-    let mut w = RecordWriter::new(Vec::new(), options).unwrap();
-    let positions = records.iter().map(|r| w.write_record(r).unwrap()).collect();
-    (w.finish().unwrap(), positions)
 }

@@ -1,10 +1,10 @@
 //! Builds the C test plugins in `tests/plugins/` (graph optimizer plugins for
-//! `unbound optimize`) with the system C compiler: `$CC`, or `cc`.
+//! `unbound optimize`) with the system C compiler: `$CC`, or `cc`
+//! ([`unbound_test_support::cc`]).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+
+use unbound_test_support::cc::{cached, compile_shared};
 
 /// The directory holding the plugin sources and their headers.
 pub fn plugin_source_dir() -> PathBuf {
@@ -17,42 +17,11 @@ fn out_dir() -> PathBuf {
     dir
 }
 
-/// Returns the path `build` made for `key`, running `build` once per test process.
-fn cached(key: &str, build: impl FnOnce() -> PathBuf) -> PathBuf {
-    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let mut built = BUILT
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    built.entry(key.to_string()).or_insert_with(build).clone()
-}
-
 /// Compiles `tests/plugins/<source>.c` into the shared object `out` with `extra` arguments
-/// (after the source, so libraries link). Concurrent test processes do not see half-written
-/// files: each compiles to a private name, then renames.
+/// (after the source, so libraries link).
 fn compile(source: &str, out: &Path, extra: &[&str]) {
     let src_dir = plugin_source_dir();
-    let source = src_dir.join(format!("{source}.c"));
-    let tmp = out.with_extension(format!("{}.tmp", std::process::id()));
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let result = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Wextra"])
-        .arg("-I")
-        .arg(&src_dir)
-        .arg("-o")
-        .arg(&tmp)
-        .arg(&source)
-        .args(extra)
-        .output()
-        .unwrap_or_else(|e| panic!("running the C compiler `{cc}`: {e}"));
-    assert!(
-        result.status.success(),
-        "compiling {}: {}\n{}",
-        source.display(),
-        result.status,
-        String::from_utf8_lossy(&result.stderr)
-    );
-    std::fs::rename(&tmp, out).expect("move the built plugin into place");
+    compile_shared(&src_dir.join(format!("{source}.c")), &src_dir, out, extra);
 }
 
 /// Compiles `tests/plugins/<name>.c` into `<name>.so` and returns its path. The plugin has no

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use unbound_chunked::prune::{tag_field, tag_index};
 use unbound_chunked::{ChunkedError, FileChunks, Merger};
+use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{
     ChunkInfo, ChunkedField, ChunkedMessage, FieldIndex,
 };
@@ -28,15 +29,16 @@ use unbound_records::RecordReader;
 
 use super::canonical::Encoder;
 use super::farmhash::{fingerprint64, fingerprint_cat64, Fingerprint64};
-use super::hashes::{
-    descriptor, field_sources, first_meta_graph, hash_message, signature_hashes,
-    META_GRAPH_GRAPH_DEF, META_GRAPH_OBJECT_GRAPH_DEF, META_GRAPH_SIGNATURE_DEF,
-};
+use super::hashes::{descriptor, field_sources, first_meta_graph, hash_message, signature_hashes};
 use super::{model_fault, Hashes, Result};
 
 /// `[meta_graphs, 0, field]`.
 fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
-    vec![tag_field(2), tag_index(0), tag_field(field)]
+    vec![
+        tag_field(saved_model::META_GRAPHS),
+        tag_index(0),
+        tag_field(field),
+    ]
 }
 
 /// The hash fields for the chunked SavedModel in `cpb_file`.
@@ -44,9 +46,9 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     let reader = Arc::new(RecordReader::open(cpb_file).map_err(ChunkedError::from)?);
     let (chunks, metadata) = FileChunks::from_reader(reader.clone())?;
     let root = metadata.message.clone().unwrap_or_default();
-    let graph_tags = meta_graph_tags(META_GRAPH_GRAPH_DEF);
-    let signature_tags = meta_graph_tags(META_GRAPH_SIGNATURE_DEF);
-    let object_graph_tags = meta_graph_tags(META_GRAPH_OBJECT_GRAPH_DEF);
+    let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
+    let signature_tags = meta_graph_tags(meta_graph_def::SIGNATURE_DEF);
+    let object_graph_tags = meta_graph_tags(meta_graph_def::OBJECT_GRAPH_DEF);
     let targets = [
         graph_tags.clone(),
         signature_tags.clone(),
@@ -78,7 +80,7 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     let meta_graph = [first_meta_graph(&model)?];
     let mut enc = Encoder::new();
 
-    let graph = field_sources(&meta_graph, META_GRAPH_GRAPH_DEF)?;
+    let graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
     let graph_def_program_hash = fingerprint_cat64(
         hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?)?,
         hash_fields(&root, &graph_tags, &mut print)?,
@@ -94,7 +96,7 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
         }
     }
 
-    let object_graph = field_sources(&meta_graph, META_GRAPH_OBJECT_GRAPH_DEF)?;
+    let object_graph = field_sources(&meta_graph, meta_graph_def::OBJECT_GRAPH_DEF)?;
     let saved_object_graph_hash = fingerprint_cat64(
         hash_message(
             &mut enc,

@@ -2,6 +2,7 @@
 //! signatures and object graph, each serialized deterministically.
 
 use prost_reflect::MessageDescriptor;
+use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model, saved_object_graph};
 use unbound_wire::{WireField, WireMessage};
 
 use super::canonical::Encoder;
@@ -11,17 +12,6 @@ use super::layout::MapInfo;
 use super::maps::{map_entries, KeyOrder};
 use super::regularize::{strip_uid, suffix_uid};
 use super::{model_fault, Result};
-
-/// `SavedModel.meta_graphs`.
-const SAVED_MODEL_META_GRAPHS: u32 = 2;
-/// `MetaGraphDef.graph_def`, `.signature_def`, `.object_graph_def`.
-pub const META_GRAPH_GRAPH_DEF: u32 = 2;
-/// See [`META_GRAPH_GRAPH_DEF`].
-pub const META_GRAPH_SIGNATURE_DEF: u32 = 5;
-/// See [`META_GRAPH_GRAPH_DEF`].
-pub const META_GRAPH_OBJECT_GRAPH_DEF: u32 = 7;
-/// `SavedObjectGraph.concrete_functions`.
-const OBJECT_GRAPH_CONCRETE_FUNCTIONS: u32 = 2;
 
 /// A message type from our pool.
 pub fn descriptor(name: &str) -> Result<MessageDescriptor> {
@@ -34,7 +24,7 @@ pub fn first_meta_graph(model: &WireMessage) -> Result<Source<'_>> {
         .fields
         .iter()
         .map(|f| (f.number, Val::from_wire(&f.value)))
-        .find(|(n, v)| *n == SAVED_MODEL_META_GRAPHS && v.is_len())
+        .find(|(n, v)| *n == saved_model::META_GRAPHS && v.is_len())
         .ok_or_else(|| model_fault("the SavedModel has no meta graph to fingerprint"))?;
     Ok(first.1.to_source()?.expect("a length-delimited value"))
 }
@@ -90,9 +80,12 @@ pub fn signature_hashes(enc: &mut Encoder, meta_graph: &Source<'_>) -> Result<Ve
     let mg = descriptor("tensorflow.MetaGraphDef")?;
     let sig = descriptor("tensorflow.SignatureDef")?;
     let fd = mg
-        .get_field(META_GRAPH_SIGNATURE_DEF)
+        .get_field(meta_graph_def::SIGNATURE_DEF)
         .expect("MetaGraphDef.signature_def");
-    let values = field_values(std::slice::from_ref(meta_graph), META_GRAPH_SIGNATURE_DEF)?;
+    let values = field_values(
+        std::slice::from_ref(meta_graph),
+        meta_graph_def::SIGNATURE_DEF,
+    )?;
     let entries = map_entries(&values, &MapInfo::of(&fd))?;
     let mut out = Vec::with_capacity(entries.len());
     for (key, value) in &entries {
@@ -118,9 +111,9 @@ pub fn object_graph_hash(enc: &mut Encoder, object_graph: &[Source<'_>]) -> Resu
     let og = descriptor("tensorflow.SavedObjectGraph")?;
     let cf = descriptor("tensorflow.SavedConcreteFunction")?;
     let fd = og
-        .get_field(OBJECT_GRAPH_CONCRETE_FUNCTIONS)
+        .get_field(saved_object_graph::CONCRETE_FUNCTIONS)
         .expect("SavedObjectGraph.concrete_functions");
-    let values = field_values(object_graph, OBJECT_GRAPH_CONCRETE_FUNCTIONS)?;
+    let values = field_values(object_graph, saved_object_graph::CONCRETE_FUNCTIONS)?;
     let entries = map_entries(&values, &MapInfo::of(&fd))?;
     let mut by_uid = std::collections::BTreeMap::new();
     for (key, value) in &entries {

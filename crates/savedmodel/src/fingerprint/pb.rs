@@ -4,13 +4,14 @@ use std::path::Path;
 
 use unbound_chunked::ChunkedError;
 use unbound_io::map_file;
+use unbound_proto::fields::tensorflow::meta_graph_def;
 use unbound_wire::WireMessage;
 
 use super::canonical::{Encoder, Source};
 use super::farmhash::fingerprint_cat64;
 use super::hashes::{
     descriptor, field_sources, first_meta_graph, hash_message, merged, object_graph_hash,
-    signature_hashes, META_GRAPH_GRAPH_DEF, META_GRAPH_OBJECT_GRAPH_DEF,
+    signature_hashes,
 };
 use super::regularize::simple_delete;
 use super::{Hashes, Result};
@@ -36,7 +37,7 @@ pub fn hashes(pb_file: &Path) -> Result<Hashes> {
     let meta_graph = [first_meta_graph(&model)?];
     let graph_desc = descriptor("tensorflow.GraphDef")?;
     let mut graph = merged(
-        &field_sources(&meta_graph, META_GRAPH_GRAPH_DEF)?,
+        &field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?,
         &graph_desc,
     )?;
     simple_delete(&mut graph)?;
@@ -48,7 +49,7 @@ pub fn hashes(pb_file: &Path) -> Result<Hashes> {
         .fold(0, |h, (key, sig)| {
             fingerprint_cat64(fingerprint_cat64(h, key), sig)
         });
-    let object_graph = field_sources(&meta_graph, META_GRAPH_OBJECT_GRAPH_DEF)?;
+    let object_graph = field_sources(&meta_graph, meta_graph_def::OBJECT_GRAPH_DEF)?;
     let saved_object_graph_hash = object_graph_hash(&mut enc, &object_graph)?;
     Ok(Hashes {
         saved_model_checksum,

@@ -15,25 +15,13 @@
 
 use bytes::Bytes;
 use prost::Message as _;
+use unbound_proto::fields::tensorflow::{attr_value, graph_def, name_attr_list, node_def};
 use unbound_proto::tensorflow::{attr_value::Value, AttrValue};
 use unbound_wire::{WireField, WireMessage, WireValue};
 
 use super::fields::{last_bytes, Source, Val};
 use super::{model_fault, Result};
 
-/// `GraphDef.node`, `.library`, `.versions`.
-const GRAPH_NODE: u32 = 1;
-const GRAPH_LIBRARY: u32 = 2;
-const GRAPH_VERSIONS: u32 = 4;
-/// `NodeDef.name`, `.op`, `.attr`.
-const NODE_NAME: u32 = 1;
-const NODE_OP: u32 = 2;
-const NODE_ATTR: u32 = 5;
-/// `AttrValue.s`, `.func`; `NameAttrList.name`. `AttrValue`'s fields (1 to 10) are all in
-/// its `value` oneof.
-const ATTR_S: u32 = 2;
-const ATTR_FUNC: u32 = 10;
-const NAME_ATTR_LIST_NAME: u32 = 1;
 /// `DataType.DT_STRING`.
 const DT_STRING: i32 = 7;
 
@@ -43,10 +31,10 @@ pub fn simple_delete(graph: &mut WireMessage) -> Result<()> {
     for field in std::mem::take(&mut graph.fields) {
         let is_len = matches!(field.value, WireValue::Bytes(_) | WireValue::Message(_));
         match field.number {
-            GRAPH_LIBRARY | GRAPH_VERSIONS if is_len => {}
-            GRAPH_NODE if is_len => match regularize_node(&field.value)? {
+            graph_def::LIBRARY | graph_def::VERSIONS if is_len => {}
+            graph_def::NODE if is_len => match regularize_node(&field.value)? {
                 Some(node) => fields.push(WireField {
-                    number: GRAPH_NODE,
+                    number: graph_def::NODE,
                     value: WireValue::Message(node),
                 }),
                 None => fields.push(field),
@@ -54,7 +42,7 @@ pub fn simple_delete(graph: &mut WireMessage) -> Result<()> {
             _ => fields.push(field),
         }
     }
-    for number in [GRAPH_LIBRARY, GRAPH_VERSIONS] {
+    for number in [graph_def::LIBRARY, graph_def::VERSIONS] {
         fields.push(WireField {
             number,
             value: WireValue::Bytes(unbound_wire::Payload::Inline(Bytes::new())),
@@ -70,7 +58,7 @@ fn regularize_node(value: &WireValue) -> Result<Option<WireMessage>> {
     let Some(source) = Val::from_wire(value).to_source()? else {
         return Ok(None);
     };
-    let op = last_bytes(&source, NODE_OP)?.unwrap_or_default();
+    let op = last_bytes(&source, node_def::OP)?.unwrap_or_default();
     if !matches!(
         &op[..],
         b"PartitionedCall" | b"StatefulPartitionedCall" | b"Const"
@@ -90,16 +78,16 @@ fn regularize_node(value: &WireValue) -> Result<Option<WireMessage>> {
                 let stripped = strip_uid(name.as_bytes(), uid);
                 let mut attr = f;
                 attr.fields.push(message_field(
-                    ATTR_FUNC,
+                    attr_value::FUNC,
                     vec![bytes_field(
-                        NAME_ATTR_LIST_NAME,
+                        name_attr_list::NAME,
                         Bytes::copy_from_slice(stripped),
                     )],
                 ));
                 entries.push(entry(b"f", attr));
             }
             if let Some(mut config) = attr(node, b"config_proto")? {
-                config.fields.push(bytes_field(ATTR_S, Bytes::new()));
+                config.fields.push(bytes_field(attr_value::S, Bytes::new()));
                 entries.push(entry(b"config_proto", config));
             }
         }
@@ -139,7 +127,7 @@ fn regularize_node(value: &WireValue) -> Result<Option<WireMessage>> {
 fn attr(node: &Source<'_>, key: &[u8]) -> Result<Option<WireMessage>> {
     let mut entries = Vec::new();
     node.for_each(|number, v| {
-        if number == NODE_ATTR && v.is_len() {
+        if number == node_def::ATTR && v.is_len() {
             entries.push(v);
         }
     })?;
@@ -148,12 +136,12 @@ fn attr(node: &Source<'_>, key: &[u8]) -> Result<Option<WireMessage>> {
         let Some(entry) = v.to_source()? else {
             continue;
         };
-        if last_bytes(&entry, 1)?.unwrap_or_default() != key {
+        if last_bytes(&entry, node_def::attr_entry::KEY)?.unwrap_or_default() != key {
             continue;
         }
         let mut values = Vec::new();
         entry.for_each(|n, v| {
-            if n == 2 && v.is_len() {
+            if n == node_def::attr_entry::VALUE && v.is_len() {
                 values.push(v);
             }
         })?;
@@ -185,7 +173,7 @@ fn decode_attr(attr: &WireMessage, node: &Source<'_>, key: &str) -> Result<AttrV
 }
 
 fn node_fault(node: &Source<'_>, op: &[u8], what: &str) -> super::FingerprintError {
-    let name = last_bytes(node, NODE_NAME)
+    let name = last_bytes(node, node_def::NAME)
         .ok()
         .flatten()
         .unwrap_or_default();
@@ -205,20 +193,25 @@ fn node_fault(node: &Source<'_>, op: &[u8], what: &str) -> super::FingerprintErr
 /// varints; `f` fixed32). Anything else is an unknown field.
 fn is_attr_value_field(f: &WireField) -> bool {
     match f.number {
-        1 | 2 | 7..=10 => matches!(f.value, WireValue::Bytes(_) | WireValue::Message(_)),
-        3 | 5 | 6 => matches!(f.value, WireValue::Varint(_)),
-        4 => matches!(f.value, WireValue::Fixed32(_)),
+        attr_value::LIST
+        | attr_value::S
+        | attr_value::SHAPE
+        | attr_value::TENSOR
+        | attr_value::PLACEHOLDER
+        | attr_value::FUNC => matches!(f.value, WireValue::Bytes(_) | WireValue::Message(_)),
+        attr_value::I | attr_value::B | attr_value::TYPE => matches!(f.value, WireValue::Varint(_)),
+        attr_value::F => matches!(f.value, WireValue::Fixed32(_)),
         _ => false,
     }
 }
 
 fn entry(key: &[u8], value: WireMessage) -> WireField {
     message_field(
-        NODE_ATTR,
+        node_def::ATTR,
         vec![
-            bytes_field(1, Bytes::copy_from_slice(key)),
+            bytes_field(node_def::attr_entry::KEY, Bytes::copy_from_slice(key)),
             WireField {
-                number: 2,
+                number: node_def::attr_entry::VALUE,
                 value: WireValue::Message(value),
             },
         ],

@@ -4,29 +4,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use unbound_chunked::Result;
+use unbound_proto::fields::tensorflow::{
+    attr_value, function_def, function_def_library, graph_def, meta_graph_def, name_attr_list,
+    node_def, op_def, version_def,
+};
 use unbound_wire::WireMessage;
 
 use super::load_order::load_order;
 use super::wire::{messages, string, varint};
-
-/// `MetaGraphDef.graph_def`.
-const META_GRAPH_DEF_GRAPH: u32 = 2;
-/// `GraphDef`: `node`, `library`, `versions`.
-const GRAPH_NODE: u32 = 1;
-const GRAPH_LIBRARY: u32 = 2;
-const GRAPH_VERSIONS: u32 = 4;
-/// `FunctionDefLibrary.function`.
-const LIBRARY_FUNCTION: u32 = 1;
-/// `FunctionDef`: `signature` (an OpDef, name = 1), `node_def`.
-const FUNCTION_SIGNATURE: u32 = 1;
-const FUNCTION_NODE_DEF: u32 = 3;
-/// `NodeDef`: `op`, `attr`.
-const NODE_OP: u32 = 2;
-const NODE_ATTR: u32 = 5;
-/// `AttrValue.func` (a NameAttrList, name = 1), `AttrValue.list`, `ListValue.func`.
-const ATTR_FUNC: u32 = 10;
-const ATTR_LIST: u32 = 1;
-const LIST_FUNC: u32 = 9;
 
 /// What `show` reports about a graph.
 pub struct GraphStats {
@@ -59,28 +44,28 @@ pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
     let mut nodes = Vec::new();
     let mut functions: Vec<(String, Vec<NodeOps>)> = Vec::new();
     let mut producer = 0;
-    for graph in messages(mg, META_GRAPH_DEF_GRAPH, file) {
+    for graph in messages(mg, meta_graph_def::GRAPH_DEF, file) {
         let graph = graph?;
-        for node in messages(&graph, GRAPH_NODE, file) {
+        for node in messages(&graph, graph_def::NODE, file) {
             nodes.push(node_ops(&*node?, file, false)?);
         }
-        for library in messages(&graph, GRAPH_LIBRARY, file) {
+        for library in messages(&graph, graph_def::LIBRARY, file) {
             let library = library?;
-            for function in messages(&library, LIBRARY_FUNCTION, file) {
+            for function in messages(&library, function_def_library::FUNCTION, file) {
                 let function = function?;
                 let mut name = String::new();
-                for sig in messages(&function, FUNCTION_SIGNATURE, file) {
-                    name = string(&*sig?, 1)?;
+                for sig in messages(&function, function_def::SIGNATURE, file) {
+                    name = string(&*sig?, op_def::NAME)?;
                 }
                 let mut body = Vec::new();
-                for node in messages(&function, FUNCTION_NODE_DEF, file) {
+                for node in messages(&function, function_def::NODE_DEF, file) {
                     body.push(node_ops(&*node?, file, true)?);
                 }
                 functions.push((name, body));
             }
         }
-        for versions in messages(&graph, GRAPH_VERSIONS, file) {
-            producer = varint(&*versions?, 1) as i64;
+        for versions in messages(&graph, graph_def::VERSIONS, file) {
+            producer = varint(&*versions?, version_def::PRODUCER) as i64;
         }
     }
     let function_nodes = functions.iter().map(|(_, b)| b.len() as u64).sum();
@@ -124,27 +109,27 @@ fn ops_used(nodes: &[NodeOps], functions: &[(String, Vec<NodeOps>)]) -> Vec<Stri
 /// The op of a node, the function a partitioned call names, and with `all_funcs` every
 /// function its attributes name.
 fn node_ops(node: &WireMessage, file: &str, all_funcs: bool) -> Result<NodeOps> {
-    let op = string(node, NODE_OP)?;
+    let op = string(node, node_def::OP)?;
     let partitioned = op == "PartitionedCall" || op == "StatefulPartitionedCall";
     let mut called = None;
     let mut funcs = Vec::new();
     if partitioned || all_funcs {
-        for entry in messages(node, NODE_ATTR, file) {
+        for entry in messages(node, node_def::ATTR, file) {
             let entry = entry?;
-            let is_f = string(&entry, 1)? == "f";
-            for value in messages(&entry, 2, file) {
+            let is_f = string(&entry, node_def::attr_entry::KEY)? == "f";
+            for value in messages(&entry, node_def::attr_entry::VALUE, file) {
                 let value = value?;
-                for func in messages(&value, ATTR_FUNC, file) {
-                    let name = string(&*func?, 1)?;
+                for func in messages(&value, attr_value::FUNC, file) {
+                    let name = string(&*func?, name_attr_list::NAME)?;
                     if partitioned && is_f {
                         called = Some(name.clone());
                     }
                     funcs.push(name);
                 }
                 if all_funcs {
-                    for list in messages(&value, ATTR_LIST, file) {
-                        for func in messages(&*list?, LIST_FUNC, file) {
-                            funcs.push(string(&*func?, 1)?);
+                    for list in messages(&value, attr_value::LIST, file) {
+                        for func in messages(&*list?, attr_value::list_value::FUNC, file) {
+                            funcs.push(string(&*func?, name_attr_list::NAME)?);
                         }
                     }
                 }

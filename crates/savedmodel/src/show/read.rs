@@ -5,6 +5,7 @@ use std::path::Path;
 
 use prost::Message as _;
 use unbound_chunked::{merger::MAX_NESTING, ChunkedError, FileChunks, Merger, Result};
+use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as ChunkType, ChunkInfo, ChunkedField, ChunkedMessage,
 };
@@ -53,7 +54,7 @@ pub fn read_model(dir: &Path) -> Result<ModelParts> {
         "pb" => (unbound_chunked::read_pb(&path, &desc)?, None),
         _ => (read_text(&path, &desc)?, None),
     };
-    let meta_graphs = wire::messages(&root, 2, &name)
+    let meta_graphs = wire::messages(&root, saved_model::META_GRAPHS, &name)
         .map(|m| m.map(|m| m.into_owned()))
         .collect::<Result<Vec<_>>>()?;
     Ok(ModelParts {
@@ -64,7 +65,7 @@ pub fn read_model(dir: &Path) -> Result<ModelParts> {
             .unwrap_or_default(),
         file_bytes,
         chunks,
-        schema_version: wire::varint(&root, 1) as i64,
+        schema_version: wire::varint(&root, saved_model::SAVED_MODEL_SCHEMA_VERSION) as i64,
         meta_graphs,
     })
 }
@@ -108,8 +109,11 @@ pub fn without_large_bytes(
 
 /// Everything `show` reports about one MetaGraphDef.
 pub fn meta_graph_info(mg: &WireMessage, file: &str) -> Result<MetaGraphInfo> {
-    let small = MetaGraphDef::decode(bytes::Bytes::from(wire::encode_without(mg, 2)?))
-        .map_err(|e| ChunkedError::metadata(file, format!("MetaGraphDef does not decode: {e}")))?;
+    let small = MetaGraphDef::decode(bytes::Bytes::from(wire::encode_without(
+        mg,
+        meta_graph_def::GRAPH_DEF,
+    )?))
+    .map_err(|e| ChunkedError::metadata(file, format!("MetaGraphDef does not decode: {e}")))?;
     let stats = graph::graph_stats(mg, file)?;
     let info = small.meta_info_def.clone().unwrap_or_default();
     let mut collections: Vec<String> = small.collection_def.keys().cloned().collect();

@@ -1,9 +1,8 @@
-//! Shared by the `make_huge_model` and `make_bench_model` examples: deterministic tensor data,
-//! the FNV-1a checksum of `interop/merger_harness.cc`, building SavedModels whose large nodes
-//! are kept as already-serialized byte slices (so a multi-gigabyte model is held once), and the
-//! tensor summary JSON in the shape `merger_harness summary` prints.
-
-#![allow(dead_code)]
+//! Model builders, used by the `make_huge_model` and `make_bench_model` examples of
+//! unbound-savedmodel: the FNV-1a checksum of `interop/merger_harness.cc`, building
+//! SavedModels whose large nodes are kept as already-serialized byte slices (so a
+//! multi-gigabyte model is held once), and the tensor summary JSON in the shape
+//! `merger_harness summary` prints. Deterministic tensor data is in [`crate::data`].
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,6 +10,7 @@ use std::io::Write;
 use bytes::Bytes;
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
+use unbound_proto::fields::tensorflow as fields;
 use unbound_proto::tensorflow::{
     attr_value, meta_graph_def::MetaInfoDef, tensor_info, tensor_shape_proto::Dim, AttrValue,
     DataType, GraphDef, MetaGraphDef, NodeDef, SavedModel, SignatureDef, TensorInfo, TensorProto,
@@ -18,62 +18,10 @@ use unbound_proto::tensorflow::{
 };
 use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
+pub use crate::descriptor;
+
+/// The result of the builders: any error, boxed.
 pub type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
-
-// ------------------------------------------------------------------ data ----
-
-/// xorshift64* (Vigna): a fast deterministic generator; no RNG crate needed.
-pub struct XorShift(u64);
-
-impl XorShift {
-    pub fn new(seed: u64) -> Self {
-        // Never zero; mix the seed so nearby seeds give unrelated streams.
-        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xd1b5_4a32_d192_ed03 | 1)
-    }
-
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
-/// `len` pseudo-random bytes (uniform: incompressible).
-pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut rng = XorShift::new(seed);
-    let mut out = vec![0u8; len];
-    let mut chunks = out.chunks_exact_mut(8);
-    for c in &mut chunks {
-        c.copy_from_slice(&rng.next_u64().to_le_bytes());
-    }
-    let rest = chunks.into_remainder();
-    let last = rng.next_u64().to_le_bytes();
-    let n = rest.len();
-    rest.copy_from_slice(&last[..n]);
-    out
-}
-
-/// `count` little-endian float32 values, roughly normal with mean 0 and standard deviation
-/// `std` (Irwin-Hall: the sum of four uniform 16-bit draws, centred and scaled), like the
-/// weights of a trained layer: the sign and low mantissa bits are random, the exponent is not.
-pub fn normalish_f32_bytes(count: usize, std: f32, seed: u64) -> Vec<u8> {
-    let mut rng = XorShift::new(seed);
-    let mut out = vec![0u8; count * 4];
-    // Sum of 4 uniforms on [0, 65536): mean 131070, variance 4 * 65536^2 / 12.
-    let mean = 2.0 * 65535.0f32;
-    let scale = std / (65536.0f32 * (4.0f32 / 12.0).sqrt());
-    for c in out.chunks_exact_mut(4) {
-        let r = rng.next_u64();
-        let s = (r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48);
-        let v = (s as f32 - mean) * scale;
-        c.copy_from_slice(&v.to_le_bytes());
-    }
-    out
-}
 
 // -------------------------------------------------------------- checksum ----
 
@@ -81,6 +29,7 @@ pub fn normalish_f32_bytes(count: usize, std: f32, seed: u64) -> Vec<u8> {
 pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
+/// FNV-1a 64 of `data`, continuing from `h` ([`FNV_OFFSET`] to start).
 pub fn fnv1a64(data: &[u8], mut h: u64) -> u64 {
     for &b in data {
         h ^= u64::from(b);
@@ -91,12 +40,16 @@ pub fn fnv1a64(data: &[u8], mut h: u64) -> u64 {
 
 /// A `Write` sink that computes the per-tensor and the running FNV-1a over everything written.
 pub struct FnvWriter {
+    /// The FNV-1a of this tensor's bytes.
     pub own: u64,
+    /// The running FNV-1a, over every tensor so far.
     pub running: u64,
+    /// Bytes written.
     pub len: u64,
 }
 
 impl FnvWriter {
+    /// A writer whose running hash continues from `running`.
     pub fn new(running: u64) -> Self {
         Self {
             own: FNV_OFFSET,
@@ -129,22 +82,34 @@ impl Write for FnvWriter {
 /// One `node_tensors` entry of `merger_harness summary`.
 #[derive(Clone, Debug)]
 pub struct TensorEntry {
+    /// The node's name.
     pub name: String,
+    /// The node's op.
     pub op: String,
+    /// The tensor's dtype name (`DT_FLOAT`), or its number when unknown.
     pub dtype: String,
+    /// The tensor's dimensions.
     pub shape: Vec<i64>,
+    /// Size of `tensor_content`.
     pub bytes: u64,
+    /// FNV-1a 64 of `tensor_content`.
     pub fnv: u64,
+    /// Whether the tensor has values in its typed fields (`float_val`, ...).
     pub has_inline_values: bool,
 }
 
 /// The graph part of `merger_harness summary`, plus the SavedModel's `byte_size`.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
+    /// The SavedModel's serialized size.
     pub byte_size: u64,
+    /// Number of graph nodes.
     pub nodes: usize,
+    /// One entry per node with a tensor `value` attribute.
     pub tensors: Vec<TensorEntry>,
+    /// Total size of every `tensor_content`.
     pub total_bytes: u64,
+    /// FNV-1a 64 over every `tensor_content`, in node order.
     pub running_fnv: u64,
 }
 
@@ -244,12 +209,7 @@ impl Summary {
 
 // ---------------------------------------------------------------- protos ----
 
-pub fn descriptor(name: &str) -> MessageDescriptor {
-    unbound_proto::descriptor_pool()
-        .get_message_by_name(name)
-        .unwrap_or_else(|| panic!("{name} is in the descriptor pool"))
-}
-
+/// A `TensorShapeProto` of `dims`.
 pub fn shape(dims: &[i64]) -> TensorShapeProto {
     TensorShapeProto {
         dim: dims
@@ -402,7 +362,7 @@ pub fn saved_model(
     let graph = meta.singular_message_mut(&graph_fd)?;
     for node in nodes {
         graph.fields.push(WireField {
-            number: 1,
+            number: fields::graph_def::NODE,
             value: WireValue::Bytes(Payload::Inline(node)),
         });
     }
@@ -427,14 +387,21 @@ pub fn summarize_wire(model: &WireMessage) -> AnyResult<Summary> {
     let sm_desc = descriptor("tensorflow.SavedModel");
     let meta_desc = descriptor("tensorflow.MetaGraphDef");
     let graph_desc = descriptor("tensorflow.GraphDef");
-    let Some(meta) = sub_messages(model, 2, &meta_desc)?.into_iter().next() else {
+    let Some(meta) = sub_messages(model, fields::saved_model::META_GRAPHS, &meta_desc)?
+        .into_iter()
+        .next()
+    else {
         return Ok(summary);
     };
     let _ = sm_desc;
     // Protobuf merge semantics: every occurrence of graph_def merges into one message, so the
     // nodes are the concatenation of each occurrence's nodes.
-    for graph in sub_messages(&meta, 2, &graph_desc)? {
-        for f in graph.fields.iter().filter(|f| f.number == 1) {
+    for graph in sub_messages(&meta, fields::meta_graph_def::GRAPH_DEF, &graph_desc)? {
+        for f in graph
+            .fields
+            .iter()
+            .filter(|f| f.number == fields::graph_def::NODE)
+        {
             let bytes = match &f.value {
                 WireValue::Bytes(p) => p.bytes()?,
                 WireValue::Message(m) => Bytes::from(m.to_vec()?),

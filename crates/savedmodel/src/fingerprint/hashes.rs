@@ -25,7 +25,7 @@ const OBJECT_GRAPH_CONCRETE_FUNCTIONS: u32 = 2;
 
 /// A message type from our pool.
 pub fn descriptor(name: &str) -> Result<MessageDescriptor> {
-    Ok(crate::dir::message_descriptor(name)?)
+    crate::dir::message_descriptor(name)
 }
 
 /// `meta_graphs[0]`. TensorFlow dereferences it unchecked; a model without one is refused.

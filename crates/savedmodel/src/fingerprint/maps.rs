@@ -3,7 +3,7 @@
 
 use prost_reflect::Kind;
 use std::borrow::Cow;
-use unbound_chunked::Result;
+use crate::Result;
 use unbound_wire::{Payload, WireValue};
 
 use super::fields::{scan, Val};

@@ -24,8 +24,11 @@ mod wire_values;
 
 use std::path::{Path, PathBuf};
 
+use crate::dir::{model_file, ModelFormat};
+use crate::{Result, SavedModelError};
+
 use prost::Message as _;
-use unbound_chunked::ChunkedError;
+use serde::Serialize;
 pub use unbound_proto::tensorflow::FingerprintDef;
 use unbound_proto::tensorflow::VersionDef;
 use unbound_wire::WireMessage;
@@ -42,47 +45,9 @@ pub const PRODUCER_PB: i32 = 4;
 /// `saved_model.cpb`.
 pub const PRODUCER_CPB: i32 = 2;
 
-/// Why a fingerprint could not be computed.
-#[derive(Debug, thiserror::Error)]
-pub enum FingerprintError {
-    /// The model could not be read.
-    #[error(transparent)]
-    Read(#[from] ChunkedError),
-    /// A message of the model is malformed.
-    #[error(transparent)]
-    Message(#[from] unbound_wire::WireError),
-    /// The model holds something TensorFlow's fingerprinting refuses (or crashes on).
-    #[error("{}: {fault}", path.display())]
-    Model {
-        /// The model file.
-        path: PathBuf,
-        /// What is wrong.
-        fault: String,
-    },
-}
-
-impl From<FingerprintError> for ChunkedError {
-    fn from(e: FingerprintError) -> Self {
-        match e {
-            FingerprintError::Read(e) => e,
-            FingerprintError::Message(e) => ChunkedError::Message(e),
-            FingerprintError::Model { path, fault } => ChunkedError::io(
-                path,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("cannot fingerprint: {fault}"),
-                ),
-            ),
-        }
-    }
-}
-
-/// Result alias for fingerprinting.
-pub type Result<T, E = FingerprintError> = std::result::Result<T, E>;
-
 /// A model fault; the path is filled in by [`fingerprint_dir`].
-pub(crate) fn model_fault(fault: impl Into<String>) -> FingerprintError {
-    FingerprintError::Model {
+pub(crate) fn model_fault(fault: impl Into<String>) -> SavedModelError {
+    SavedModelError::Fingerprint {
         path: PathBuf::new(),
         fault: fault.into(),
     }
@@ -97,29 +62,32 @@ pub(crate) struct Hashes {
 }
 
 /// Which model file TensorFlow fingerprints in `dir`: `saved_model.cpb` if it exists (even
-/// beside a `.pb`), otherwise `saved_model.pb`.
+/// beside a `.pb`), otherwise `saved_model.pb` ([`model_file`]'s choice, with `.pbtxt`
+/// refused).
 pub fn fingerprinted_file(dir: &Path) -> Result<PathBuf> {
-    for name in ["saved_model.cpb", "saved_model.pb"] {
-        let path = dir.join(name);
-        if path.exists() {
-            return Ok(path);
+    match model_file(dir) {
+        Ok(file) if file.format != ModelFormat::Pbtxt => Ok(file.path),
+        Ok(_) | Err(SavedModelError::NoModelFile { .. }) => {
+            Err(SavedModelError::NotFingerprintable {
+                dir: dir.to_path_buf(),
+            })
         }
+        Err(e) => Err(e),
     }
-    Err(ChunkedError::NotFound(dir.join("saved_model").display().to_string()).into())
 }
 
 /// TensorFlow's `CreateFingerprintDef(dir)`: the fingerprint of the SavedModel in `dir`, with
 /// a fresh random `uuid`.
 pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
     let file = fingerprinted_file(dir)?;
-    let chunked = file.extension().is_some_and(|e| e == "cpb");
+    let chunked = file.extension().is_some_and(|e| e == ModelFormat::Cpb.as_str());
     let hashes = if chunked {
         cpb::hashes(&file)
     } else {
         pb::hashes(&file)
     }
     .map_err(|e| match e {
-        FingerprintError::Model { fault, .. } => FingerprintError::Model {
+        SavedModelError::Fingerprint { fault, .. } => SavedModelError::Fingerprint {
             path: file.clone(),
             fault,
         },
@@ -172,11 +140,8 @@ pub fn random_uuid() -> String {
 pub fn encode_fingerprint(def: &FingerprintDef) -> Result<Vec<u8>> {
     let desc = hashes::descriptor("tensorflow.FingerprintDef")?;
     let bytes = bytes::Bytes::from(def.encode_to_vec());
-    let msg =
-        WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
-            source_name: "FingerprintDef".to_string(),
-            error,
-        })?;
+    let msg = WireMessage::parse(&bytes, Some(desc.clone()))
+        .map_err(|error| SavedModelError::malformed("FingerprintDef", error))?;
     Ok(Encoder::new()
         .encode(&[Source::Ref(&msg)], &desc)?
         .to_vec()?)
@@ -187,7 +152,7 @@ pub fn write_fingerprint(dir: &Path, def: &FingerprintDef) -> Result<()> {
     let bytes = encode_fingerprint(def)?;
     let path = dir.join(FINGERPRINT_FILE);
     unbound_io::write_atomically(&path, |out| {
-        std::io::Write::write_all(out, &bytes).map_err(|e| ChunkedError::io(&path, e))
+        std::io::Write::write_all(out, &bytes).map_err(|e| SavedModelError::io(&path, e))
     })?;
     Ok(())
 }
@@ -195,9 +160,7 @@ pub fn write_fingerprint(dir: &Path, def: &FingerprintDef) -> Result<()> {
 /// Reads `dir/fingerprint.pb`.
 pub fn read_fingerprint(dir: &Path) -> Result<FingerprintDef> {
     let path = dir.join(FINGERPRINT_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| ChunkedError::io(&path, e))?;
-    FingerprintDef::decode(bytes.as_slice()).map_err(|e| FingerprintError::Model {
-        path,
-        fault: format!("not a FingerprintDef: {e}"),
-    })
+    let bytes = std::fs::read(&path).map_err(|e| SavedModelError::io(&path, e))?;
+    FingerprintDef::decode(bytes.as_slice())
+        .map_err(|error| SavedModelError::BadFingerprintFile { path, error })
 }

@@ -184,7 +184,7 @@ fn decode_attr(attr: &WireMessage, node: &Source<'_>, key: &str) -> Result<AttrV
     })
 }
 
-fn node_fault(node: &Source<'_>, op: &[u8], what: &str) -> super::FingerprintError {
+fn node_fault(node: &Source<'_>, op: &[u8], what: &str) -> crate::SavedModelError {
     let name = last_bytes(node, NODE_NAME)
         .ok()
         .flatten()

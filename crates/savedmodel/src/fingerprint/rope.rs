@@ -2,7 +2,7 @@
 //! source (a mapped file, a decoded chunk) or lazy Riegeli records, and hashing streams.
 
 use bytes::Bytes;
-use unbound_chunked::Result;
+use crate::Result;
 use unbound_wire::{Payload, RecordRef};
 
 use super::farmhash::Fingerprint64;

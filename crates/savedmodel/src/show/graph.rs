@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use unbound_chunked::Result;
+use crate::Result;
 use unbound_wire::WireMessage;
 
 use super::load_order::load_order;

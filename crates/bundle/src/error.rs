@@ -45,6 +45,14 @@ pub enum BundleError {
         /// The key asked for.
         key: String,
     },
+    /// No variable under this key or object path (what `unbound vars KEY` was asked for).
+    #[error("{}: no variable {key} in this bundle", file.display())]
+    NoVariable {
+        /// The `.index` file.
+        file: PathBuf,
+        /// The key asked for (resolved from an object path when one matched).
+        key: String,
+    },
     /// A request the data cannot satisfy (for example raw bytes of a string tensor).
     #[error("tensor {key}: {what}")]
     Unsupported {

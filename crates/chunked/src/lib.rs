@@ -6,12 +6,15 @@
 //! - The [`Merger`] rebuilds a message from chunks with TensorFlow's exact merge semantics.
 //! - [`ChunkSink`] / [`Scope`] are the composable Splitter side; [`write_split`] writes the
 //!   result as `.pb` or `.cpb`.
+//! - [`inspect()`] reports what a `.cpb` holds (chunks, metadata tree, Riegeli chunks) without
+//!   merging it, as a serializable [`InspectReport`].
 //! - [`read_prefix`] reads `PREFIX.cpb` or `PREFIX.pb` the way TensorFlow's `Merger::Read` does.
 //!
 //! Format-specific splitting algorithms (GraphDef, SavedModel) live in `unbound-savedmodel`.
 
 pub mod error;
 pub mod generic;
+pub mod inspect;
 pub mod merger;
 pub mod prune;
 pub mod read;
@@ -20,6 +23,7 @@ pub mod tags;
 pub mod write;
 
 pub use error::{ChunkedError, Result};
+pub use inspect::{inspect, InspectReport};
 pub use merger::{ChunkSource, FileChunks, MemoryChunks, Merger};
 pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat};
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};

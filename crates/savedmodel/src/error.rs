@@ -156,14 +156,6 @@ pub enum SavedModelError {
         /// The key (or object path) asked for.
         key: String,
     },
-    /// A variable was asked for that the bundle does not hold.
-    #[error("{}: no variable {key} in this bundle", index.display())]
-    NoSuchVariable {
-        /// The bundle's `.index` file.
-        index: PathBuf,
-        /// The key (or object path) asked for.
-        key: String,
-    },
 }
 
 impl SavedModelError {
@@ -201,8 +193,7 @@ impl SavedModelError {
             | Self::OutputExists { path: p }
             | Self::NotRegularFile { path: p }
             | Self::NotAModelOrCheckpoint { path: p }
-            | Self::NoVariables { dir: p, .. }
-            | Self::NoSuchVariable { index: p, .. } => Some(p),
+            | Self::NoVariables { dir: p, .. } => Some(p),
             _ => None,
         }
     }

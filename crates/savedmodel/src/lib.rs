@@ -12,6 +12,7 @@ pub mod error;
 pub mod fingerprint;
 pub mod show;
 pub mod split;
+pub mod vars;
 pub mod verify;
 
 pub use dir::{model_file, ModelFile, ModelFormat};

@@ -164,3 +164,88 @@ pub fn read_fingerprint(dir: &Path) -> Result<FingerprintDef> {
     FingerprintDef::decode(bytes.as_slice())
         .map_err(|error| SavedModelError::BadFingerprintFile { path, error })
 }
+
+/// What `unbound fingerprint` reports: the model file fingerprinted and its fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FingerprintReport {
+    /// The model file the fingerprint was computed from (`DIR/saved_model.cpb` or
+    /// `DIR/saved_model.pb`, the directory as given).
+    pub model_file: PathBuf,
+    /// The fingerprint.
+    pub fingerprint: Fingerprint,
+}
+
+/// A `FingerprintDef` as a report: its fields under their proto names (serialized in name
+/// order, uint64 values as exact JSON numbers), the JSON `unbound fingerprint --json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fingerprint {
+    /// `checkpoint_hash`: FarmHash of `variables/variables.index`, 0 without one.
+    pub checkpoint_hash: u64,
+    /// `graph_def_program_hash`: hash of `meta_graphs[0].graph_def` (regularized for `.pb`).
+    pub graph_def_program_hash: u64,
+    /// `saved_model_checksum`: hash of the whole model file's content.
+    pub saved_model_checksum: u64,
+    /// `saved_object_graph_hash`: hash of `meta_graphs[0].object_graph_def`.
+    pub saved_object_graph_hash: u64,
+    /// `signature_def_hash`: hash of `meta_graphs[0].signature_def`, in key order.
+    pub signature_def_hash: u64,
+    /// `uuid`: random, 128 bits in decimal.
+    pub uuid: String,
+    /// `version`: which computation made it (producer 4 for `.pb`, 2 for `.cpb`).
+    pub version: FingerprintVersion,
+}
+
+/// `FingerprintDef.version` (a `VersionDef`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FingerprintVersion {
+    /// `bad_consumers`.
+    pub bad_consumers: Vec<i32>,
+    /// `min_consumer`.
+    pub min_consumer: i32,
+    /// `producer`.
+    pub producer: i32,
+}
+
+impl From<&FingerprintDef> for Fingerprint {
+    fn from(def: &FingerprintDef) -> Self {
+        let version = def.version.clone().unwrap_or_default();
+        Fingerprint {
+            checkpoint_hash: def.checkpoint_hash,
+            graph_def_program_hash: def.graph_def_program_hash,
+            saved_model_checksum: def.saved_model_checksum,
+            saved_object_graph_hash: def.saved_object_graph_hash,
+            signature_def_hash: def.signature_def_hash,
+            uuid: def.uuid.clone(),
+            version: FingerprintVersion {
+                bad_consumers: version.bad_consumers,
+                min_consumer: version.min_consumer,
+                producer: version.producer,
+            },
+        }
+    }
+}
+
+impl Fingerprint {
+    /// TensorFlow's `singleprint`: `graph_def_program_hash/signature_def_hash/
+    /// saved_object_graph_hash/checkpoint_hash`.
+    pub fn singleprint(&self) -> String {
+        format!(
+            "{}/{}/{}/{}",
+            self.graph_def_program_hash,
+            self.signature_def_hash,
+            self.saved_object_graph_hash,
+            self.checkpoint_hash
+        )
+    }
+}
+
+/// The fingerprint of the SavedModel in `dir` ([`fingerprint_dir`]) with the file it was
+/// computed from.
+pub fn fingerprint_report(dir: &Path) -> Result<FingerprintReport> {
+    let model_file = fingerprinted_file(dir)?;
+    let def = fingerprint_dir(dir)?;
+    Ok(FingerprintReport {
+        model_file,
+        fingerprint: Fingerprint::from(&def),
+    })
+}

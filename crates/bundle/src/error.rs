@@ -102,5 +102,25 @@ impl BundleError {
     }
 }
 
+/// A fault in one tensor's values, layout or header, found by a function that does not know
+/// which file or key they came from (callers name them, wrapping it in a [`BundleError`]).
+/// Prints as the fault; dereferences to its text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Fault(pub String);
+
+impl std::ops::Deref for Fault {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<Fault> for String {
+    fn from(f: Fault) -> String {
+        f.0
+    }
+}
+
 /// Result of bundle operations.
 pub type Result<T, E = BundleError> = std::result::Result<T, E>;

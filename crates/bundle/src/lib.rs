@@ -55,7 +55,7 @@ pub mod variables;
 mod verify;
 mod writer;
 
-pub use error::{BundleError, Result};
+pub use error::{BundleError, Fault, Result};
 pub use naming::{data_path, index_path, saved_model_prefix};
 pub use object_graph::object_paths;
 pub use ordered_code::{decode_tensor_name_slice, encode_tensor_name_slice, is_slice_key};

@@ -63,7 +63,7 @@ pub use raw::CHUNK_SIZE;
 pub use reader::BundleReader;
 pub use slices::SliceSpec;
 pub use tensor::{num_elements, shape_from_proto, shape_to_proto, Tensor, TensorData};
-pub use variables::{NpyReport, Variables, VariableEntry, VarsReport};
+pub use variables::{NpyReport, VariableEntry, Variables, VarsReport};
 pub use verify::{verify_prefix, BundleFault};
 pub use writer::BundleWriter;
 

@@ -27,7 +27,7 @@ use unbound_io::TempPath;
 use unbound_proto::tensorflow::DataType;
 
 use crate::dtype::tf_name;
-use crate::{display_key, BundleError, Fault, BundleReader, TensorData, CHUNK_SIZE};
+use crate::{display_key, BundleError, BundleReader, Fault, TensorData, CHUNK_SIZE};
 
 /// Choices for types NumPy has no dtype for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -122,7 +122,10 @@ impl Variables {
         if self.reader.entry(given).is_some() {
             return given.to_string();
         }
-        let mut matches = self.object_paths.iter().filter(|(_, p)| p.as_str() == given);
+        let mut matches = self
+            .object_paths
+            .iter()
+            .filter(|(_, p)| p.as_str() == given);
         match (matches.next(), matches.next()) {
             (Some((key, _)), None) => key.clone(),
             _ => given.to_string(),

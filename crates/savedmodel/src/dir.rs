@@ -210,7 +210,12 @@ pub fn write_model_dir(
     let mut ctx = SplitContext::new(max_size);
     let split = split_saved_model(model, &desc, &mut ctx)?;
     let (mut written, copied_files) = write_dir_atomically(src, out, |tmp| {
-        Ok(write_split(&tmp.join("saved_model"), split, options, progress)?)
+        Ok(write_split(
+            &tmp.join("saved_model"),
+            split,
+            options,
+            progress,
+        )?)
     })?;
     if let Some(name) = written.path.file_name() {
         written.path = out.join(name);
@@ -306,7 +311,9 @@ fn copy_tree(src: &Path, dst: &Path, top: bool) -> Result<usize> {
         }
         let from = entry.path();
         let to = dst.join(&name);
-        let kind = entry.file_type().map_err(|e| SavedModelError::io(&from, e))?;
+        let kind = entry
+            .file_type()
+            .map_err(|e| SavedModelError::io(&from, e))?;
         if kind.is_dir() {
             fs::create_dir_all(&to).map_err(|e| SavedModelError::io(&to, e))?;
             copied += copy_tree(&from, &to, false)?;

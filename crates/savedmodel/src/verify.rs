@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use prost::Message as _;
-use serde::Serialize;
 use prost_reflect::{Kind, MessageDescriptor};
+use serde::Serialize;
 use unbound_chunked::merger::{FileChunks, MAX_NESTING};
 use unbound_chunked::tags::steps;
 use unbound_chunked::Merger;

@@ -23,8 +23,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use prost_reflect::MessageDescriptor;
 use crate::{Result, SavedModelError};
+use prost_reflect::MessageDescriptor;
 
 pub use super::fields::{Source, Val};
 use super::layout::{FieldInfo, Layout};

@@ -140,8 +140,7 @@ fn chunk_prints(
                     )
                 })?;
             let mut hasher = HashWriter(Fingerprint64::new());
-            reader
-                .copy_record_to(info.offset, &mut hasher)?;
+            reader.copy_record_to(info.offset, &mut hasher)?;
             out.push((index, hasher.0.finish()));
         }
         Ok(out)

@@ -4,8 +4,8 @@
 
 use std::borrow::Cow;
 
-use bytes::Bytes;
 use crate::{Result, SavedModelError};
+use bytes::Bytes;
 use unbound_wire::codec::{read_field, WireType};
 use unbound_wire::{Payload, WireMessage, WireValue};
 

@@ -81,7 +81,7 @@ pub fn hash_message(
     sources: &[Source<'_>],
     desc: &MessageDescriptor,
 ) -> Result<u64> {
-    Ok(enc.encode(sources, desc)?.fingerprint64()?)
+    enc.encode(sources, desc)?.fingerprint64()
 }
 
 /// The signature entries of `meta_graph` in key order, each as

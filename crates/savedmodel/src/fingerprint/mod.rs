@@ -80,7 +80,9 @@ pub fn fingerprinted_file(dir: &Path) -> Result<PathBuf> {
 /// a fresh random `uuid`.
 pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
     let file = fingerprinted_file(dir)?;
-    let chunked = file.extension().is_some_and(|e| e == ModelFormat::Cpb.as_str());
+    let chunked = file
+        .extension()
+        .is_some_and(|e| e == ModelFormat::Cpb.as_str());
     let hashes = if chunked {
         cpb::hashes(&file)
     } else {
@@ -142,9 +144,7 @@ pub fn encode_fingerprint(def: &FingerprintDef) -> Result<Vec<u8>> {
     let bytes = bytes::Bytes::from(def.encode_to_vec());
     let msg = WireMessage::parse(&bytes, Some(desc.clone()))
         .map_err(|error| SavedModelError::malformed("FingerprintDef", error))?;
-    Ok(Encoder::new()
-        .encode(&[Source::Ref(&msg)], &desc)?
-        .to_vec()?)
+    Encoder::new().encode(&[Source::Ref(&msg)], &desc)?.to_vec()
 }
 
 /// Writes `def` as `dir/fingerprint.pb` (atomically: a temporary file, synced and renamed).

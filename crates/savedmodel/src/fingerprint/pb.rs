@@ -25,10 +25,8 @@ use super::{Hashes, Result};
 pub fn hashes(pb_file: &Path) -> Result<Hashes> {
     let desc = descriptor("tensorflow.SavedModel")?;
     let bytes = map_file(pb_file)?;
-    let model =
-        WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| {
-            SavedModelError::malformed(pb_file.display().to_string(), error)
-        })?;
+    let model = WireMessage::parse(&bytes, Some(desc.clone()))
+        .map_err(|error| SavedModelError::malformed(pb_file.display().to_string(), error))?;
     let mut enc = Encoder::new();
     let saved_model_checksum = hash_message(&mut enc, &[Source::Ref(&model)], &desc)?;
 

@@ -1,8 +1,8 @@
 //! Scalar values at the wire level: which wire type a field takes, how C++ normalizes what it
 //! reads (varints by type, packed runs), and how it writes scalars and unknown fields.
 
-use prost_reflect::{FieldDescriptor, Kind};
 use crate::{Result, SavedModelError};
+use prost_reflect::{FieldDescriptor, Kind};
 use unbound_wire::codec::read_varint;
 
 use super::fields::Val;

@@ -6,8 +6,8 @@ use std::path::Path;
 use unbound_proto::tensorflow::TrackableObjectGraph;
 
 use super::signature::dims;
-use unbound_bundle::dtype::enum_name;
 use super::{CheckpointInfo, CheckpointKey};
+use unbound_bundle::dtype::enum_name;
 use unbound_bundle::{display_key, BundleReader};
 
 /// What `show` reads from the checkpoint.

@@ -9,9 +9,9 @@ use unbound_proto::tensorflow::{
 };
 
 use super::signature::dims;
-use unbound_bundle::dtype::enum_name;
 use super::structured::{input_signature, keyword};
 use super::{CallableInfo, ConcreteFunctionInfo, FunctionInfo, ObjectGraphInfo, VariableInfo};
+use unbound_bundle::dtype::enum_name;
 
 /// The attribute name under which a variable's value is checkpointed.
 const VARIABLE_VALUE: &str = "VARIABLE_VALUE";

@@ -110,8 +110,8 @@ pub fn without_large_bytes(
 
 /// Everything `show` reports about one MetaGraphDef.
 pub fn meta_graph_info(mg: &WireMessage, file: &str) -> Result<MetaGraphInfo> {
-    let small = MetaGraphDef::decode(bytes::Bytes::from(wire::encode_without(mg, 2)?))
-        .map_err(|e| {
+    let small =
+        MetaGraphDef::decode(bytes::Bytes::from(wire::encode_without(mg, 2)?)).map_err(|e| {
             SavedModelError::invalid(file, format!("MetaGraphDef does not decode: {e}"))
         })?;
     let stats = graph::graph_stats(mg, file)?;

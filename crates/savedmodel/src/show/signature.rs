@@ -2,7 +2,9 @@
 //! names from [`unbound_bundle::dtype`], the one table).
 
 use unbound_bundle::dtype::enum_name;
-use unbound_proto::tensorflow::{tensor_info::Encoding, SignatureDef, TensorInfo, TensorShapeProto};
+use unbound_proto::tensorflow::{
+    tensor_info::Encoding, SignatureDef, TensorInfo, TensorShapeProto,
+};
 
 use super::{SignatureInfo, TensorInfoView};
 

@@ -6,8 +6,6 @@
 //! - The [`Merger`] rebuilds a message from chunks with TensorFlow's exact merge semantics.
 //! - [`ChunkSink`] / [`Scope`] are the composable Splitter side; [`write_split`] writes the
 //!   result as `.pb` or `.cpb`.
-//! - [`inspect()`] reports what a `.cpb` holds (chunks, metadata tree, Riegeli chunks) without
-//!   merging it, as a serializable [`InspectReport`].
 //! - [`read_prefix`] reads `PREFIX.cpb` or `PREFIX.pb` the way TensorFlow's `Merger::Read` does.
 //!
 //! Format-specific splitting algorithms (GraphDef, SavedModel) live in `unbound-savedmodel`.

@@ -104,9 +104,8 @@ pub fn message_descriptor(name: &str) -> Result<MessageDescriptor> {
 /// one place that decides it (show, verify, fingerprint, split, merge and vars all ask here).
 pub fn model_file(dir: &Path) -> Result<ModelFile> {
     if !dir.is_dir() {
-        return Err(SavedModelError::NoModelFile {
+        return Err(SavedModelError::NotADirectory {
             dir: dir.to_path_buf(),
-            not_a_dir: true,
         });
     }
     ModelFormat::SEARCH_ORDER
@@ -118,7 +117,6 @@ pub fn model_file(dir: &Path) -> Result<ModelFile> {
         .find(|f| f.path.is_file())
         .ok_or_else(|| SavedModelError::NoModelFile {
             dir: dir.to_path_buf(),
-            not_a_dir: false,
         })
 }
 

@@ -40,13 +40,20 @@ pub enum SavedModelError {
         /// The decoding fault.
         error: DecodeError,
     },
-    /// `dir` is not a directory, or holds none of `saved_model.cpb`, `.pb` and `.pbtxt`.
-    #[error("{}: {}", dir.display(), if *not_a_dir { "not a SavedModel directory" } else { "no saved_model.cpb, saved_model.pb or saved_model.pbtxt in this directory" })]
+    /// The path given as a SavedModel directory is not a directory.
+    #[error("{}: not a SavedModel directory", dir.display())]
+    NotADirectory {
+        /// The path given.
+        dir: PathBuf,
+    },
+    /// The directory holds none of `saved_model.cpb`, `.pb` and `.pbtxt`.
+    #[error(
+        "{}: no saved_model.cpb, saved_model.pb or saved_model.pbtxt in this directory",
+        dir.display()
+    )]
     NoModelFile {
         /// The directory given.
         dir: PathBuf,
-        /// True when `dir` is not a directory at all.
-        not_a_dir: bool,
     },
     /// Neither `saved_model.cpb` nor `saved_model.pb` to fingerprint (TensorFlow does not
     /// fingerprint `.pbtxt` models).
@@ -184,7 +191,8 @@ impl SavedModelError {
     pub fn path(&self) -> Option<&Path> {
         match self {
             Self::Io(e) => Some(e.path()),
-            Self::NoModelFile { dir: p, .. }
+            Self::NotADirectory { dir: p }
+            | Self::NoModelFile { dir: p }
             | Self::NotFingerprintable { dir: p }
             | Self::TextFormat { path: p, .. }
             | Self::TooLargeToMerge { dir: p, .. }

@@ -7,7 +7,7 @@
 //!   `SavedModel` (wire structure and field types checked against the schema, strings UTF-8).
 //! - `saved_model.pb` / `.pbtxt`: that it parses as a `SavedModel`.
 //! - `variables/`: every tensor's size, offset and checksum, missing shards, a damaged index
-//!   ([`crate::bundle`]); that every variable the object graphs name exists in the bundle.
+//!   ([`unbound_bundle::BundleReader::verify`]); that every variable the object graphs name exists in the bundle.
 //! - `assets/`: every file `asset_file_def` names exists.
 //! - `fingerprint.pb`: that it parses (its values are not compared here).
 

@@ -2,8 +2,8 @@
 //! `saved_model::fingerprinting::CreateFingerprintDef(export_dir)` computes.
 //!
 //! - A directory with a `saved_model.cpb` (it wins over `.pb`, as in TensorFlow) is
-//!   fingerprinted from its chunks ([`cpb`]; producer 2); otherwise its `saved_model.pb`
-//!   ([`pb`]; producer 4, what TensorFlow 2.21 writes). A directory with neither is refused,
+//!   fingerprinted from its chunks (`cpb.rs`; producer 2); otherwise its `saved_model.pb`
+//!   (`pb.rs`; producer 4, what TensorFlow 2.21 writes). A directory with neither is refused,
 //!   as TensorFlow refuses it (`.pbtxt` models are not fingerprinted).
 //! - Every hash field is FarmHash `Fingerprint64` ([`farmhash`]) of protobuf C++'s
 //!   deterministic serialization ([`canonical`]), combined with `FingerprintCat64`.
@@ -67,7 +67,8 @@ pub(crate) struct Hashes {
 pub fn fingerprinted_file(dir: &Path) -> Result<PathBuf> {
     match model_file(dir) {
         Ok(file) if file.format != ModelFormat::Pbtxt => Ok(file.path),
-        Ok(_) | Err(SavedModelError::NoModelFile { .. }) => {
+        Ok(_)
+        | Err(SavedModelError::NotADirectory { .. } | SavedModelError::NoModelFile { .. }) => {
             Err(SavedModelError::NotFingerprintable {
                 dir: dir.to_path_buf(),
             })

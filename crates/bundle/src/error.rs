@@ -45,6 +45,14 @@ pub enum BundleError {
         /// The key asked for.
         key: String,
     },
+    /// No variable under this key or object path (what `unbound vars KEY` was asked for).
+    #[error("{}: no variable {key} in this bundle", file.display())]
+    NoVariable {
+        /// The `.index` file.
+        file: PathBuf,
+        /// The key asked for (resolved from an object path when one matched).
+        key: String,
+    },
     /// A request the data cannot satisfy (for example raw bytes of a string tensor).
     #[error("tensor {key}: {what}")]
     Unsupported {
@@ -91,6 +99,26 @@ impl BundleError {
             key: crate::display_key(key),
             fault: fault.into(),
         }
+    }
+}
+
+/// A fault in one tensor's values, layout or header, found by a function that does not know
+/// which file or key they came from (callers name them, wrapping it in a [`BundleError`]).
+/// Prints as the fault; dereferences to its text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Fault(pub String);
+
+impl std::ops::Deref for Fault {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<Fault> for String {
+    fn from(f: Fault) -> String {
+        f.0
     }
 }
 

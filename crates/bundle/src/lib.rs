@@ -13,6 +13,8 @@
 //! - [`BundleWriter`] writes every dtype (numeric, bool, half, bfloat16, complex, strings,
 //!   variants as serialized protos), partitioned tensors as slices, and several shards; the
 //!   index it writes is byte-for-byte what TensorFlow writes for the same entries.
+//! - [`variables`] lists a bundle's tensors (key, object path, dtype, shape, size) as a
+//!   serializable [`VarsReport`].
 //! - [`npy`] writes one tensor as a NumPy `.npy` file, streamed and CRC-checked.
 //!
 //! The bundle needs nothing of SavedModels: DTensor checkpoints and any V2 checkpoint prefix
@@ -49,10 +51,11 @@ pub mod slices;
 pub mod sstable;
 pub mod strings;
 mod tensor;
+pub mod variables;
 mod verify;
 mod writer;
 
-pub use error::{BundleError, Result};
+pub use error::{BundleError, Fault, Result};
 pub use naming::{data_path, index_path, saved_model_prefix};
 pub use object_graph::object_paths;
 pub use ordered_code::{decode_tensor_name_slice, encode_tensor_name_slice, is_slice_key};
@@ -60,6 +63,7 @@ pub use raw::CHUNK_SIZE;
 pub use reader::BundleReader;
 pub use slices::SliceSpec;
 pub use tensor::{num_elements, shape_from_proto, shape_to_proto, Tensor, TensorData};
+pub use variables::{NpyReport, VariableEntry, Variables, VarsReport};
 pub use verify::{verify_prefix, BundleFault};
 pub use writer::BundleWriter;
 

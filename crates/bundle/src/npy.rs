@@ -27,7 +27,7 @@ use unbound_io::TempPath;
 use unbound_proto::tensorflow::DataType;
 
 use crate::dtype::tf_name;
-use crate::{display_key, BundleError, BundleReader, TensorData, CHUNK_SIZE};
+use crate::{display_key, BundleError, BundleReader, Fault, TensorData, CHUNK_SIZE};
 
 /// Choices for types NumPy has no dtype for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -123,7 +123,11 @@ fn layout(dtype: i32, opts: NpyOptions) -> Result<Layout, String> {
 
 /// The `.npy` v1.0 header for an array of `descr` and `shape`, padded so the data starts at
 /// a multiple of 64 bytes.
-pub fn header(descr: &str, shape: &[i64]) -> Result<Vec<u8>, String> {
+pub fn header(descr: &str, shape: &[i64]) -> Result<Vec<u8>, Fault> {
+    header_impl(descr, shape).map_err(Fault)
+}
+
+fn header_impl(descr: &str, shape: &[i64]) -> Result<Vec<u8>, String> {
     let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
     let shape = match dims.len() {
         1 => format!("({},)", dims[0]),
@@ -191,7 +195,7 @@ fn write_impl(
             (format!("|S{width}"), None, Some((values, width)))
         }
     };
-    let head = header(&descr, &shape).map_err(unsupported)?;
+    let head = header(&descr, &shape).map_err(|f| unsupported(f.into()))?;
     out.write_all(&head).map_err(io)?;
     let mut written = head.len() as u64;
     match (lay, strings) {

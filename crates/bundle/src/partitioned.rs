@@ -48,7 +48,7 @@ impl BundleReader {
         let mut covered: u64 = 0;
         for proto in &entry.slices {
             let spec = SliceSpec::from_proto(proto);
-            let resolved = spec.resolve(&shape).map_err(&fault)?;
+            let resolved = spec.resolve(&shape).map_err(|f| fault(f.into()))?;
             if let Some(other) = parts.iter().find(|p| overlap(&p.resolved, &resolved)) {
                 return Err(fault(format!("slices {} and {spec} overlap", other.spec)));
             }

@@ -189,11 +189,11 @@ impl BundleReader {
                 (TensorData::Raw(bytes), c)
             }
             Storage::String => {
-                let (v, c) = decode_strings(&bytes, n).map_err(fault)?;
+                let (v, c) = decode_strings(&bytes, n).map_err(|f| fault(f.into()))?;
                 (TensorData::Strings(v), c)
             }
             Storage::Variant => {
-                let (v, c) = decode_variants(&bytes, n).map_err(fault)?;
+                let (v, c) = decode_variants(&bytes, n).map_err(|f| fault(f.into()))?;
                 (TensorData::Variants(v), c)
             }
         };

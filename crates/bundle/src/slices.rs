@@ -85,7 +85,11 @@ impl SliceSpec {
 
     /// Start and length of each dimension within `full_shape`, checked: same rank, lengths
     /// non-negative, the slice inside the tensor.
-    pub fn resolve(&self, full_shape: &[i64]) -> Result<Vec<(u64, u64)>, String> {
+    pub fn resolve(&self, full_shape: &[i64]) -> Result<Vec<(u64, u64)>, crate::Fault> {
+        self.resolve_impl(full_shape).map_err(crate::Fault)
+    }
+
+    fn resolve_impl(&self, full_shape: &[i64]) -> Result<Vec<(u64, u64)>, String> {
         if self.rank() != full_shape.len() {
             return Err(format!(
                 "slice {self} has rank {} but the tensor has rank {}",

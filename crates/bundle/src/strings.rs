@@ -14,6 +14,7 @@ use bytes::Bytes;
 
 use crate::coding::{get_varint64, put_varint64};
 use crate::crc;
+use crate::Fault;
 
 fn length_crc(crc: u32, len: u64) -> u32 {
     match u32::try_from(len) {
@@ -24,7 +25,11 @@ fn length_crc(crc: u32, len: u64) -> u32 {
 
 /// Decodes `n` strings from `data` (exactly the entry's bytes), returning them (slices of
 /// `data`) and the entry CRC (unmasked) to compare with the index.
-pub fn decode_strings(data: &Bytes, n: u64) -> Result<(Vec<Bytes>, u32), String> {
+pub fn decode_strings(data: &Bytes, n: u64) -> Result<(Vec<Bytes>, u32), Fault> {
+    decode_strings_impl(data, n).map_err(Fault)
+}
+
+fn decode_strings_impl(data: &Bytes, n: u64) -> Result<(Vec<Bytes>, u32), String> {
     if data.is_empty() && n == 0 {
         return Ok((Vec::new(), 0));
     }
@@ -97,7 +102,11 @@ pub fn encode_strings(values: &[Bytes], out: &mut dyn Write) -> io::Result<(u64,
 
 /// Decodes `n` variant elements from `data`, checking each running checksum; returns the
 /// serialized `VariantTensorDataProto`s and the entry CRC (unmasked).
-pub fn decode_variants(data: &Bytes, n: u64) -> Result<(Vec<Bytes>, u32), String> {
+pub fn decode_variants(data: &Bytes, n: u64) -> Result<(Vec<Bytes>, u32), Fault> {
+    decode_variants_impl(data, n).map_err(Fault)
+}
+
+fn decode_variants_impl(data: &Bytes, n: u64) -> Result<(Vec<Bytes>, u32), String> {
     if data.is_empty() && n == 0 {
         return Ok((Vec::new(), 0));
     }

@@ -70,7 +70,11 @@ impl Tensor {
     }
 
     /// Checks that the values agree with dtype and shape (byte count, element count).
-    pub fn check_consistent(&self) -> Result<(), String> {
+    pub fn check_consistent(&self) -> Result<(), crate::Fault> {
+        self.check_consistent_impl().map_err(crate::Fault)
+    }
+
+    fn check_consistent_impl(&self) -> Result<(), String> {
         let n = self
             .num_elements()
             .ok_or_else(|| format!("invalid shape {:?}", self.shape))?;

@@ -34,6 +34,7 @@
 
 pub mod error;
 pub mod generic;
+pub mod inspect;
 mod lazy;
 pub mod merger;
 pub mod prune;
@@ -43,6 +44,7 @@ pub mod tags;
 pub mod write;
 
 pub use error::{ChunkedError, Result};
+pub use inspect::{inspect, InspectReport};
 pub use lazy::RecordFile;
 pub use merger::{ChunkSource, FileChunks, MemoryChunks, Merger};
 pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat};

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use unbound_chunked::ChunkedError;
+use unbound_savedmodel::SavedModelError;
 
 use crate::abi::code;
 
@@ -50,7 +50,7 @@ pub enum GrapplerError {
     },
     /// The SavedModel could not be read, or the optimized one written.
     #[error(transparent)]
-    Model(#[from] ChunkedError),
+    Model(#[from] SavedModelError),
 }
 
 /// What is wrong with one plugin file, or with loading it.

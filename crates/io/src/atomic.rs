@@ -35,11 +35,10 @@ fn remove_path(path: &Path) {
 
 /// Removes every temporary output still being written: for a signal handler, before exiting.
 pub fn remove_temporaries() {
-    // A signal can arrive while a writer holds the lock; `try_lock` keeps the handler from
-    // waiting on a thread it interrupted.
-    if let Ok(list) = IN_PROGRESS.try_lock() {
-        list.iter().for_each(|p| remove_path(p));
-    }
+    // Called from a handler thread (the CLI's `ctrlc` handler), not from inside a signal, so
+    // waiting for a writer that holds the lock for a moment is safe.
+    let list = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+    list.iter().for_each(|p| remove_path(p));
 }
 
 /// A temporary path in the same directory as `path` (so the final rename stays on one

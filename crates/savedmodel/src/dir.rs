@@ -1,26 +1,89 @@
 //! SavedModel directories: finding and reading the model proto, and writing split or merged
 //! copies of a whole directory atomically (every other file carried over byte for byte).
 
+use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use prost_reflect::{DynamicMessage, MessageDescriptor};
+use serde::Serialize;
 use unbound_chunked::{
-    read_cpb, read_pb, write_message_with_progress, write_split, ChunkedError, ReadMessage, Result,
-    SourceFormat, Written,
+    read_cpb, read_pb, write_message_with_progress, write_split, ReadMessage, Written,
 };
 use unbound_io::TempPath;
+use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
 use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
+use crate::error::{Result, SavedModelError};
 use crate::split::{split_saved_model, SplitContext};
 
-/// Files of a SavedModel directory that hold the model proto (and are rewritten, not copied).
-const MODEL_FILES: [&str; 3] = ["saved_model.cpb", "saved_model.pb", "saved_model.pbtxt"];
+/// The format of a SavedModel's model file. Serializes as `"cpb"`, `"pb"` or `"pbtxt"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelFormat {
+    /// `saved_model.cpb`: TensorFlow's chunked image format (Riegeli records).
+    Cpb,
+    /// `saved_model.pb`: one binary protobuf.
+    Pb,
+    /// `saved_model.pbtxt`: protobuf text format.
+    Pbtxt,
+}
+
+impl ModelFormat {
+    /// Every format, in the order a directory's model file is looked for (TensorFlow's:
+    /// `.cpb` wins over `.pb`, which wins over `.pbtxt`).
+    pub const SEARCH_ORDER: [ModelFormat; 3] = [Self::Cpb, Self::Pb, Self::Pbtxt];
+
+    /// The model file's name in a SavedModel directory (`saved_model.cpb`, ...).
+    pub const fn file_name(self) -> &'static str {
+        match self {
+            Self::Cpb => "saved_model.cpb",
+            Self::Pb => "saved_model.pb",
+            Self::Pbtxt => "saved_model.pbtxt",
+        }
+    }
+
+    /// The short name: `"cpb"`, `"pb"` or `"pbtxt"` (the file extension).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Cpb => "cpb",
+            Self::Pb => "pb",
+            Self::Pbtxt => "pbtxt",
+        }
+    }
+}
+
+impl PartialEq<str> for ModelFormat {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ModelFormat {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl fmt::Display for ModelFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The file of a SavedModel directory that holds the model proto.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelFile {
+    /// Its path (the directory as given, joined with the file name).
+    pub path: PathBuf,
+    /// Its format.
+    pub format: ModelFormat,
+}
 
 /// The fingerprint describes the model file's exact content; a rewritten model needs a new one,
 /// so the old one is not carried over.
-const FINGERPRINT_FILE: &str = "fingerprint.pb";
+const FINGERPRINT_FILE: &str = crate::fingerprint::FINGERPRINT_FILE;
 
 /// Largest message protobuf can serialize and parse: 2 GiB - 1.
 pub const MAX_PROTO_SIZE: u64 = (1 << 31) - 1;
@@ -34,62 +97,73 @@ pub fn saved_model_descriptor() -> Result<MessageDescriptor> {
 pub fn message_descriptor(name: &str) -> Result<MessageDescriptor> {
     unbound_proto::descriptor_pool()
         .get_message_by_name(name)
-        .ok_or_else(|| ChunkedError::UnknownType(name.to_string()))
+        .ok_or_else(|| SavedModelError::UnknownType(name.to_string()))
 }
 
-/// Which file of `dir` holds the model: `saved_model.cpb`, else `.pb`, else `.pbtxt`.
-pub fn model_file(dir: &Path) -> Result<(PathBuf, &'static str)> {
+/// Which file of `dir` holds the model: `saved_model.cpb`, else `.pb`, else `.pbtxt`. The
+/// one place that decides it (show, verify, fingerprint, split, merge and vars all ask here).
+pub fn model_file(dir: &Path) -> Result<ModelFile> {
     if !dir.is_dir() {
-        return Err(ChunkedError::io(
-            dir,
-            std::io::Error::new(std::io::ErrorKind::NotFound, "not a SavedModel directory"),
-        ));
+        return Err(SavedModelError::NotADirectory {
+            dir: dir.to_path_buf(),
+        });
     }
-    for (name, kind) in MODEL_FILES.iter().zip(["cpb", "pb", "pbtxt"]) {
-        let p = dir.join(name);
-        if p.is_file() {
-            return Ok((p, kind));
-        }
-    }
-    Err(ChunkedError::io(
-        dir,
-        std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no saved_model.cpb, saved_model.pb or saved_model.pbtxt in this directory",
-        ),
-    ))
+    ModelFormat::SEARCH_ORDER
+        .into_iter()
+        .map(|format| ModelFile {
+            path: dir.join(format.file_name()),
+            format,
+        })
+        .find(|f| f.path.is_file())
+        .ok_or_else(|| SavedModelError::NoModelFile {
+            dir: dir.to_path_buf(),
+        })
+}
+
+/// A SavedModel proto as read by [`read_saved_model`].
+#[derive(Debug)]
+pub struct SavedModelFile {
+    /// The merged message.
+    pub message: WireMessage,
+    /// The file it was read from.
+    pub file: ModelFile,
+    /// The chunk metadata of a `.cpb`.
+    pub metadata: Option<ChunkMetadata>,
 }
 
 /// Reads the SavedModel proto of `dir`, preferring `.cpb`, then `.pb`, then `.pbtxt`.
-pub fn read_saved_model(dir: &Path) -> Result<ReadMessage> {
+pub fn read_saved_model(dir: &Path) -> Result<SavedModelFile> {
     let desc = saved_model_descriptor()?;
-    let (path, kind) = model_file(dir)?;
-    match kind {
-        "cpb" => read_cpb(&path, &desc),
-        "pb" => Ok(ReadMessage {
-            message: read_pb(&path, &desc)?,
-            format: SourceFormat::Pb,
-            metadata: None,
-        }),
-        _ => Ok(ReadMessage {
-            message: read_text(&path, &desc)?,
-            format: SourceFormat::Pb,
-            metadata: None,
-        }),
-    }
+    let file = model_file(dir)?;
+    let (message, metadata) = match file.format {
+        ModelFormat::Cpb => {
+            let ReadMessage {
+                message, metadata, ..
+            } = read_cpb(&file.path, &desc)?;
+            (message, metadata)
+        }
+        ModelFormat::Pb => (read_pb(&file.path, &desc)?, None),
+        ModelFormat::Pbtxt => (read_text(&file.path, &desc)?, None),
+    };
+    Ok(SavedModelFile {
+        message,
+        file,
+        metadata,
+    })
 }
 
 /// Parses a text-format message file.
 pub fn read_text(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
-    let text = fs::read_to_string(path).map_err(|e| ChunkedError::io(path, e))?;
+    let text = fs::read_to_string(path).map_err(|e| SavedModelError::io(path, e))?;
     let msg = DynamicMessage::parse_text_format(desc.clone(), &text).map_err(|e| {
-        ChunkedError::metadata(path.display().to_string(), format!("text format: {e}"))
+        SavedModelError::TextFormat {
+            path: path.to_path_buf(),
+            fault: e.to_string(),
+        }
     })?;
     let bytes = bytes::Bytes::from(prost::Message::encode_to_vec(&msg));
-    WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
-        source_name: path.display().to_string(),
-        error,
-    })
+    WireMessage::parse(&bytes, Some(desc.clone()))
+        .map_err(|error| SavedModelError::malformed(path.display().to_string(), error))
 }
 
 /// What [`split_dir`] did.
@@ -134,7 +208,12 @@ pub fn write_model_dir(
     let mut ctx = SplitContext::new(max_size);
     let split = split_saved_model(model, &desc, &mut ctx)?;
     let (mut written, copied_files) = write_dir_atomically(src, out, |tmp| {
-        write_split(&tmp.join("saved_model"), split, options, progress)
+        Ok(write_split(
+            &tmp.join("saved_model"),
+            split,
+            options,
+            progress,
+        )?)
     })?;
     if let Some(name) = written.path.file_name() {
         written.path = out.join(name);
@@ -168,13 +247,10 @@ pub fn merge_dir(
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {
-        return Err(ChunkedError::metadata(
-            src.display().to_string(),
-            format!(
-                "the merged SavedModel would be {size} bytes, over protobuf's limit of \
-                 {MAX_PROTO_SIZE}: keep it in the chunked format"
-            ),
-        ));
+        return Err(SavedModelError::TooLargeToMerge {
+            dir: src.to_path_buf(),
+            size,
+        });
     }
     // The closure owns the model, so its input mapping is released once the model is written,
     // before the fingerprint maps the output: peak memory holds one copy, not two.
@@ -183,7 +259,7 @@ pub fn merge_dir(
             progress(n, size)
         });
         drop(model);
-        written
+        Ok(written?)
     })?;
     Ok(MergeReport {
         model_bytes,
@@ -201,16 +277,12 @@ fn write_dir_atomically<T>(
     write_model: impl FnOnce(&Path) -> Result<T>,
 ) -> Result<(T, usize)> {
     if out.exists() {
-        return Err(ChunkedError::io(
-            out,
-            std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "output already exists; choose a new path",
-            ),
-        ));
+        return Err(SavedModelError::OutputExists {
+            path: out.to_path_buf(),
+        });
     }
     let tmp = TempPath::new(out);
-    fs::create_dir_all(tmp.path()).map_err(|e| ChunkedError::io(tmp.path(), e))?;
+    fs::create_dir_all(tmp.path()).map_err(|e| SavedModelError::io(tmp.path(), e))?;
     let value = write_model(tmp.path())?;
     let copied = copy_tree(src, tmp.path(), true)?;
     // A fresh fingerprint of the model just written (the old one is not carried over).
@@ -224,34 +296,33 @@ fn write_dir_atomically<T>(
 /// the fingerprint at the top level. Returns the number of files copied.
 fn copy_tree(src: &Path, dst: &Path, top: bool) -> Result<usize> {
     let mut copied = 0;
-    let entries = fs::read_dir(src).map_err(|e| ChunkedError::io(src, e))?;
+    let entries = fs::read_dir(src).map_err(|e| SavedModelError::io(src, e))?;
     for entry in entries {
-        let entry = entry.map_err(|e| ChunkedError::io(src, e))?;
+        let entry = entry.map_err(|e| SavedModelError::io(src, e))?;
         let name = entry.file_name();
         let name_str = name.to_string_lossy();
-        if top && (MODEL_FILES.contains(&name_str.as_ref()) || name_str == FINGERPRINT_FILE) {
+        let is_model_file = ModelFormat::SEARCH_ORDER
+            .iter()
+            .any(|f| f.file_name() == name_str);
+        if top && (is_model_file || name_str == FINGERPRINT_FILE) {
             continue;
         }
         let from = entry.path();
         let to = dst.join(&name);
-        let kind = entry.file_type().map_err(|e| ChunkedError::io(&from, e))?;
+        let kind = entry
+            .file_type()
+            .map_err(|e| SavedModelError::io(&from, e))?;
         if kind.is_dir() {
-            fs::create_dir_all(&to).map_err(|e| ChunkedError::io(&to, e))?;
+            fs::create_dir_all(&to).map_err(|e| SavedModelError::io(&to, e))?;
             copied += copy_tree(&from, &to, false)?;
         } else if !fs::metadata(&from)
-            .map_err(|e| ChunkedError::io(&from, e))?
+            .map_err(|e| SavedModelError::io(&from, e))?
             .is_file()
         {
             // A FIFO, socket or device would block or stream forever: refuse it.
-            return Err(ChunkedError::io(
-                &from,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "not a regular file; a SavedModel directory holds only files and directories",
-                ),
-            ));
+            return Err(SavedModelError::NotRegularFile { path: from });
         } else {
-            fs::copy(&from, &to).map_err(|e| ChunkedError::io(&from, e))?;
+            fs::copy(&from, &to).map_err(|e| SavedModelError::io(&from, e))?;
             copied += 1;
         }
     }

@@ -2,11 +2,19 @@
 //!
 //! - [`split`]: TensorFlow's GraphDef and SavedModel splitting algorithms.
 //! - [`dir`]: reading a SavedModel directory (`saved_model.cpb`, then `.pb`, then `.pbtxt`)
-//!   and writing split or merged copies of it.
+//!   and writing split or merged copies of it; [`ModelFormat`] and [`model_file`], the one
+//!   place that decides which file of a directory holds the model.
+//! - [`show`], [`verify`], [`fingerprint`], [`vars`]: reports, as typed serializable structs.
+//! - [`SavedModelError`]: this crate's errors, wrapping those of the layers below.
 
 pub mod dir;
+pub mod error;
 pub mod fingerprint;
 pub mod rewrite;
 pub mod show;
 pub mod split;
+pub mod vars;
 pub mod verify;
+
+pub use dir::{model_file, ModelFile, ModelFormat};
+pub use error::{Result, SavedModelError};

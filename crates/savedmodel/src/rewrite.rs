@@ -12,12 +12,12 @@ use std::path::Path;
 use bytes::Bytes;
 use prost::Message;
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::ChunkedError;
 use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
 use crate::dir::{message_descriptor, read_saved_model, write_model_dir, SplitReport};
+use crate::SavedModelError;
 
 /// Reads the SavedModel in `src`, calls `rewrite` on each of its MetaGraphDefs in order, and
 /// writes the model with each MetaGraphDef's graph replaced by what `rewrite` returned to `out`
@@ -38,7 +38,7 @@ pub fn rewrite_meta_graphs<E, F>(
     mut rewrite: F,
 ) -> Result<SplitReport, E>
 where
-    E: From<ChunkedError>,
+    E: From<SavedModelError>,
     F: FnMut(&[String], MetaGraphDef) -> Result<GraphDef, E>,
 {
     let mut model = read_saved_model(src)?.message;
@@ -51,10 +51,10 @@ where
     for index in 0..count {
         let meta_wire = model
             .repeated_message_mut(&meta_fd, index as u64)
-            .map_err(ChunkedError::from)?;
-        let meta_bytes = Bytes::from(meta_wire.to_vec().map_err(ChunkedError::from)?);
+            .map_err(SavedModelError::from)?;
+        let meta_bytes = Bytes::from(meta_wire.to_vec().map_err(SavedModelError::from)?);
         let meta = MetaGraphDef::decode(meta_bytes).map_err(|e| {
-            ChunkedError::metadata(
+            SavedModelError::invalid(
                 src.display().to_string(),
                 format!("meta_graphs[{index}] is not a valid MetaGraphDef: {e}"),
             )
@@ -68,34 +68,42 @@ where
         // (it is replaced below), so a graph past 2 GiB is not held twice meanwhile.
         *meta_wire
             .singular_message_mut(&graph_fd)
-            .map_err(ChunkedError::from)? = WireMessage::new(Some(graph_desc.clone()));
+            .map_err(SavedModelError::from)? = WireMessage::new(Some(graph_desc.clone()));
         let graph = rewrite(&tags, meta)?;
         let graph_bytes = Bytes::from(graph.encode_to_vec());
         drop(graph);
         let graph_wire =
             WireMessage::parse(&graph_bytes, Some(graph_desc.clone())).map_err(|error| {
-                ChunkedError::Wire {
+                SavedModelError::from(unbound_wire::WireError::Malformed {
                     source_name: format!("the rewritten graph of meta_graphs[{index}]"),
                     error,
-                }
+                })
             })?;
         *meta_wire
             .singular_message_mut(&graph_fd)
-            .map_err(ChunkedError::from)? = graph_wire;
+            .map_err(SavedModelError::from)? = graph_wire;
     }
-    write_model_dir(src, out, model, max_size, options, &mut |_| {}).map_err(E::from)
+    Ok(write_model_dir(
+        src,
+        out,
+        model,
+        max_size,
+        options,
+        &mut |_| {},
+    )?)
 }
 
 /// Field `name` of `desc`, or a schema error.
 fn field(
     desc: &MessageDescriptor,
     name: &str,
-) -> Result<prost_reflect::FieldDescriptor, ChunkedError> {
-    desc.get_field_by_name(name)
-        .ok_or_else(|| ChunkedError::Schema {
+) -> Result<prost_reflect::FieldDescriptor, SavedModelError> {
+    desc.get_field_by_name(name).ok_or_else(|| {
+        SavedModelError::from(unbound_wire::WireError::Schema {
             message: desc.full_name().to_string(),
             fault: format!("no field {name}"),
         })
+    })
 }
 
 #[cfg(test)]
@@ -136,7 +144,7 @@ mod tests {
                     op: "NoOp".into(),
                     ..NodeDef::default()
                 });
-                Ok::<_, ChunkedError>(graph)
+                Ok::<_, SavedModelError>(graph)
             },
         )
         .unwrap();
@@ -170,8 +178,8 @@ mod tests {
             Model,
             Rewrite,
         }
-        impl From<ChunkedError> for Failed {
-            fn from(_: ChunkedError) -> Self {
+        impl From<SavedModelError> for Failed {
+            fn from(_: SavedModelError) -> Self {
                 Failed::Model
             }
         }

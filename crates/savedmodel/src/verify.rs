@@ -7,7 +7,7 @@
 //!   `SavedModel` (wire structure and field types checked against the schema, strings UTF-8).
 //! - `saved_model.pb` / `.pbtxt`: that it parses as a `SavedModel`.
 //! - `variables/`: every tensor's size, offset and checksum, missing shards, a damaged index
-//!   ([`crate::bundle`]); that every variable the object graphs name exists in the bundle.
+//!   ([`unbound_bundle::BundleReader::verify`]); that every variable the object graphs name exists in the bundle.
 //! - `assets/`: every file `asset_file_def` names exists.
 //! - `fingerprint.pb`: that it parses (its values are not compared here).
 
@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use prost::Message as _;
 use prost_reflect::{Kind, MessageDescriptor};
+use serde::Serialize;
 use unbound_chunked::merger::{FileChunks, MAX_NESTING};
 use unbound_chunked::tags::steps;
 use unbound_chunked::Merger;
@@ -31,12 +32,12 @@ use unbound_records::{ChunkSummary, RecordReader};
 use unbound_wire::scalar::{scalar_wire, ScalarWire};
 use unbound_wire::{Payload, WireMessage, WireValue};
 
-use crate::dir::{model_file, read_text, saved_model_descriptor};
+use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use unbound_bundle::BundleReader;
 
 /// One problem found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Fault {
     /// The file at fault.
     pub file: PathBuf,
@@ -50,10 +51,11 @@ impl fmt::Display for Fault {
     }
 }
 
-/// What [`verify_dir`] found.
-#[derive(Debug, Default)]
+/// What [`verify_dir`] found: the report `unbound verify` prints (each fault as a
+/// `FILE: FAULT` line, or `OK: DIR: ` and the `checked` phrases joined by `; `).
+#[derive(Debug, Default, Clone, Serialize)]
 pub struct VerifyReport {
-    /// Every problem, in the order found.
+    /// Every problem, in the order found; empty when the directory is sound.
     pub faults: Vec<Fault>,
     /// What was checked, one short phrase per part (for the summary line).
     pub checked: Vec<String>,
@@ -76,9 +78,18 @@ impl VerifyReport {
 pub fn verify_dir(dir: &Path) -> VerifyReport {
     let mut report = VerifyReport::default();
     let meta_graphs = match model_file(dir) {
-        Ok((path, "cpb")) => verify_cpb(&path, &mut report),
-        Ok((path, "pb")) => verify_pb(&path, &mut report),
-        Ok((path, _)) => match saved_model_descriptor().and_then(|d| read_text(&path, &d)) {
+        Ok(ModelFile {
+            path,
+            format: ModelFormat::Cpb,
+        }) => verify_cpb(&path, &mut report),
+        Ok(ModelFile {
+            path,
+            format: ModelFormat::Pb,
+        }) => verify_pb(&path, &mut report),
+        Ok(ModelFile {
+            path,
+            format: ModelFormat::Pbtxt,
+        }) => match saved_model_descriptor().and_then(|d| read_text(&path, &d)) {
             Ok(m) => {
                 report.checked.push(format!("{} parses", path.display()));
                 Some(m)

@@ -3,8 +3,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
-use unbound_savedmodel::fingerprint::{fingerprint_dir, fingerprinted_file, FingerprintDef};
+use unbound_savedmodel::fingerprint::{fingerprint_report, FingerprintReport};
 
 use super::CmdResult;
 
@@ -20,56 +19,36 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
-    let file = fingerprinted_file(&args.dir)?;
-    let def = fingerprint_dir(&args.dir)?;
+    let report = fingerprint_report(&args.dir)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&def))?);
+        println!("{}", serde_json::to_string_pretty(&report.fingerprint)?);
     } else {
-        print!("{}", to_text(&def, &file.display().to_string()));
+        print!("{}", to_text(&report));
     }
     Ok(())
 }
 
-/// The FingerprintDef as JSON: proto field names, uint64 values as exact JSON numbers.
-pub fn to_json(def: &FingerprintDef) -> serde_json::Value {
-    let version = def.version.clone().unwrap_or_default();
-    json!({
-        "saved_model_checksum": def.saved_model_checksum,
-        "graph_def_program_hash": def.graph_def_program_hash,
-        "signature_def_hash": def.signature_def_hash,
-        "saved_object_graph_hash": def.saved_object_graph_hash,
-        "checkpoint_hash": def.checkpoint_hash,
-        "version": {
-            "producer": version.producer,
-            "min_consumer": version.min_consumer,
-            "bad_consumers": version.bad_consumers,
-        },
-        "uuid": def.uuid,
-    })
-}
-
 /// `key: value` lines, plus the model file and TensorFlow's `singleprint`.
-fn to_text(def: &FingerprintDef, file: &str) -> String {
-    let producer = def.version.as_ref().map_or(0, |v| v.producer);
+fn to_text(report: &FingerprintReport) -> String {
+    let f = &report.fingerprint;
     format!(
-        "model: {file}\n\
+        "model: {}\n\
          saved_model_checksum: {}\n\
          graph_def_program_hash: {}\n\
          signature_def_hash: {}\n\
          saved_object_graph_hash: {}\n\
          checkpoint_hash: {}\n\
-         version: producer {producer}\n\
+         version: producer {}\n\
          uuid: {}\n\
-         singleprint: {}/{}/{}/{}\n",
-        def.saved_model_checksum,
-        def.graph_def_program_hash,
-        def.signature_def_hash,
-        def.saved_object_graph_hash,
-        def.checkpoint_hash,
-        def.uuid,
-        def.graph_def_program_hash,
-        def.signature_def_hash,
-        def.saved_object_graph_hash,
-        def.checkpoint_hash,
+         singleprint: {}\n",
+        report.model_file.display(),
+        f.saved_model_checksum,
+        f.graph_def_program_hash,
+        f.signature_def_hash,
+        f.saved_object_graph_hash,
+        f.checkpoint_hash,
+        f.version.producer,
+        f.uuid,
+        f.singleprint(),
     )
 }

@@ -2,13 +2,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
-use unbound_chunked::FileChunks;
-use unbound_proto::tensorflow::proto_splitter::{
-    chunk_info::Type as ChunkType,
-    field_index::{map_key::Type as KeyType, Kind},
-    ChunkedMessage, FieldIndex,
-};
+use unbound_chunked::inspect::{inspect, FieldTag, InspectReport, MapKey, MessageTree};
 
 use super::CmdResult;
 
@@ -24,135 +18,68 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
-    let (chunks, metadata) = FileChunks::open(&args.file)?;
-    let reader = chunks.reader();
-    let riegeli_chunks: Vec<Value> = reader
-        .chunks()
-        .map(|c| {
-            c.map(|c| {
-                json!({
-                    "offset": c.begin,
-                    "type": format!("{:?}", c.chunk_type),
-                    "records": c.num_records,
-                    "data_size": c.data_size,
-                    "decoded_size": c.decoded_data_size,
-                    "compression": c.compression.map(|x| format!("{x:?}")),
-                })
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    let chunk_list: Vec<Value> = metadata
-        .chunks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            json!({
-                "index": i,
-                "type": ChunkType::try_from(c.r#type).map(|t| t.as_str_name()).unwrap_or("INVALID"),
-                "size": c.size,
-                "offset": c.offset,
-            })
-        })
-        .collect();
-    let version = metadata.version.clone().unwrap_or_default();
-    let tree = metadata.message.clone().unwrap_or_default();
+    let report = inspect(&args.file)?;
     if args.json {
-        let out = json!({
-            "file": args.file.display().to_string(),
-            "file_size": reader.len(),
-            "version": {
-                "splitter_version": version.splitter_version,
-                "join_version": version.join_version,
-                "bad_consumers": version.bad_consumers,
-            },
-            "chunks": chunk_list,
-            "message": message_json(&tree),
-            "riegeli_chunks": riegeli_chunks,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
-    }
-    println!("{} ({} bytes)", args.file.display(), reader.len());
-    println!(
-        "version: splitter {}, join {}",
-        version.splitter_version, version.join_version
-    );
-    println!("chunks: {}", metadata.chunks.len());
-    for c in &chunk_list {
-        println!(
-            "  #{:<4} {:<7} size {:>12}  position {}",
-            c["index"],
-            c["type"].as_str().unwrap_or(""),
-            c["size"],
-            c["offset"]
-        );
-    }
-    println!("message tree:");
-    print_tree(&tree, 1);
-    println!("riegeli chunks: {}", riegeli_chunks.len());
-    for c in &riegeli_chunks {
-        println!(
-            "  at {:<10} {} records {:<5} stored {:>12} decoded {:>12} {}",
-            c["offset"],
-            c["type"].as_str().unwrap_or(""),
-            c["records"],
-            c["data_size"],
-            c["decoded_size"],
-            c["compression"].as_str().unwrap_or("")
-        );
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", to_text(&report));
     }
     Ok(())
 }
 
-fn message_json(m: &ChunkedMessage) -> Value {
-    json!({
-        "chunk_index": m.chunk_index,
-        "chunked_fields": m.chunked_fields.iter().map(|cf| json!({
-            "field_tag": cf.field_tag.iter().map(tag_json).collect::<Vec<_>>(),
-            "message": message_json(&cf.message.clone().unwrap_or_default()),
-        })).collect::<Vec<_>>(),
-    })
-}
-
-fn tag_json(t: &FieldIndex) -> Value {
-    match &t.kind {
-        Some(Kind::Field(f)) => json!({ "field": f }),
-        Some(Kind::Index(i)) => json!({ "index": i }),
-        Some(Kind::MapKey(k)) => match &k.r#type {
-            Some(KeyType::S(s)) => json!({ "map_key": { "s": s } }),
-            Some(KeyType::Boolean(b)) => json!({ "map_key": { "boolean": b } }),
-            Some(KeyType::Ui32(v)) => json!({ "map_key": { "ui32": v } }),
-            Some(KeyType::Ui64(v)) => json!({ "map_key": { "ui64": v } }),
-            Some(KeyType::I32(v)) => json!({ "map_key": { "i32": v } }),
-            Some(KeyType::I64(v)) => json!({ "map_key": { "i64": v } }),
-            None => json!({ "map_key": null }),
-        },
-        None => Value::Null,
+/// The text form: the file, version, chunk list, message tree and Riegeli chunks.
+fn to_text(r: &InspectReport) -> String {
+    let mut out = format!("{} ({} bytes)\n", r.file, r.file_size);
+    out += &format!(
+        "version: splitter {}, join {}\n",
+        r.version.splitter_version, r.version.join_version
+    );
+    out += &format!("chunks: {}\n", r.chunks.len());
+    for c in &r.chunks {
+        out += &format!(
+            "  #{} {:<7} size {}  position {}\n",
+            c.index, c.chunk_type, c.size, c.offset
+        );
     }
+    out += "message tree:\n";
+    tree_text(&r.message, 1, &mut out);
+    out += &format!("riegeli chunks: {}\n", r.riegeli_chunks.len());
+    for c in &r.riegeli_chunks {
+        out += &format!(
+            "  at {} {} records {} stored {} decoded {} {}\n",
+            c.offset,
+            c.chunk_type,
+            c.records,
+            c.data_size,
+            c.decoded_size,
+            c.compression.as_deref().unwrap_or("")
+        );
+    }
+    out
 }
 
-fn tag_text(t: &FieldIndex) -> String {
-    match &t.kind {
-        Some(Kind::Field(f)) => format!("{f}"),
-        Some(Kind::Index(i)) => format!("[{i}]"),
-        Some(Kind::MapKey(k)) => match &k.r#type {
-            Some(KeyType::S(s)) => format!("[{s:?}]"),
-            Some(KeyType::Boolean(b)) => format!("[{b}]"),
-            Some(KeyType::Ui32(v)) => format!("[{v}]"),
-            Some(KeyType::Ui64(v)) => format!("[{v}]"),
-            Some(KeyType::I32(v)) => format!("[{v}]"),
-            Some(KeyType::I64(v)) => format!("[{v}]"),
+fn tag_text(t: &Option<FieldTag>) -> String {
+    match t {
+        Some(FieldTag::Field(f)) => format!("{f}"),
+        Some(FieldTag::Index(i)) => format!("[{i}]"),
+        Some(FieldTag::MapKey(k)) => match k {
+            Some(MapKey::S(s)) => format!("[{s:?}]"),
+            Some(MapKey::Boolean(b)) => format!("[{b}]"),
+            Some(MapKey::Ui32(v)) => format!("[{v}]"),
+            Some(MapKey::Ui64(v)) => format!("[{v}]"),
+            Some(MapKey::I32(v)) => format!("[{v}]"),
+            Some(MapKey::I64(v)) => format!("[{v}]"),
             None => "[?]".into(),
         },
         None => "?".into(),
     }
 }
 
-fn print_tree(m: &ChunkedMessage, depth: usize) {
+fn tree_text(m: &MessageTree, depth: usize, out: &mut String) {
     let pad = "  ".repeat(depth);
     match m.chunk_index {
-        Some(i) => println!("{pad}chunk {i}"),
-        None => println!("{pad}(no chunk)"),
+        Some(i) => *out += &format!("{pad}chunk {i}\n"),
+        None => *out += &format!("{pad}(no chunk)\n"),
     }
     for cf in &m.chunked_fields {
         let path: Vec<String> = cf.field_tag.iter().map(tag_text).collect();
@@ -161,7 +88,7 @@ fn print_tree(m: &ChunkedMessage, depth: usize) {
         } else {
             path.join(".")
         };
-        println!("{pad}  {path}:");
-        print_tree(&cf.message.clone().unwrap_or_default(), depth + 2);
+        *out += &format!("{pad}  {path}:\n");
+        tree_text(&cf.message, depth + 2, out);
     }
 }

@@ -25,7 +25,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
-    let (model_path, _) = dir::model_file(&args.dir)?;
+    let model_path = dir::model_file(&args.dir)?.path;
     let total = std::fs::metadata(&model_path).map(|m| m.len()).unwrap_or(0);
     let bar = bytes_bar(total, "split");
     let report = dir::split_dir(

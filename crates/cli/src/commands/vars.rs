@@ -1,15 +1,12 @@
 //! `unbound vars DIR [KEY] [--npy OUT.npy] [--raw-bits] [--json]`: the variables of a
 //! SavedModel (or any TensorFlow checkpoint), and one of them as a NumPy file.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use serde_json::{json, Value};
-use unbound_bundle::npy::{write_npy, NpyOptions};
-use unbound_bundle::{
-    display_key, dtype::tf_name, index_path, object_paths, saved_model_prefix, shape_from_proto,
-    BundleReader, SliceSpec,
-};
+use unbound_bundle::npy::NpyOptions;
+use unbound_bundle::{NpyReport, VarsReport};
+use unbound_savedmodel::vars::open_variables;
+use unbound_savedmodel::SavedModelError;
 
 use super::CmdResult;
 
@@ -47,170 +44,63 @@ is checked against its stored CRC32C.
 
 Exit codes: 0 success, 1 failure (bad input, unknown key, I/O), 2 usage error.";
 
-/// One row of the listing.
-struct Row {
-    key: String,
-    object_path: Option<String>,
-    dtype: String,
-    shape: Option<Vec<i64>>,
-    bytes: u64,
-    shard: Option<i32>,
-    slices: Vec<String>,
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
-    let Some(prefix) = bundle_prefix(&args.dir)? else {
+    let Some(vars) = open_variables(&args.dir)? else {
         // A SavedModel without variables.
         if let Some(key) = &args.key {
-            return Err(format!(
-                "{}: the model has no variables (no {key})",
-                args.dir.display()
-            )
+            return Err(SavedModelError::NoVariables {
+                dir: args.dir.clone(),
+                key: key.clone(),
+            }
             .into());
         }
         if args.json {
-            let out = json!({ "prefix": null, "num_shards": 0, "variables": [] });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            let report = VarsReport::no_variables();
+            println!("{}", serde_json::to_string_pretty(&report)?);
         } else {
             println!("{}: no variables", args.dir.display());
         }
         return Ok(());
     };
-    let reader = BundleReader::open(&prefix)?;
-    let paths = match reader.object_graph() {
-        Ok(Some(graph)) => object_paths(&graph),
-        Ok(None) => BTreeMap::new(),
-        Err(e) => {
-            eprintln!("unbound: warning: object paths unavailable: {e}");
-            BTreeMap::new()
-        }
-    };
-    let key = args.key.as_deref().map(|k| resolve_key(&reader, &paths, k));
-    if let (Some(key), Some(out)) = (&key, &args.npy) {
+    for w in &vars.warnings {
+        eprintln!("unbound: warning: {w}");
+    }
+    if let (Some(key), Some(out)) = (&args.key, &args.npy) {
         let opts = NpyOptions {
             raw_bits: args.raw_bits,
         };
-        let info = write_npy(&reader, key.as_bytes(), out, opts)?;
+        let report = vars.write_npy(key, out, opts)?;
         if args.json {
-            let out = json!({
-                "key": key,
-                "npy": out.display().to_string(),
-                "descr": info.descr,
-                "shape": info.shape,
-                "file_bytes": info.file_bytes,
-                "note": info.note,
-            });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            println!("{}", serde_json::to_string_pretty(&report)?);
         } else {
-            println!(
-                "wrote {} ({} bytes): {key} as {} {}",
-                out.display(),
-                info.file_bytes,
-                info.descr,
-                shape_text(Some(&info.shape))
-            );
-            if let Some(note) = info.note {
-                println!("note: {note}");
-            }
+            print!("{}", npy_text(&report));
         }
         return Ok(());
     }
-    let rows: Vec<Row> = match &key {
-        Some(k) => {
-            reader.entry(k).ok_or_else(|| {
-                format!(
-                    "{}: no variable {k} in this bundle",
-                    index_path(&prefix).display()
-                )
-            })?;
-            vec![row(&reader, &paths, k.as_bytes())]
-        }
-        None => reader
-            .tensor_keys()
-            .map(|k| row(&reader, &paths, k))
-            .collect(),
-    };
+    let report = vars.report(args.key.as_deref())?;
     if args.json {
-        let vars: Vec<Value> = rows
-            .iter()
-            .map(|r| {
-                json!({
-                    "key": r.key,
-                    "object_path": r.object_path,
-                    "dtype": r.dtype,
-                    "shape": r.shape,
-                    "bytes": r.bytes,
-                    "shard": r.shard,
-                    "slices": r.slices,
-                })
-            })
-            .collect();
-        let out = json!({
-            "prefix": prefix.display().to_string(),
-            "num_shards": reader.num_shards(),
-            "variables": vars,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_table(&reader, &prefix, &rows);
+        print!("{}", table_text(&report));
     }
     Ok(())
 }
 
-/// The bundle prefix for `dir`: `DIR/variables/variables` for a SavedModel, `DIR` itself
-/// for a checkpoint prefix; `None` for a SavedModel without variables.
-fn bundle_prefix(dir: &Path) -> Result<Option<PathBuf>, String> {
-    let in_model = saved_model_prefix(dir);
-    if index_path(&in_model).is_file() {
-        return Ok(Some(in_model));
+/// What `--npy` wrote, as text.
+fn npy_text(r: &NpyReport) -> String {
+    let mut out = format!(
+        "wrote {} ({} bytes): {} as {} {}\n",
+        r.npy,
+        r.file_bytes,
+        r.key,
+        r.descr,
+        shape_text(Some(&r.shape))
+    );
+    if let Some(note) = &r.note {
+        out += &format!("note: {note}\n");
     }
-    if index_path(dir).is_file() {
-        return Ok(Some(dir.to_path_buf()));
-    }
-    let is_model = ["saved_model.pb", "saved_model.cpb", "saved_model.pbtxt"]
-        .iter()
-        .any(|f| dir.join(f).is_file());
-    if is_model {
-        return Ok(None);
-    }
-    Err(format!(
-        "{}: neither a SavedModel directory nor a checkpoint prefix (no {} or {})",
-        dir.display(),
-        index_path(&in_model).display(),
-        index_path(dir).display()
-    ))
-}
-
-/// A checkpoint key as given, or the key saved by the object at that path (when exactly one
-/// attribute of it is saved).
-fn resolve_key(reader: &BundleReader, paths: &BTreeMap<String, String>, given: &str) -> String {
-    if reader.entry(given).is_some() {
-        return given.to_string();
-    }
-    let mut matches = paths.iter().filter(|(_, p)| p.as_str() == given);
-    match (matches.next(), matches.next()) {
-        (Some((key, _)), None) => key.clone(),
-        _ => given.to_string(),
-    }
-}
-
-fn row(reader: &BundleReader, paths: &BTreeMap<String, String>, key: &[u8]) -> Row {
-    let entry = reader.entry(key).cloned().unwrap_or_default();
-    let name = display_key(key);
-    Row {
-        object_path: paths.get(&name).cloned(),
-        key: name,
-        dtype: tf_name(entry.dtype),
-        shape: shape_from_proto(entry.shape.as_ref()),
-        bytes: reader.stored_bytes(key).unwrap_or(0),
-        shard: entry.slices.is_empty().then_some(entry.shard_id),
-        slices: entry
-            .slices
-            .iter()
-            .map(|s| SliceSpec::from_proto(s).to_string())
-            .collect(),
-    }
+    out
 }
 
 fn plural(n: u64) -> &'static str {
@@ -231,15 +121,17 @@ fn shape_text(shape: Option<&Vec<i64>>) -> String {
     }
 }
 
-fn print_table(reader: &BundleReader, prefix: &Path, rows: &[Row]) {
-    let total: u64 = rows.iter().map(|r| r.bytes).sum();
-    println!(
-        "{}: {} variable{}, {} data shard{}, {total} bytes",
-        prefix.display(),
+/// The listing as a table: a summary line, a header and one row per variable.
+fn table_text(report: &VarsReport) -> String {
+    let rows = &report.variables;
+    let mut out = format!(
+        "{}: {} variable{}, {} data shard{}, {} bytes\n",
+        report.prefix.as_deref().unwrap_or(""),
         rows.len(),
         plural(rows.len() as u64),
-        reader.num_shards(),
-        plural(reader.num_shards() as u64)
+        report.num_shards,
+        plural(report.num_shards as u64),
+        report.total_bytes()
     );
     let shapes: Vec<String> = rows.iter().map(|r| shape_text(r.shape.as_ref())).collect();
     let w_key = rows.iter().map(|r| r.key.len()).max().unwrap_or(0).max(3);
@@ -251,8 +143,8 @@ fn print_table(reader: &BundleReader, prefix: &Path, rows: &[Row]) {
         .max()
         .unwrap_or(0)
         .max(5);
-    println!(
-        "{:w_key$}  {:w_dtype$}  {:w_shape$}  {:>w_bytes$}  OBJECT",
+    out += &format!(
+        "{:w_key$}  {:w_dtype$}  {:w_shape$}  {:>w_bytes$}  OBJECT\n",
         "KEY", "DTYPE", "SHAPE", "BYTES"
     );
     for (r, shape) in rows.iter().zip(&shapes) {
@@ -268,9 +160,10 @@ fn print_table(reader: &BundleReader, prefix: &Path, rows: &[Row]) {
                 .trim_start()
                 .to_string();
         }
-        println!(
-            "{:w_key$}  {:w_dtype$}  {:w_shape$}  {:>w_bytes$}  {object}",
+        out += &format!(
+            "{:w_key$}  {:w_dtype$}  {:w_shape$}  {:>w_bytes$}  {object}\n",
             r.key, r.dtype, shape, r.bytes
         );
     }
+    out
 }

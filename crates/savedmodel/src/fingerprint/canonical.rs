@@ -23,8 +23,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::{Result, SavedModelError};
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{ChunkedError, Result};
 
 pub use super::fields::{Source, Val};
 use super::layout::{FieldInfo, Layout};
@@ -83,7 +83,7 @@ impl Encoder {
     fn encode_at(&mut self, sources: &[Source<'_>], layout: usize) -> Result<Rope> {
         let layout = self.layouts[layout].clone();
         if self.depth > MAX_DEPTH {
-            return Err(ChunkedError::TooDeep {
+            return Err(SavedModelError::TooDeep {
                 source_name: format!("{} being fingerprinted", layout.name),
                 limit: MAX_DEPTH,
             });

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use unbound_chunked::prune::{tag_field, tag_index};
-use unbound_chunked::{ChunkedError, FileChunks, Merger};
+use unbound_chunked::{FileChunks, Merger};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{
     ChunkInfo, ChunkedField, ChunkedMessage, FieldIndex,
@@ -30,7 +30,8 @@ use unbound_records::RecordReader;
 use super::canonical::Encoder;
 use super::farmhash::{fingerprint64, fingerprint_cat64, Fingerprint64};
 use super::hashes::{descriptor, field_sources, first_meta_graph, hash_message, signature_hashes};
-use super::{model_fault, Hashes, Result};
+use super::{model_fault, Hashes};
+use crate::{Result, SavedModelError};
 
 /// `[meta_graphs, 0, field]`.
 fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
@@ -43,7 +44,7 @@ fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
 
 /// The hash fields for the chunked SavedModel in `cpb_file`.
 pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
-    let reader = Arc::new(RecordReader::open(cpb_file).map_err(ChunkedError::from)?);
+    let reader = Arc::new(RecordReader::open(cpb_file)?);
     let (chunks, metadata) = FileChunks::from_reader(reader.clone())?;
     let root = metadata.message.clone().unwrap_or_default();
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
@@ -132,18 +133,16 @@ fn chunk_prints(
                 .ok()
                 .and_then(|i| infos.get(i))
                 .ok_or_else(|| {
-                    ChunkedError::metadata(
+                    SavedModelError::invalid(
                         reader.name(),
                         format!(
-                            "chunk index {index} is out of range for {} chunks",
+                            "bad chunk metadata: chunk index {index} is out of range for {} chunks",
                             infos.len()
                         ),
                     )
                 })?;
             let mut hasher = HashWriter(Fingerprint64::new());
-            reader
-                .copy_record_to(info.offset, &mut hasher)
-                .map_err(ChunkedError::from)?;
+            reader.copy_record_to(info.offset, &mut hasher)?;
             out.push((index, hasher.0.finish()));
         }
         Ok(out)

@@ -4,8 +4,8 @@
 
 use std::borrow::Cow;
 
+use crate::{Result, SavedModelError};
 use bytes::Bytes;
-use unbound_chunked::{ChunkedError, Result};
 use unbound_wire::codec::{read_field, WireType};
 use unbound_wire::{Payload, WireMessage, WireValue};
 
@@ -41,11 +41,8 @@ pub enum Val<'s> {
     Group(&'s [u8]),
 }
 
-fn wire_error(error: unbound_wire::DecodeError) -> ChunkedError {
-    ChunkedError::Wire {
-        source_name: "message being fingerprinted".to_string(),
-        error,
-    }
+fn wire_error(error: unbound_wire::DecodeError) -> SavedModelError {
+    SavedModelError::malformed("message being fingerprinted", error)
 }
 
 impl Source<'_> {

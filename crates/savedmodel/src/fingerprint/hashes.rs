@@ -15,7 +15,7 @@ use super::{model_fault, Result};
 
 /// A message type from our pool.
 pub fn descriptor(name: &str) -> Result<MessageDescriptor> {
-    Ok(crate::dir::message_descriptor(name)?)
+    crate::dir::message_descriptor(name)
 }
 
 /// `meta_graphs[0]`. TensorFlow dereferences it unchecked; a model without one is refused.
@@ -71,7 +71,7 @@ pub fn hash_message(
     sources: &[Source<'_>],
     desc: &MessageDescriptor,
 ) -> Result<u64> {
-    Ok(enc.encode(sources, desc)?.fingerprint64()?)
+    enc.encode(sources, desc)?.fingerprint64()
 }
 
 /// The signature entries of `meta_graph` in key order, each as

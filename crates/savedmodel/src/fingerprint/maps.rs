@@ -1,9 +1,9 @@
 //! Map fields as C++ reads and sorts them: the last entry of a key wins, keys sort by type
 //! (strings bytewise, integers by value, `false` first), missing keys and values are defaults.
 
+use crate::Result;
 use prost_reflect::Kind;
 use std::borrow::Cow;
-use unbound_chunked::Result;
 use unbound_wire::{Payload, WireValue};
 
 use super::fields::{scan, Val};

@@ -2,8 +2,8 @@
 //! `saved_model::fingerprinting::CreateFingerprintDef(export_dir)` computes.
 //!
 //! - A directory with a `saved_model.cpb` (it wins over `.pb`, as in TensorFlow) is
-//!   fingerprinted from its chunks ([`cpb`]; producer 2); otherwise its `saved_model.pb`
-//!   ([`pb`]; producer 4, what TensorFlow 2.21 writes). A directory with neither is refused,
+//!   fingerprinted from its chunks (`cpb.rs`; producer 2); otherwise its `saved_model.pb`
+//!   (`pb.rs`; producer 4, what TensorFlow 2.21 writes). A directory with neither is refused,
 //!   as TensorFlow refuses it (`.pbtxt` models are not fingerprinted).
 //! - Every hash field is FarmHash `Fingerprint64` ([`farmhash`]) of protobuf C++'s
 //!   deterministic serialization ([`canonical`]), combined with `FingerprintCat64`.
@@ -24,8 +24,11 @@ mod wire_values;
 
 use std::path::{Path, PathBuf};
 
+use crate::dir::{model_file, ModelFormat};
+use crate::{Result, SavedModelError};
+
 use prost::Message as _;
-use unbound_chunked::ChunkedError;
+use serde::Serialize;
 pub use unbound_proto::tensorflow::FingerprintDef;
 use unbound_proto::tensorflow::VersionDef;
 use unbound_wire::WireMessage;
@@ -42,47 +45,9 @@ pub const PRODUCER_PB: i32 = 4;
 /// `saved_model.cpb`.
 pub const PRODUCER_CPB: i32 = 2;
 
-/// Why a fingerprint could not be computed.
-#[derive(Debug, thiserror::Error)]
-pub enum FingerprintError {
-    /// The model could not be read.
-    #[error(transparent)]
-    Read(#[from] ChunkedError),
-    /// A message of the model is malformed.
-    #[error(transparent)]
-    Message(#[from] unbound_wire::WireError),
-    /// The model holds something TensorFlow's fingerprinting refuses (or crashes on).
-    #[error("{}: {fault}", path.display())]
-    Model {
-        /// The model file.
-        path: PathBuf,
-        /// What is wrong.
-        fault: String,
-    },
-}
-
-impl From<FingerprintError> for ChunkedError {
-    fn from(e: FingerprintError) -> Self {
-        match e {
-            FingerprintError::Read(e) => e,
-            FingerprintError::Message(e) => ChunkedError::Message(e),
-            FingerprintError::Model { path, fault } => ChunkedError::io(
-                path,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("cannot fingerprint: {fault}"),
-                ),
-            ),
-        }
-    }
-}
-
-/// Result alias for fingerprinting.
-pub type Result<T, E = FingerprintError> = std::result::Result<T, E>;
-
 /// A model fault; the path is filled in by [`fingerprint_dir`].
-pub(crate) fn model_fault(fault: impl Into<String>) -> FingerprintError {
-    FingerprintError::Model {
+pub(crate) fn model_fault(fault: impl Into<String>) -> SavedModelError {
+    SavedModelError::Fingerprint {
         path: PathBuf::new(),
         fault: fault.into(),
     }
@@ -97,29 +62,35 @@ pub(crate) struct Hashes {
 }
 
 /// Which model file TensorFlow fingerprints in `dir`: `saved_model.cpb` if it exists (even
-/// beside a `.pb`), otherwise `saved_model.pb`.
+/// beside a `.pb`), otherwise `saved_model.pb` ([`model_file`]'s choice, with `.pbtxt`
+/// refused).
 pub fn fingerprinted_file(dir: &Path) -> Result<PathBuf> {
-    for name in ["saved_model.cpb", "saved_model.pb"] {
-        let path = dir.join(name);
-        if path.exists() {
-            return Ok(path);
+    match model_file(dir) {
+        Ok(file) if file.format != ModelFormat::Pbtxt => Ok(file.path),
+        Ok(_)
+        | Err(SavedModelError::NotADirectory { .. } | SavedModelError::NoModelFile { .. }) => {
+            Err(SavedModelError::NotFingerprintable {
+                dir: dir.to_path_buf(),
+            })
         }
+        Err(e) => Err(e),
     }
-    Err(ChunkedError::NotFound(dir.join("saved_model").display().to_string()).into())
 }
 
 /// TensorFlow's `CreateFingerprintDef(dir)`: the fingerprint of the SavedModel in `dir`, with
 /// a fresh random `uuid`.
 pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
     let file = fingerprinted_file(dir)?;
-    let chunked = file.extension().is_some_and(|e| e == "cpb");
+    let chunked = file
+        .extension()
+        .is_some_and(|e| e == ModelFormat::Cpb.as_str());
     let hashes = if chunked {
         cpb::hashes(&file)
     } else {
         pb::hashes(&file)
     }
     .map_err(|e| match e {
-        FingerprintError::Model { fault, .. } => FingerprintError::Model {
+        SavedModelError::Fingerprint { fault, .. } => SavedModelError::Fingerprint {
             path: file.clone(),
             fault,
         },
@@ -172,14 +143,9 @@ pub fn random_uuid() -> String {
 pub fn encode_fingerprint(def: &FingerprintDef) -> Result<Vec<u8>> {
     let desc = hashes::descriptor("tensorflow.FingerprintDef")?;
     let bytes = bytes::Bytes::from(def.encode_to_vec());
-    let msg =
-        WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
-            source_name: "FingerprintDef".to_string(),
-            error,
-        })?;
-    Ok(Encoder::new()
-        .encode(&[Source::Ref(&msg)], &desc)?
-        .to_vec()?)
+    let msg = WireMessage::parse(&bytes, Some(desc.clone()))
+        .map_err(|error| SavedModelError::malformed("FingerprintDef", error))?;
+    Encoder::new().encode(&[Source::Ref(&msg)], &desc)?.to_vec()
 }
 
 /// Writes `def` as `dir/fingerprint.pb` (atomically: a temporary file, synced and renamed).
@@ -187,7 +153,7 @@ pub fn write_fingerprint(dir: &Path, def: &FingerprintDef) -> Result<()> {
     let bytes = encode_fingerprint(def)?;
     let path = dir.join(FINGERPRINT_FILE);
     unbound_io::write_atomically(&path, |out| {
-        std::io::Write::write_all(out, &bytes).map_err(|e| ChunkedError::io(&path, e))
+        std::io::Write::write_all(out, &bytes).map_err(|e| SavedModelError::io(&path, e))
     })?;
     Ok(())
 }
@@ -195,9 +161,92 @@ pub fn write_fingerprint(dir: &Path, def: &FingerprintDef) -> Result<()> {
 /// Reads `dir/fingerprint.pb`.
 pub fn read_fingerprint(dir: &Path) -> Result<FingerprintDef> {
     let path = dir.join(FINGERPRINT_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| ChunkedError::io(&path, e))?;
-    FingerprintDef::decode(bytes.as_slice()).map_err(|e| FingerprintError::Model {
-        path,
-        fault: format!("not a FingerprintDef: {e}"),
+    let bytes = std::fs::read(&path).map_err(|e| SavedModelError::io(&path, e))?;
+    FingerprintDef::decode(bytes.as_slice())
+        .map_err(|error| SavedModelError::BadFingerprintFile { path, error })
+}
+
+/// What `unbound fingerprint` reports: the model file fingerprinted and its fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FingerprintReport {
+    /// The model file the fingerprint was computed from (`DIR/saved_model.cpb` or
+    /// `DIR/saved_model.pb`, the directory as given).
+    pub model_file: PathBuf,
+    /// The fingerprint.
+    pub fingerprint: Fingerprint,
+}
+
+/// A `FingerprintDef` as a report: its fields under their proto names (serialized in name
+/// order, uint64 values as exact JSON numbers), the JSON `unbound fingerprint --json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fingerprint {
+    /// `checkpoint_hash`: FarmHash of `variables/variables.index`, 0 without one.
+    pub checkpoint_hash: u64,
+    /// `graph_def_program_hash`: hash of `meta_graphs[0].graph_def` (regularized for `.pb`).
+    pub graph_def_program_hash: u64,
+    /// `saved_model_checksum`: hash of the whole model file's content.
+    pub saved_model_checksum: u64,
+    /// `saved_object_graph_hash`: hash of `meta_graphs[0].object_graph_def`.
+    pub saved_object_graph_hash: u64,
+    /// `signature_def_hash`: hash of `meta_graphs[0].signature_def`, in key order.
+    pub signature_def_hash: u64,
+    /// `uuid`: random, 128 bits in decimal.
+    pub uuid: String,
+    /// `version`: which computation made it (producer 4 for `.pb`, 2 for `.cpb`).
+    pub version: FingerprintVersion,
+}
+
+/// `FingerprintDef.version` (a `VersionDef`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FingerprintVersion {
+    /// `bad_consumers`.
+    pub bad_consumers: Vec<i32>,
+    /// `min_consumer`.
+    pub min_consumer: i32,
+    /// `producer`.
+    pub producer: i32,
+}
+
+impl From<&FingerprintDef> for Fingerprint {
+    fn from(def: &FingerprintDef) -> Self {
+        let version = def.version.clone().unwrap_or_default();
+        Fingerprint {
+            checkpoint_hash: def.checkpoint_hash,
+            graph_def_program_hash: def.graph_def_program_hash,
+            saved_model_checksum: def.saved_model_checksum,
+            saved_object_graph_hash: def.saved_object_graph_hash,
+            signature_def_hash: def.signature_def_hash,
+            uuid: def.uuid.clone(),
+            version: FingerprintVersion {
+                bad_consumers: version.bad_consumers,
+                min_consumer: version.min_consumer,
+                producer: version.producer,
+            },
+        }
+    }
+}
+
+impl Fingerprint {
+    /// TensorFlow's `singleprint`: `graph_def_program_hash/signature_def_hash/
+    /// saved_object_graph_hash/checkpoint_hash`.
+    pub fn singleprint(&self) -> String {
+        format!(
+            "{}/{}/{}/{}",
+            self.graph_def_program_hash,
+            self.signature_def_hash,
+            self.saved_object_graph_hash,
+            self.checkpoint_hash
+        )
+    }
+}
+
+/// The fingerprint of the SavedModel in `dir` ([`fingerprint_dir`]) with the file it was
+/// computed from.
+pub fn fingerprint_report(dir: &Path) -> Result<FingerprintReport> {
+    let model_file = fingerprinted_file(dir)?;
+    let def = fingerprint_dir(dir)?;
+    Ok(FingerprintReport {
+        model_file,
+        fingerprint: Fingerprint::from(&def),
     })
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use unbound_chunked::ChunkedError;
+use crate::SavedModelError;
 use unbound_io::map_file;
 use unbound_proto::fields::tensorflow::meta_graph_def;
 use unbound_wire::WireMessage;
@@ -25,12 +25,9 @@ use super::{Hashes, Result};
 /// - `saved_object_graph_hash`: see [`object_graph_hash`].
 pub fn hashes(pb_file: &Path) -> Result<Hashes> {
     let desc = descriptor("tensorflow.SavedModel")?;
-    let bytes = map_file(pb_file).map_err(ChunkedError::from)?;
-    let model =
-        WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
-            source_name: pb_file.display().to_string(),
-            error,
-        })?;
+    let bytes = map_file(pb_file)?;
+    let model = WireMessage::parse(&bytes, Some(desc.clone()))
+        .map_err(|error| SavedModelError::malformed(pb_file.display().to_string(), error))?;
     let mut enc = Encoder::new();
     let saved_model_checksum = hash_message(&mut enc, &[Source::Ref(&model)], &desc)?;
 

@@ -172,7 +172,7 @@ fn decode_attr(attr: &WireMessage, node: &Source<'_>, key: &str) -> Result<AttrV
     })
 }
 
-fn node_fault(node: &Source<'_>, op: &[u8], what: &str) -> super::FingerprintError {
+fn node_fault(node: &Source<'_>, op: &[u8], what: &str) -> crate::SavedModelError {
     let name = last_bytes(node, node_def::NAME)
         .ok()
         .flatten()

@@ -1,8 +1,8 @@
 //! [`Rope`]: a serialization held as pieces, so that large values stay shared slices of their
 //! source (a mapped file, a decoded chunk) or lazy Riegeli records, and hashing streams.
 
+use crate::Result;
 use bytes::Bytes;
-use unbound_chunked::Result;
 use unbound_wire::{Payload, RecordRef};
 
 use super::farmhash::Fingerprint64;

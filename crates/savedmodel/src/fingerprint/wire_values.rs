@@ -1,8 +1,8 @@
 //! Scalar values at the wire level: which wire type a field takes, how C++ normalizes what it
 //! reads (varints by type, packed runs), and how it writes scalars and unknown fields.
 
+use crate::{Result, SavedModelError};
 use prost_reflect::{FieldDescriptor, Kind};
-use unbound_chunked::{ChunkedError, Result};
 use unbound_wire::codec::read_varint;
 
 use super::fields::Val;
@@ -78,11 +78,11 @@ pub(super) fn fits(class: Class, list: bool, value: Val<'_>) -> bool {
     }
 }
 
-fn packed_error(fault: impl Into<String>) -> ChunkedError {
-    ChunkedError::Wire {
-        source_name: "packed field being fingerprinted".to_string(),
-        error: unbound_wire::DecodeError::new(0, fault),
-    }
+fn packed_error(fault: impl Into<String>) -> SavedModelError {
+    SavedModelError::malformed(
+        "packed field being fingerprinted",
+        unbound_wire::DecodeError::new(0, fault),
+    )
 }
 
 /// The one number a scalar value holds (normalized); 0 for a value that holds none.
@@ -101,9 +101,8 @@ fn for_each_packed(class: Class, run: &[u8], mut f: impl FnMut(u64)) -> Result<(
         Class::Varint(k) => {
             let mut pos = 0;
             while pos < run.len() {
-                let v = read_varint(run, &mut pos).map_err(|error| ChunkedError::Wire {
-                    source_name: "packed field being fingerprinted".to_string(),
-                    error,
+                let v = read_varint(run, &mut pos).map_err(|error| {
+                    SavedModelError::malformed("packed field being fingerprinted", error)
                 })?;
                 f(k.normalize(v));
             }

@@ -5,8 +5,9 @@ use std::path::Path;
 
 use unbound_proto::tensorflow::TrackableObjectGraph;
 
-use super::signature::{dims, dtype_name};
+use super::signature::dims;
 use super::{CheckpointInfo, CheckpointKey};
+use unbound_bundle::dtype::enum_name;
 use unbound_bundle::{display_key, BundleReader};
 
 /// What `show` reads from the checkpoint.
@@ -28,7 +29,7 @@ pub fn read_checkpoint(dir: &Path) -> Option<Checkpoint> {
             let entry = bundle.entry(k)?;
             Some(CheckpointKey {
                 key: display_key(k),
-                dtype: dtype_name(entry.dtype),
+                dtype: enum_name(entry.dtype),
                 shape: dims(entry.shape.as_ref()),
                 bytes: bundle.stored_bytes(k).unwrap_or(0),
             })

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use unbound_chunked::Result;
+use crate::Result;
 use unbound_proto::fields::tensorflow::{
     attr_value, function_def, function_def_library, graph_def, meta_graph_def, name_attr_list,
     node_def, op_def, version_def,

@@ -24,7 +24,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
-use unbound_chunked::Result;
+
+use crate::dir::ModelFormat;
+use crate::Result;
 
 pub use structured::ArgValue;
 
@@ -33,8 +35,8 @@ pub use structured::ArgValue;
 pub struct SavedModelInfo {
     /// The directory, as given.
     pub dir: String,
-    /// `"pb"`, `"cpb"` or `"pbtxt"`.
-    pub format: String,
+    /// The model file's format (`"pb"`, `"cpb"` or `"pbtxt"` in JSON).
+    pub format: ModelFormat,
     /// File name of the model file (`saved_model.pb`, ...).
     pub model_file: String,
     /// Size of the model file in bytes.
@@ -231,7 +233,7 @@ pub fn show(dir: &Path) -> Result<SavedModelInfo> {
     meta_graphs.sort_by(|a, b| a.tags.cmp(&b.tags));
     Ok(SavedModelInfo {
         dir: dir.display().to_string(),
-        format: model.format.to_string(),
+        format: model.format,
         model_file: model.file_name.clone(),
         model_file_bytes: model.file_bytes,
         chunks: model.chunks,

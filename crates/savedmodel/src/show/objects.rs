@@ -8,9 +8,10 @@ use unbound_proto::tensorflow::{
     TrackableObjectGraph,
 };
 
-use super::signature::{dims, dtype_name};
+use super::signature::dims;
 use super::structured::{input_signature, keyword};
 use super::{CallableInfo, ConcreteFunctionInfo, FunctionInfo, ObjectGraphInfo, VariableInfo};
+use unbound_bundle::dtype::enum_name;
 
 /// The attribute name under which a variable's value is checkpointed.
 const VARIABLE_VALUE: &str = "VARIABLE_VALUE";
@@ -38,7 +39,7 @@ pub fn object_graph(og: &SavedObjectGraph, load_order: &[String]) -> ObjectGraph
             Some(Kind::Variable(v)) => Some(VariableInfo {
                 path: paths.get(i).cloned().flatten().unwrap_or_default(),
                 name: v.name.clone(),
-                dtype: dtype_name(v.dtype),
+                dtype: enum_name(v.dtype),
                 shape: dims(v.shape.as_ref()),
                 trainable: v.trainable,
                 checkpoint_key: None,

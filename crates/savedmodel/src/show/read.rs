@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use prost::Message as _;
-use unbound_chunked::{merger::MAX_NESTING, ChunkedError, FileChunks, Merger, Result};
+use unbound_chunked::{merger::MAX_NESTING, FileChunks, Merger};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as ChunkType, ChunkInfo, ChunkedField, ChunkedMessage,
@@ -13,7 +13,8 @@ use unbound_proto::tensorflow::MetaGraphDef;
 use unbound_wire::WireMessage;
 
 use super::{graph, objects, signature, wire, AssetInfo, MetaGraphInfo};
-use crate::dir::{model_file, read_text, saved_model_descriptor};
+use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFormat};
+use crate::{Result, SavedModelError};
 
 /// `BYTES` chunks larger than this are not read: they hold tensor contents (or other large
 /// strings) that `show` does not report.
@@ -21,8 +22,8 @@ const LARGE_BYTES_CHUNK: u64 = 64 * 1024;
 
 /// The parts of a model file `show` works from.
 pub struct ModelParts {
-    /// `"pb"`, `"cpb"` or `"pbtxt"`.
-    pub format: &'static str,
+    /// The model file's format.
+    pub format: ModelFormat,
     /// The model file's name.
     pub file_name: String,
     /// Its size.
@@ -37,28 +38,29 @@ pub struct ModelParts {
 
 /// Reads the model file of `dir` (`.cpb`, else `.pb`, else `.pbtxt`) as cheaply as possible.
 pub fn read_model(dir: &Path) -> Result<ModelParts> {
-    let (path, kind) = model_file(dir)?;
+    let file = model_file(dir)?;
+    let path = file.path;
     let desc = saved_model_descriptor()?;
     let file_bytes = std::fs::metadata(&path)
-        .map_err(|e| ChunkedError::io(&path, e))?
+        .map_err(|e| SavedModelError::io(&path, e))?
         .len();
     let name = path.display().to_string();
-    let (root, chunks) = match kind {
-        "cpb" => {
+    let (root, chunks) = match file.format {
+        ModelFormat::Cpb => {
             let (chunks, metadata) = FileChunks::open(&path)?;
             let tree = metadata.message.clone().unwrap_or_default();
             let pruned = without_large_bytes(&tree, &metadata.chunks, 0);
             let root = Merger::new(&chunks).merge(&desc, &pruned)?;
             (root, Some(metadata.chunks.len() as u64))
         }
-        "pb" => (unbound_chunked::read_pb(&path, &desc)?, None),
-        _ => (read_text(&path, &desc)?, None),
+        ModelFormat::Pb => (unbound_chunked::read_pb(&path, &desc)?, None),
+        ModelFormat::Pbtxt => (read_text(&path, &desc)?, None),
     };
     let meta_graphs = wire::messages(&root, saved_model::META_GRAPHS, &name)
         .map(|m| m.map(|m| m.into_owned()))
         .collect::<Result<Vec<_>>>()?;
     Ok(ModelParts {
-        format: kind,
+        format: file.format,
         file_name: path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -113,7 +115,7 @@ pub fn meta_graph_info(mg: &WireMessage, file: &str) -> Result<MetaGraphInfo> {
         mg,
         meta_graph_def::GRAPH_DEF,
     )?))
-    .map_err(|e| ChunkedError::metadata(file, format!("MetaGraphDef does not decode: {e}")))?;
+    .map_err(|e| SavedModelError::invalid(file, format!("MetaGraphDef does not decode: {e}")))?;
     let stats = graph::graph_stats(mg, file)?;
     let info = small.meta_info_def.clone().unwrap_or_default();
     let mut collections: Vec<String> = small.collection_def.keys().cloned().collect();

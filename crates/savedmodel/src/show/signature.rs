@@ -1,30 +1,12 @@
-//! SignatureDefs and TensorInfos: dtype names and shapes as `saved_model_cli` shows them.
+//! SignatureDefs and TensorInfos: dtypes and shapes as `saved_model_cli` shows them (dtype
+//! names from [`unbound_bundle::dtype`], the one table).
 
+use unbound_bundle::dtype::enum_name;
 use unbound_proto::tensorflow::{
-    tensor_info::Encoding, DataType, SignatureDef, TensorInfo, TensorShapeProto,
+    tensor_info::Encoding, SignatureDef, TensorInfo, TensorShapeProto,
 };
 
 use super::{SignatureInfo, TensorInfoView};
-
-/// The DataType enum name (`DT_FLOAT`), or `DT_<number>` for a value our schema lacks.
-pub fn dtype_name(dtype: i32) -> String {
-    DataType::try_from(dtype)
-        .map(|d| d.as_str_name().to_string())
-        .unwrap_or_else(|_| format!("DT_{dtype}"))
-}
-
-/// Python's name of a dtype (`float32`, `bfloat16`, `string`), as in `tf.float32`.
-pub fn python_dtype(dtype: i32) -> String {
-    let name = dtype_name(dtype);
-    let base = name.strip_prefix("DT_").unwrap_or(&name);
-    let base = base.strip_suffix("_REF").unwrap_or(base);
-    match base {
-        "FLOAT" => "float32".into(),
-        "DOUBLE" => "float64".into(),
-        "HALF" => "float16".into(),
-        other => other.to_ascii_lowercase(),
-    }
-}
 
 /// Dimensions of a shape (`-1` unknown), `None` for unknown rank. A missing shape is a
 /// scalar, as protobuf's default `TensorShapeProto` is.
@@ -53,7 +35,7 @@ pub fn shape_text(shape: &Option<Vec<i64>>) -> String {
 /// One `TensorInfo`.
 pub fn tensor_info(t: &TensorInfo) -> TensorInfoView {
     let mut view = TensorInfoView {
-        dtype: dtype_name(t.dtype),
+        dtype: enum_name(t.dtype),
         shape: dims(t.tensor_shape.as_ref()),
         name: String::new(),
         encoding: "none".into(),
@@ -103,7 +85,7 @@ pub fn signature_info(s: &SignatureDef) -> SignatureInfo {
                 (
                     k.clone(),
                     TensorInfoView {
-                        dtype: dtype_name(t.dtype),
+                        dtype: enum_name(t.dtype),
                         shape: dims(t.tensor_shape.as_ref()),
                         name: String::new(),
                         encoding: "none".into(),

@@ -6,7 +6,8 @@ use unbound_proto::tensorflow::{
     structured_value::Kind, type_spec_proto::TypeSpecClass, StructuredValue, TensorShapeProto,
 };
 
-use super::signature::{dims, dtype_name, python_dtype};
+use super::signature::dims;
+use unbound_bundle::dtype::{enum_name, python_name};
 
 /// One argument of a concrete function's input signature.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -97,7 +98,7 @@ fn tensor_spec(
 ) -> ArgValue {
     ArgValue::TensorSpec {
         name: (!name.is_empty()).then(|| name.to_string()),
-        dtype: dtype_name(dtype),
+        dtype: enum_name(dtype),
         shape: dims(shape),
         text: py_repr(v),
     }
@@ -174,17 +175,17 @@ pub fn py_repr(v: &StructuredValue) -> String {
             None => "TensorShape(None)".into(),
             Some(d) => format!("TensorShape([{}])", dims_list(&d)),
         },
-        Some(Kind::TensorDtypeValue(d)) => format!("tf.{}", python_dtype(*d)),
+        Some(Kind::TensorDtypeValue(d)) => format!("tf.{}", python_name(*d)),
         Some(Kind::TensorSpecValue(s)) => format!(
             "TensorSpec(shape={}, dtype=tf.{}, name={})",
             py_shape(s.shape.as_ref()),
-            python_dtype(s.dtype),
+            python_name(s.dtype),
             py_name(&s.name)
         ),
         Some(Kind::BoundedTensorSpecValue(s)) => format!(
             "BoundedTensorSpec(shape={}, dtype=tf.{}, name={})",
             py_shape(s.shape.as_ref()),
-            python_dtype(s.dtype),
+            python_name(s.dtype),
             py_name(&s.name)
         ),
         Some(Kind::TypeSpecValue(t)) => format!(
@@ -219,7 +220,7 @@ pub fn py_repr(v: &StructuredValue) -> String {
         }
         Some(Kind::TensorValue(t)) | Some(Kind::NumpyValue(t)) => format!(
             "<{} {}>",
-            python_dtype(t.dtype),
+            python_name(t.dtype),
             py_shape(t.tensor_shape.as_ref())
         ),
     }

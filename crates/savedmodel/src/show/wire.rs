@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use unbound_chunked::{ChunkedError, Result};
+use crate::{Result, SavedModelError};
 use unbound_wire::{Payload, WireMessage, WireValue};
 
 /// The occurrences of message field `number`, each expanded (borrowed) or parsed from its
@@ -19,7 +19,7 @@ pub fn messages<'a>(
         .map(move |f| match &f.value {
             WireValue::Message(sub) => Ok(Cow::Borrowed(sub)),
             WireValue::Bytes(p) => parse(p, what).map(Cow::Owned),
-            _ => Err(ChunkedError::metadata(
+            _ => Err(SavedModelError::invalid(
                 what,
                 format!("field {number} holds a scalar where a message was expected"),
             )),
@@ -29,10 +29,7 @@ pub fn messages<'a>(
 /// Parses one level of a payload.
 pub fn parse(p: &Payload, what: &str) -> Result<WireMessage> {
     let bytes = p.bytes()?;
-    WireMessage::parse(&bytes, None).map_err(|error| ChunkedError::Wire {
-        source_name: what.to_string(),
-        error,
-    })
+    WireMessage::parse(&bytes, None).map_err(|error| SavedModelError::malformed(what, error))
 }
 
 /// The last varint of field `number` (protobuf's "last one wins"), or 0.

@@ -1,7 +1,9 @@
 //! `GraphDefSplitter`.
 
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{Chunk, PathElem, Result, Scope};
+use unbound_chunked::{Chunk, PathElem, Scope};
+
+use crate::Result;
 use unbound_wire::{navigate::message_type, WireMessage};
 
 use super::nodes::{constant_splitter, function_splitter, large_message_splitter};

@@ -53,12 +53,9 @@ impl SplitContext {
 
 /// Looks up a field of a schema message by name; the schemas are ours, so a missing field is
 /// a programming error reported as a schema error rather than a panic.
-pub(crate) fn field(
-    desc: &MessageDescriptor,
-    name: &str,
-) -> unbound_chunked::Result<FieldDescriptor> {
+pub(crate) fn field(desc: &MessageDescriptor, name: &str) -> crate::Result<FieldDescriptor> {
     desc.get_field_by_name(name)
-        .ok_or_else(|| unbound_chunked::ChunkedError::Schema {
+        .ok_or_else(|| crate::SavedModelError::Schema {
             message: desc.full_name().to_string(),
             fault: format!("schema has no field {name:?}"),
         })

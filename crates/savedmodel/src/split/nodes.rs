@@ -3,7 +3,9 @@
 use bytes::Bytes;
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{Chunk, KeyValue, PathElem, Result, Scope};
+use unbound_chunked::{Chunk, KeyValue, PathElem, Scope};
+
+use crate::Result;
 use unbound_proto::tensorflow::TensorProto;
 use unbound_wire::{navigate::message_type, Payload, WireMessage, WireValue};
 

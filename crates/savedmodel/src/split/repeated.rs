@@ -3,7 +3,9 @@
 //! the running size reaches the maximum.
 
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{Chunk, PathElem, Result, Scope};
+use unbound_chunked::{Chunk, PathElem, Scope};
+
+use crate::Result;
 use unbound_wire::{WireField, WireMessage};
 
 use super::SplitContext;

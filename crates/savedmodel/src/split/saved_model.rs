@@ -1,7 +1,9 @@
 //! `SavedModelSplitter`.
 
 use prost_reflect::MessageDescriptor;
-use unbound_chunked::{Chunk, ChunkSink, PathElem, Result, SplitOutput};
+use unbound_chunked::{Chunk, ChunkSink, PathElem, SplitOutput};
+
+use crate::Result;
 use unbound_wire::{navigate::message_type, WireMessage};
 
 use super::{field, split_graph_def, SplitContext};

@@ -4,7 +4,7 @@
 largest peak RSS of each, with the ratio B/A. For checking that a change (a refactoring, an
 optimization) leaves speed unchanged or better.
 
-    scripts/bench_ab.py OLD_UNBOUND NEW_UNBOUND MODEL_DIR [--reps 5]
+    scripts/bench_ab.py OLD_UNBOUND NEW_UNBOUND MODEL_DIR [--reps 5] [--max-size BYTES]
 
 MODEL_DIR holds model_pb/ and model_cpb/ (as `make_bench_model` writes them). Outputs go to a
 scratch directory beside MODEL_DIR and are removed after each run. Peak RSS comes from
@@ -19,13 +19,13 @@ import subprocess
 import sys
 
 
-def commands(model):
+def commands(model, max_size):
     pb, cpb = os.path.join(model, "model_pb"), os.path.join(model, "model_cpb")
     out = os.path.join(os.path.dirname(os.path.abspath(model)), "ab-scratch", "out")
     return out, [
         ("merge .cpb", ["merge", cpb, out]),
-        ("split (zstd)", ["split", pb, out, "--max-size", "100000000"]),
-        ("split (none)", ["split", pb, out, "--max-size", "100000000", "--compression", "none"]),
+        ("split (zstd)", ["split", pb, out, "--max-size", max_size]),
+        ("split (none)", ["split", pb, out, "--max-size", max_size, "--compression", "none"]),
         ("fingerprint .pb", ["fingerprint", pb, "--json"]),
         ("fingerprint .cpb", ["fingerprint", cpb, "--json"]),
         ("show --json .cpb", ["show", cpb, "--json"]),
@@ -54,8 +54,9 @@ def main():
     parser.add_argument("new")
     parser.add_argument("model")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--max-size", default="100000000", help="split's --max-size")
     args = parser.parse_args()
-    out, cmds = commands(args.model)
+    out, cmds = commands(args.model, args.max_size)
     print(f"{'command':<18} {'A median s':>10} {'B median s':>10} {'B/A':>6} {'A MB':>7} {'B MB':>7}")
     for label, cmd in cmds:
         times = {"A": [], "B": []}

@@ -165,7 +165,7 @@ impl ChunkSource for FileChunks {
         let info = self.info(index)?;
         let len = self.reader.record_len_at(info.offset)?;
         Ok(Payload::Record(RecordRef {
-            reader: Arc::new(RecordFile(self.reader.clone())),
+            reader: Arc::new(Box::new(RecordFile(self.reader.clone()))),
             position: info.offset,
             len,
         }))

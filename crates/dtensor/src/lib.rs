@@ -1,0 +1,38 @@
+//! DTensor meshes and layouts without TensorFlow.
+//!
+//! TensorFlow's DTensor describes a distributed tensor by a [`Mesh`] (a named grid of
+//! devices) and a [`Layout`] (for each tensor axis, the mesh dimension it is split over, or
+//! `unsharded`). This crate reads and writes both in TensorFlow's exact string and proto
+//! formats, with TensorFlow's validation rules and error messages, and answers what
+//! TensorFlow answers: device locations, the shard each device holds, local and global
+//! shapes. It also converts layouts to and from XLA's `OpSharding` (the sharding JAX and
+//! XLA speak), JAX `PartitionSpec` text, HLO sharding text and PyTorch placements, and
+//! splits, joins and relayouts host arrays at memory bandwidth.
+//!
+//! ```
+//! use unbound_dtensor::{Layout, Mesh};
+//!
+//! let mesh = Mesh::parse("|x=2,y=4|*CPU").unwrap();
+//! let layout = Layout::parse(&format!("sharding_specs:y,x, mesh:{mesh}")).unwrap();
+//! assert_eq!(layout.local_shape(&[8, 6]).unwrap(), vec![2, 3]);
+//! // Device 5 sits at mesh location [1, 1]: shard 1 of axis 0 (y) and 1 of axis 1 (x).
+//! assert_eq!(layout.offset_to_shard().unwrap()[5], vec![1, 1]);
+//! ```
+//!
+//! Invariants: [`Mesh`] and [`Layout`] print exactly what TensorFlow's `ToString` prints
+//! and encode the bytes its `ToProto` serializes; parsing accepts what TensorFlow accepts
+//! (with warnings where TensorFlow silently changes the meaning) and rejects what it
+//! rejects. Nothing here panics on bad input.
+
+#![warn(missing_docs)]
+
+mod device;
+mod error;
+mod layout;
+mod mesh;
+pub mod spec;
+
+pub use device::DeviceName;
+pub use error::{DTensorError, Result};
+pub use layout::{Layout, LayoutType};
+pub use mesh::{Mesh, MeshDim, MeshKind, EMPTY_MESH, USE_XLA_SPMD};

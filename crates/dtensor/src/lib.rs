@@ -28,11 +28,21 @@
 
 mod device;
 mod error;
+mod from_op_sharding;
+mod hlo_text;
 mod layout;
 mod mesh;
+mod op_sharding;
 pub mod spec;
 
 pub use device::DeviceName;
 pub use error::{DTensorError, Result};
+pub use from_op_sharding::{op_sharding_to_layouts, OpShardingLayouts};
+pub use hlo_text::{parse_hlo_text, to_hlo_text};
+pub use op_sharding::{
+    decode_op_sharding, expanded_devices, layout_to_op_sharding, layout_to_op_sharding_bytes,
+    DeviceListForm,
+};
+pub use unbound_proto::xla::OpSharding;
 pub use layout::{Layout, LayoutType};
 pub use mesh::{Mesh, MeshDim, MeshKind, EMPTY_MESH, USE_XLA_SPMD};

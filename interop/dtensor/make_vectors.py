@@ -37,8 +37,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 # Graph dumps (read once by TensorFlow at start-up): the `_XlaSharding` attributes DTensor's
 # XLA SPMD integration writes are read back from them.
-DUMP_DIR = tempfile.mkdtemp(prefix="dtensor_dump_")
+DUMP_DIR = ""
 if "--child" not in sys.argv:
+    DUMP_DIR = tempfile.mkdtemp(prefix="dtensor_dump_")
     os.environ["TF_DUMP_GRAPH_PREFIX"] = DUMP_DIR
     os.environ["TF_DUMP_GRAPH_NAME_FILTER"] = "*"
     os.environ["TF_DUMP_GRAPH_GROUPS"] = "main"

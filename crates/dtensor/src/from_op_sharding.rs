@@ -9,7 +9,9 @@ use crate::error::{DTensorError, Result};
 use crate::hlo_text::to_hlo_text;
 use crate::layout::{Layout, LayoutType};
 use crate::mesh::{Mesh, MeshDim};
-use crate::op_sharding::{expanded_devices, mesh_permutation, transposed_iota};
+use crate::op_sharding::{
+    expanded_devices, layout_to_op_sharding, mesh_permutation, transposed_iota, DeviceListForm,
+};
 use crate::spec::UNSHARDED;
 
 /// The layouts found for an `OpSharding` (one per element of a tuple sharding), with notes
@@ -179,7 +181,7 @@ fn tiled(s: &OpSharding, mesh: Option<&Mesh>, out: &mut OpShardingLayouts) -> Re
     }
     let (axis_tiles, rep) = tiles(s)?;
     match mesh {
-        Some(m) => on_mesh(s, m, &axis_tiles, rep, &devices, out),
+        Some(m) => on_mesh(s, m, &axis_tiles, &devices, out),
         None => invent_mesh(s, &axis_tiles, rep, &devices, out),
     }
 }
@@ -193,7 +195,6 @@ fn on_mesh(
     s: &OpSharding,
     mesh: &Mesh,
     axis_tiles: &[i64],
-    rep: i64,
     devices: &[i64],
     out: &mut OpShardingLayouts,
 ) -> Result<Layout> {
@@ -213,38 +214,50 @@ fn on_mesh(
             ));
         }
     }
-    let mut found: Vec<Vec<Option<usize>>> = Vec::new();
+    let mut found: Vec<Layout> = Vec::new();
     let mut current = Vec::new();
+    let want = normalized(s, devices);
     search_assignment(&shape, axis_tiles, &mut current, &mut |dims| {
-        let product: i64 = axis_tiles.iter().product();
-        if product * rep != n {
-            return;
-        }
-        if devices_for(&shape, dims) == devices {
-            found.push(dims.to_vec());
+        let specs = dims
+            .iter()
+            .map(|d| d.map_or(UNSHARDED.to_string(), |m| mesh.dims()[m].name.clone()))
+            .collect();
+        let Ok(layout) = Layout::new(LayoutType::Static, specs, mesh.clone()) else { return };
+        if layout_to_op_sharding(&layout, DeviceListForm::Explicit).ok().as_ref() == Some(&want) {
+            found.push(layout);
         }
     });
-    let Some(first) = found.first() else {
+    if found.is_empty() {
         return Err(fail(
             s,
-            format!("no assignment of axes to the dimensions of mesh {mesh} gives this device order"),
+            format!("no assignment of axes to the dimensions of mesh {mesh} gives this sharding"),
         ));
-    };
+    }
     if found.len() > 1 {
         out.notes.push(format!(
             "{} assignments of axes to mesh dimensions give this sharding; the first is used",
             found.len()
         ));
     }
-    let specs = first
-        .iter()
-        .map(|d| d.map_or(UNSHARDED.to_string(), |m| mesh.dims()[m].name.clone()))
-        .collect();
-    Layout::new(LayoutType::Static, specs, mesh.clone())
+    Ok(found.swap_remove(0))
+}
+
+/// The sharding in the form DTensor writes it: explicit devices, the replication flag
+/// (rather than `last_tile_dims`), nothing else.
+fn normalized(s: &OpSharding, devices: &[i64]) -> OpSharding {
+    let replicated = s.replicate_on_last_tile_dim
+        || s.last_tile_dims.as_slice() == [ShardingType::Replicated as i32];
+    OpSharding {
+        r#type: ShardingType::Other as i32,
+        tile_assignment_dimensions: s.tile_assignment_dimensions.clone(),
+        tile_assignment_devices: devices.to_vec(),
+        replicate_on_last_tile_dim: replicated,
+        ..Default::default()
+    }
 }
 
 /// Calls `visit` for every assignment of a distinct mesh dimension of the right size to
-/// each axis with more than one tile (`None` for the others).
+/// each axis (axes of one tile may also stay unsharded, `None`; that choice comes first).
 fn search_assignment(
     shape: &[i64],
     tiles: &[i64],
@@ -260,7 +273,6 @@ fn search_assignment(
         current.push(None);
         search_assignment(shape, tiles, current, visit);
         current.pop();
-        return;
     }
     for m in 0..shape.len() {
         if shape[m] == tiles[i] && !current.contains(&Some(m)) {
@@ -290,7 +302,12 @@ fn factorizations(r: i64, k: usize) -> Vec<Vec<i64>> {
 
 /// All orders of `items` in which items flagged `keep_order` keep their relative order.
 fn interleavings(items: &[(i64, Option<usize>)]) -> Vec<Vec<usize>> {
-    fn go(items: &[(i64, Option<usize>)], used: &mut Vec<bool>, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    fn go(
+        items: &[(i64, Option<usize>)],
+        used: &mut Vec<bool>,
+        cur: &mut Vec<usize>,
+        out: &mut Vec<Vec<usize>>,
+    ) {
         if cur.len() == items.len() {
             out.push(cur.clone());
             return;
@@ -322,15 +339,21 @@ fn invent_mesh(
     devices: &[i64],
     out: &mut OpShardingLayouts,
 ) -> Result<Layout> {
-    let sharded: Vec<(i64, Option<usize>)> = axis_tiles
+    let mut sharded: Vec<(i64, Option<usize>)> = axis_tiles
         .iter()
         .enumerate()
         .filter(|(_, &t)| t > 1)
         .map(|(i, &t)| (t, Some(i)))
         .collect();
+    if sharded.is_empty() && !axis_tiles.is_empty() {
+        // Nothing tiled, yet not REPLICATED: DTensor writes this for an axis sharded over a
+        // mesh dimension of size 1.
+        sharded.push((1, Some(0)));
+    }
     let max_factors = if rep > 1 { 64 - rep.leading_zeros() as usize } else { 0 };
     for k in usize::from(rep > 1)..=max_factors {
         for factors in factorizations(rep, k) {
+            let sizes_ok = |shape: &[i64]| shape.iter().product::<i64>() == devices.len() as i64;
             let mut items = sharded.clone();
             items.extend(factors.iter().map(|&f| (f, None)));
             if items.len() > DIM_NAMES.len() {
@@ -338,6 +361,9 @@ fn invent_mesh(
             }
             for order in interleavings(&items) {
                 let shape: Vec<i64> = order.iter().map(|&i| items[i].0).collect();
+                if !sizes_ok(&shape) {
+                    continue;
+                }
                 let mut dims_of_axes = vec![None; axis_tiles.len()];
                 for (pos, &i) in order.iter().enumerate() {
                     if let Some(axis) = items[i].1 {

@@ -512,10 +512,21 @@ impl Mesh {
         } else {
             self.global_devices.first().or(self.local_devices.first())
         };
-        device
-            .and_then(|d| DeviceName::parse(d))
-            .and_then(|d| d.device_type)
-            .unwrap_or_default()
+        let Some(device) = device else { return String::new() };
+        match DeviceName::parse(device) {
+            Some(d) => d.device_type.unwrap_or_default(),
+            // TensorFlow ignores the parse failure and keeps the type its local-name parser
+            // read before failing: a leading `TYPE` token.
+            None => device
+                .split(':')
+                .next()
+                .filter(|t| {
+                    t.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                        && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+                .unwrap_or_default()
+                .to_string(),
+        }
     }
     /// The index of dimension `name`.
     pub fn dim_index(&self, name: &str) -> Option<usize> {
@@ -576,7 +587,8 @@ impl Mesh {
     /// devices, no XLA SPMD).
     pub fn host_mesh(&self) -> Result<Mesh> {
         if self.is_single_device() || self.is_empty() {
-            return Ok(self.clone());
+            // TensorFlow rewrites the (absent) local devices: no ids left, the empty mesh.
+            return Ok(Mesh::empty());
         }
         let mut devices = Vec::with_capacity(self.local_devices.len());
         for d in &self.local_devices {

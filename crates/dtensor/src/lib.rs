@@ -26,6 +26,8 @@
 
 #![warn(missing_docs)]
 
+mod array;
+mod copy;
 mod device;
 mod error;
 mod from_op_sharding;
@@ -33,8 +35,12 @@ mod hlo_text;
 mod layout;
 mod mesh;
 mod op_sharding;
+mod pack;
+mod plan;
+mod sharding;
 pub mod spec;
 
+pub use array::{Elements, HostArray};
 pub use device::DeviceName;
 pub use error::{DTensorError, Result};
 pub use from_op_sharding::{op_sharding_to_layouts, OpShardingLayouts};
@@ -43,6 +49,9 @@ pub use op_sharding::{
     decode_op_sharding, expanded_devices, layout_to_op_sharding, layout_to_op_sharding_bytes,
     DeviceListForm,
 };
+pub use pack::{global_shape_of, pack, relayout, unpack};
+pub use plan::{relayout_plan, resolve_match, RelayoutPlan, RelayoutStep};
+pub use sharding::{chunk, Chunking, ShardBox, Sharding};
 pub use unbound_proto::xla::OpSharding;
 pub use layout::{Layout, LayoutType};
 pub use mesh::{Mesh, MeshDim, MeshKind, EMPTY_MESH, USE_XLA_SPMD};

@@ -467,6 +467,15 @@ def encode(arr):
     return arr.astype(arr.dtype.newbyteorder("<")).tobytes().hex()
 
 
+def host(t, dtype):
+    """A component as a NumPy array; strings as Python bytes objects (exact, rank 0 too)."""
+    import numpy as np
+    v = t.numpy()
+    if dtype == "string":
+        return np.array(v, dtype=object)
+    return np.asarray(v)
+
+
 def data_vectors():
     import numpy as np
     import tensorflow as tf
@@ -485,15 +494,15 @@ def data_vectors():
                 t = tf.constant(g, dtype=tf.string if dtype == "string" else getattr(tf, dtype))
                 rep = dtensor.copy_to_mesh(t, dtensor.Layout.replicated(mesh, len(shape)))
                 a = dtensor.relayout(rep, l_src)
-                comps_a = [np.asarray(c.numpy()) for c in dtensor.unpack(a)]
+                comps_a = [host(c, dtype) for c in dtensor.unpack(a)]
                 rec["from_components"] = [{"shape": list(c.shape), "data": encode(c)} for c in comps_a]
                 b = dtensor.relayout(a, l_dst)
-                comps_b = [np.asarray(c.numpy()) for c in dtensor.unpack(b)]
+                comps_b = [host(c, dtype) for c in dtensor.unpack(b)]
                 rec["to_components"] = [{"shape": list(c.shape), "data": encode(c)} for c in comps_b]
                 packed = dtensor.pack([tf.constant(c) for c in comps_b], l_dst)
                 back = dtensor.relayout(packed, dtensor.Layout.replicated(mesh, len(shape)))
                 rec["pack_roundtrip_equal"] = bool(all(
-                    encode(c.numpy()) == rec["global"] for c in dtensor.unpack(back)))
+                    encode(host(c, dtype)) == rec["global"] for c in dtensor.unpack(back)))
             except Exception as e:  # noqa: BLE001
                 rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             out.append(rec)

@@ -29,8 +29,13 @@ pub struct HostArray {
 pub(crate) fn element_count(shape: &[i64]) -> Result<usize> {
     shape
         .iter()
-        .try_fold(1usize, |acc, &d| usize::try_from(d).ok().and_then(|d| acc.checked_mul(d)))
-        .ok_or_else(|| DTensorError::Data { what: format!("shape {shape:?}"), fault: "negative or overflowing size".into() })
+        .try_fold(1usize, |acc, &d| {
+            usize::try_from(d).ok().and_then(|d| acc.checked_mul(d))
+        })
+        .ok_or_else(|| DTensorError::Data {
+            what: format!("shape {shape:?}"),
+            fault: "negative or overflowing size".into(),
+        })
 }
 
 impl HostArray {
@@ -40,10 +45,16 @@ impl HostArray {
         if itemsize == 0 || n.checked_mul(itemsize) != Some(bytes.len()) {
             return Err(DTensorError::Data {
                 what: format!("array of shape {shape:?}"),
-                fault: format!("{} bytes given for {n} elements of {itemsize} bytes", bytes.len()),
+                fault: format!(
+                    "{} bytes given for {n} elements of {itemsize} bytes",
+                    bytes.len()
+                ),
             });
         }
-        Ok(HostArray { shape, elements: Elements::Fixed { itemsize, bytes } })
+        Ok(HostArray {
+            shape,
+            elements: Elements::Fixed { itemsize, bytes },
+        })
     }
 
     /// An array of byte strings; the count must match the shape.
@@ -55,7 +66,10 @@ impl HostArray {
                 fault: format!("{} strings given for {n} elements", strings.len()),
             });
         }
-        Ok(HostArray { shape, elements: Elements::Strings(strings) })
+        Ok(HostArray {
+            shape,
+            elements: Elements::Strings(strings),
+        })
     }
 
     /// A zero-filled (or empty-string) array of the same element kind as `like`.
@@ -67,7 +81,10 @@ impl HostArray {
                     what: format!("array of shape {shape:?}"),
                     fault: "size overflows".into(),
                 })?;
-                Elements::Fixed { itemsize: *itemsize, bytes: vec![0; len] }
+                Elements::Fixed {
+                    itemsize: *itemsize,
+                    bytes: vec![0; len],
+                }
             }
             Elements::Strings(_) => Elements::Strings(vec![Vec::new(); n]),
         };

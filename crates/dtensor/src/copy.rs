@@ -37,7 +37,7 @@ pub(crate) fn copy_box<T: Item>(
     unit: usize,
 ) {
     let rank = extent.len();
-    if extent.iter().any(|&e| e == 0) {
+    if extent.contains(&0) {
         return;
     }
     // Row-major strides in items.
@@ -60,10 +60,8 @@ pub(crate) fn copy_box<T: Item>(
             break;
         }
     }
-    if rank == 0 {
-        outer = 0;
-    }
-    let base = |at: &[usize], strides: &[usize]| at.iter().zip(strides).map(|(a, s)| a * s).sum::<usize>();
+    let base =
+        |at: &[usize], strides: &[usize]| at.iter().zip(strides).map(|(a, s)| a * s).sum::<usize>();
     let mut idx = vec![0usize; outer];
     loop {
         let s = base(src_at.origin, &ss) + idx.iter().zip(&ss).map(|(i, s)| i * s).sum::<usize>();
@@ -96,9 +94,15 @@ mod tests {
         let mut dst = vec![0u8; 8];
         copy_box(
             &src,
-            Placement { shape: &[3, 4], origin: &[1, 1] },
+            Placement {
+                shape: &[3, 4],
+                origin: &[1, 1],
+            },
             &mut dst,
-            Placement { shape: &[2, 4], origin: &[0, 2] },
+            Placement {
+                shape: &[2, 4],
+                origin: &[0, 2],
+            },
             &[2, 2],
             1,
         );
@@ -106,11 +110,37 @@ mod tests {
         // Whole rows, 2-byte items: one run.
         let mut dst = vec![0u8; 16];
         let src: Vec<u8> = (0..24).collect();
-        copy_box(&src, Placement { shape: &[3, 4], origin: &[1, 0] }, &mut dst, Placement { shape: &[2, 4], origin: &[0, 0] }, &[2, 4], 2);
+        copy_box(
+            &src,
+            Placement {
+                shape: &[3, 4],
+                origin: &[1, 0],
+            },
+            &mut dst,
+            Placement {
+                shape: &[2, 4],
+                origin: &[0, 0],
+            },
+            &[2, 4],
+            2,
+        );
         assert_eq!(dst, (8..24).collect::<Vec<u8>>());
         // Rank 0.
         let mut dst = vec![0u8; 4];
-        copy_box(&[1u8, 2, 3, 4], Placement { shape: &[], origin: &[] }, &mut dst, Placement { shape: &[], origin: &[] }, &[], 4);
+        copy_box(
+            &[1u8, 2, 3, 4],
+            Placement {
+                shape: &[],
+                origin: &[],
+            },
+            &mut dst,
+            Placement {
+                shape: &[],
+                origin: &[],
+            },
+            &[],
+            4,
+        );
         assert_eq!(dst, vec![1, 2, 3, 4]);
     }
 }

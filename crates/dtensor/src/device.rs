@@ -98,7 +98,11 @@ fn parse_local(name: &str) -> Option<DeviceName> {
         "cpu" | "gpu" => ty.to_ascii_uppercase(),
         _ => ty.to_string(),
     };
-    Some(DeviceName { device_type: Some(ty), id: id_or_star(id)?, ..DeviceName::default() })
+    Some(DeviceName {
+        device_type: Some(ty),
+        id: id_or_star(id)?,
+        ..DeviceName::default()
+    })
 }
 
 #[cfg(test)]
@@ -114,8 +118,16 @@ mod tests {
         let d = DeviceName::parse("/job:w/task:0/cpu:1").unwrap();
         assert_eq!(d.device_type.as_deref(), Some("CPU"));
         let d = DeviceName::parse("TPU:2").unwrap();
-        assert_eq!((d.device_type.as_deref(), d.id, d.job), (Some("TPU"), Some(2), None));
-        for bad in ["foo", "/job:/task:0", "/job:a/task:x/device:CPU:0", "/unknown:1"] {
+        assert_eq!(
+            (d.device_type.as_deref(), d.id, d.job),
+            (Some("TPU"), Some(2), None)
+        );
+        for bad in [
+            "foo",
+            "/job:/task:0",
+            "/job:a/task:x/device:CPU:0",
+            "/unknown:1",
+        ] {
             assert_eq!(DeviceName::parse(bad), None, "{bad}");
         }
     }

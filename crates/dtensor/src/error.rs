@@ -86,9 +86,15 @@ pub enum DTensorError {
 pub type Result<T, E = DTensorError> = std::result::Result<T, E>;
 
 pub(crate) fn mesh_err(input: &str, fault: impl Into<String>) -> DTensorError {
-    DTensorError::Mesh { input: input.to_string(), fault: fault.into() }
+    DTensorError::Mesh {
+        input: input.to_string(),
+        fault: fault.into(),
+    }
 }
 
 pub(crate) fn layout_err(input: &str, fault: impl Into<String>) -> DTensorError {
-    DTensorError::Layout { input: input.to_string(), fault: fault.into() }
+    DTensorError::Layout {
+        input: input.to_string(),
+        fault: fault.into(),
+    }
 }

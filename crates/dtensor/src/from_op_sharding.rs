@@ -28,16 +28,28 @@ pub struct OpShardingLayouts {
 const DIM_NAMES: [&str; 8] = ["x", "y", "z", "w", "v", "u", "t", "s"];
 
 fn fail(s: &OpSharding, fault: impl Into<String>) -> DTensorError {
-    DTensorError::OpSharding { input: to_hlo_text(s), fault: fault.into() }
+    DTensorError::OpSharding {
+        input: to_hlo_text(s),
+        fault: fault.into(),
+    }
 }
 
 /// A mesh of `shape` on CPU devices `0..N` of one client, as `dtensor.create_mesh` makes.
 fn cpu_mesh(names: &[String], shape: &[i64]) -> Result<Mesh> {
     let n: i64 = shape.iter().product();
     let ids: Vec<i64> = (0..n).collect();
-    let devices =
-        ids.iter().map(|i| format!("/job:localhost/replica:0/task:0/device:CPU:{i}")).collect();
-    let dims = names.iter().zip(shape).map(|(name, &size)| MeshDim { name: name.clone(), size }).collect();
+    let devices = ids
+        .iter()
+        .map(|i| format!("/job:localhost/replica:0/task:0/device:CPU:{i}"))
+        .collect();
+    let dims = names
+        .iter()
+        .zip(shape)
+        .map(|(name, &size)| MeshDim {
+            name: name.clone(),
+            size,
+        })
+        .collect();
     Mesh::new("", dims, ids.clone(), ids, devices, Vec::new(), false)
 }
 
@@ -49,7 +61,10 @@ pub fn op_sharding_to_layouts(
     mesh: Option<&Mesh>,
     rank: Option<usize>,
 ) -> Result<OpShardingLayouts> {
-    let mut out = OpShardingLayouts { layouts: Vec::new(), notes: Vec::new() };
+    let mut out = OpShardingLayouts {
+        layouts: Vec::new(),
+        notes: Vec::new(),
+    };
     convert(sharding, mesh, rank, &mut out, 0)?;
     Ok(out)
 }
@@ -68,13 +83,16 @@ fn convert(
         Ok(ShardingType::Replicated) => {
             let rank = rank.unwrap_or_else(|| {
                 let r = s.tile_shape.as_ref().map_or(0, |t| t.dimensions.len());
-                out.notes.push(format!("a replicated sharding has no rank; rank {r} assumed"));
+                out.notes.push(format!(
+                    "a replicated sharding has no rank; rank {r} assumed"
+                ));
                 r
             });
             let mesh = match mesh {
                 Some(m) => m.clone(),
                 None => {
-                    out.notes.push("no mesh given: a one-device CPU mesh is used".into());
+                    out.notes
+                        .push("no mesh given: a one-device CPU mesh is used".into());
                     cpu_mesh(&["x".to_string()], &[1])?
                 }
             };
@@ -85,20 +103,26 @@ fn convert(
             let pos = match s.tile_assignment_devices.first() {
                 Some(&d) => d,
                 None => {
-                    out.notes.push("MAXIMAL sharding without a device: mesh position 0 used".into());
+                    out.notes
+                        .push("MAXIMAL sharding without a device: mesh position 0 used".into());
                     0
                 }
             };
             let device = match mesh {
                 Some(m) => device_at(m, pos).ok_or_else(|| {
-                    fail(s, format!("mesh position {pos} has no device name on mesh {m}"))
+                    fail(
+                        s,
+                        format!("mesh position {pos} has no device name on mesh {m}"),
+                    )
                 })?,
                 None => {
-                    out.notes.push("no mesh given: the device is taken to be a local CPU".into());
+                    out.notes
+                        .push("no mesh given: the device is taken to be a local CPU".into());
                     format!("/job:localhost/replica:0/task:0/device:CPU:{pos}")
                 }
             };
-            out.layouts.push(Layout::single_device(&Mesh::single_device(&device)?)?);
+            out.layouts
+                .push(Layout::single_device(&Mesh::single_device(&device)?)?);
             Ok(())
         }
         Ok(ShardingType::Tuple) => {
@@ -111,7 +135,10 @@ fn convert(
             let layout = tiled(s, mesh, out)?;
             if let Some(r) = rank {
                 if r != layout.rank() {
-                    return Err(fail(s, format!("the sharding has rank {}, not {r}", layout.rank())));
+                    return Err(fail(
+                        s,
+                        format!("the sharding has rank {}, not {r}", layout.rank()),
+                    ));
                 }
             }
             out.layouts.push(layout);
@@ -151,13 +178,27 @@ fn tiles(s: &OpSharding) -> Result<(Vec<i64>, i64)> {
         [t] if *t == ShardingType::Manual as i32 => {
             return Err(fail(s, "a MANUAL subgroup has no DTensor layout"))
         }
-        [_] => return Err(fail(s, "an UNREDUCED subgroup is a Partial placement, which DTensor lacks")),
-        _ => return Err(fail(s, "several last_tile_dims (subgroups) have no DTensor layout")),
+        [_] => {
+            return Err(fail(
+                s,
+                "an UNREDUCED subgroup is a Partial placement, which DTensor lacks",
+            ))
+        }
+        _ => {
+            return Err(fail(
+                s,
+                "several last_tile_dims (subgroups) have no DTensor layout",
+            ))
+        }
     };
     if tile.is_empty() {
         return Err(fail(s, "OTHER sharding without tile_assignment_dimensions"));
     }
-    let rep = if replicated_last { tile.pop().unwrap_or(1) } else { 1 };
+    let rep = if replicated_last {
+        tile.pop().unwrap_or(1)
+    } else {
+        1
+    };
     if tile.iter().any(|&t| t < 1) || rep < 1 {
         return Err(fail(s, "tile dimensions must be positive"));
     }
@@ -188,7 +229,10 @@ fn tiled(s: &OpSharding, mesh: Option<&Mesh>, out: &mut OpShardingLayouts) -> Re
 
 /// The devices DTensor would assign for axes sharded on `dims_of_axes` of `mesh_shape`.
 fn devices_for(mesh_shape: &[i64], dims_of_axes: &[Option<usize>]) -> Vec<i64> {
-    transposed_iota(mesh_shape, &mesh_permutation(dims_of_axes, mesh_shape.len()))
+    transposed_iota(
+        mesh_shape,
+        &mesh_permutation(dims_of_axes, mesh_shape.len()),
+    )
 }
 
 fn on_mesh(
@@ -201,7 +245,10 @@ fn on_mesh(
     let shape = mesh.shape();
     let n = devices.len() as i64;
     if mesh.size() != Some(n) {
-        return Err(fail(s, format!("{n} devices, but mesh {mesh} has {:?}", mesh.size())));
+        return Err(fail(
+            s,
+            format!("{n} devices, but mesh {mesh} has {:?}", mesh.size()),
+        ));
     }
     for (i, &t) in axis_tiles.iter().enumerate() {
         if t > 1 && !shape.contains(&t) {
@@ -222,8 +269,14 @@ fn on_mesh(
             .iter()
             .map(|d| d.map_or(UNSHARDED.to_string(), |m| mesh.dims()[m].name.clone()))
             .collect();
-        let Ok(layout) = Layout::new(LayoutType::Static, specs, mesh.clone()) else { return };
-        if layout_to_op_sharding(&layout, DeviceListForm::Explicit).ok().as_ref() == Some(&want) {
+        let Ok(layout) = Layout::new(LayoutType::Static, specs, mesh.clone()) else {
+            return;
+        };
+        if layout_to_op_sharding(&layout, DeviceListForm::Explicit)
+            .ok()
+            .as_ref()
+            == Some(&want)
+        {
             found.push(layout);
         }
     });
@@ -328,7 +381,12 @@ fn interleavings(items: &[(i64, Option<usize>)]) -> Vec<Vec<usize>> {
         }
     }
     let mut out = Vec::new();
-    go(items, &mut vec![false; items.len()], &mut Vec::new(), &mut out);
+    go(
+        items,
+        &mut vec![false; items.len()],
+        &mut Vec::new(),
+        &mut out,
+    );
     out
 }
 
@@ -350,7 +408,11 @@ fn invent_mesh(
         // mesh dimension of size 1.
         sharded.push((1, Some(0)));
     }
-    let max_factors = if rep > 1 { 64 - rep.leading_zeros() as usize } else { 0 };
+    let max_factors = if rep > 1 {
+        64 - rep.leading_zeros() as usize
+    } else {
+        0
+    };
     for k in usize::from(rep > 1)..=max_factors {
         for factors in factorizations(rep, k) {
             let sizes_ok = |shape: &[i64]| shape.iter().product::<i64>() == devices.len() as i64;
@@ -376,10 +438,17 @@ fn invent_mesh(
                 let (names, shape) = if shape.is_empty() {
                     (vec!["x".to_string()], vec![1])
                 } else {
-                    (DIM_NAMES[..shape.len()].iter().map(|n| n.to_string()).collect::<Vec<_>>(), shape)
+                    (
+                        DIM_NAMES[..shape.len()]
+                            .iter()
+                            .map(|n| n.to_string())
+                            .collect::<Vec<_>>(),
+                        shape,
+                    )
                 };
                 let mesh = cpu_mesh(&names, &shape)?;
-                out.notes.push(format!("mesh invented for the sharding: {mesh}"));
+                out.notes
+                    .push(format!("mesh invented for the sharding: {mesh}"));
                 let specs = dims_of_axes
                     .iter()
                     .map(|d| d.map_or(UNSHARDED.to_string(), |m| names[m].clone()))
@@ -428,7 +497,10 @@ mod tests {
         let mesh = Mesh::parse("|x=2,y=4|*CPU").unwrap();
         let s = parse_hlo_text("{devices=[8]0,1,2,3,4,5,6,7}").unwrap();
         let e = op_sharding_to_layouts(&s, Some(&mesh), None).unwrap_err();
-        assert!(e.to_string().contains("no mesh dimension has size 8"), "{e}");
+        assert!(
+            e.to_string().contains("no mesh dimension has size 8"),
+            "{e}"
+        );
         let s = parse_hlo_text("{manual}").unwrap();
         assert!(op_sharding_to_layouts(&s, None, None).is_err());
     }

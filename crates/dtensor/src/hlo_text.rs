@@ -31,16 +31,24 @@ fn body(s: &OpSharding) -> String {
             Some(d) => format!("maximal device={d}"),
             None => "maximal".into(),
         },
-        Ok(ShardingType::Tuple) => {
-            s.tuple_shardings.iter().map(body_braced).collect::<Vec<_>>().join(", ")
-        }
+        Ok(ShardingType::Tuple) => s
+            .tuple_shardings
+            .iter()
+            .map(body_braced)
+            .collect::<Vec<_>>()
+            .join(", "),
         _ => {
             let mut out = format!("devices=[{}]", join(&s.tile_assignment_dimensions));
             if !s.iota_reshape_dims.is_empty() {
                 out += &format!("<=[{}]", join(&s.iota_reshape_dims));
-                let identity = s.iota_transpose_perm.iter().enumerate().all(|(i, &p)| p as usize == i);
+                let identity = s
+                    .iota_transpose_perm
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &p)| p as usize == i);
                 if !identity {
-                    let perm: Vec<String> = s.iota_transpose_perm.iter().map(i32::to_string).collect();
+                    let perm: Vec<String> =
+                        s.iota_transpose_perm.iter().map(i32::to_string).collect();
                     out += &format!("T({})", perm.join(","));
                 }
             } else {
@@ -76,7 +84,11 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn fail(&self, fault: impl Into<String>) -> DTensorError {
-        DTensorError::Syntax { what: "HLO sharding", input: self.input.to_string(), fault: fault.into() }
+        DTensorError::Syntax {
+            what: "HLO sharding",
+            input: self.input.to_string(),
+            fault: fault.into(),
+        }
     }
     fn skip_ws(&mut self) {
         self.text = self.text.trim_start();
@@ -101,7 +113,9 @@ impl<'a> Parser<'a> {
         self.skip_ws();
         let end = self.text.bytes().take_while(|b| b.is_ascii_digit()).count();
         let (digits, rest) = self.text.split_at(end);
-        let v = digits.parse().map_err(|_| self.fail(format!("expected a number at {:?}", self.text)))?;
+        let v = digits
+            .parse()
+            .map_err(|_| self.fail(format!("expected a number at {:?}", self.text)))?;
         self.text = rest;
         Ok(v)
     }
@@ -166,7 +180,9 @@ impl<'a> Parser<'a> {
                 s.iota_transpose_perm = self
                     .list("(", ")")?
                     .into_iter()
-                    .map(|p| i32::try_from(p).map_err(|_| self.fail("transpose index out of range")))
+                    .map(|p| {
+                        i32::try_from(p).map_err(|_| self.fail("transpose index out of range"))
+                    })
                     .collect::<Result<_>>()?;
             } else {
                 s.iota_transpose_perm = (0..s.iota_reshape_dims.len() as i32).collect();
@@ -192,7 +208,9 @@ impl<'a> Parser<'a> {
                     } else if self.eat("unreduced") {
                         ShardingType::Unreduced
                     } else {
-                        return Err(self.fail(format!("unknown last tile dim type at {:?}", self.text)));
+                        return Err(
+                            self.fail(format!("unknown last tile dim type at {:?}", self.text))
+                        );
                     };
                     s.last_tile_dims.push(t as i32);
                     if self.eat("}") {
@@ -240,7 +258,14 @@ mod tests {
         ] {
             assert_eq!(to_hlo_text(&parse_hlo_text(t).unwrap()), t);
         }
-        for bad in ["", "{", "{devices=[2]0}", "{devices=[2]0,1 junk}", "{devices=[a]}", "{x}"] {
+        for bad in [
+            "",
+            "{",
+            "{devices=[2]0}",
+            "{devices=[2]0,1 junk}",
+            "{devices=[a]}",
+            "{x}",
+        ] {
             if bad == "{devices=[2]0}" {
                 continue; // syntactically fine; the count is checked where it is used
             }

@@ -58,20 +58,32 @@ impl Default for Layout {
 impl Layout {
     /// The empty layout.
     pub fn empty() -> Layout {
-        Layout { ty: LayoutType::Empty, specs: Vec::new(), mesh: Mesh::empty() }
+        Layout {
+            ty: LayoutType::Empty,
+            specs: Vec::new(),
+            mesh: Mesh::empty(),
+        }
     }
 
     /// Builds and validates a layout as TensorFlow's `Layout::GetLayout` does: the type must
     /// agree with the mesh, each spec must be a mesh dimension or a reserved word, a mesh
     /// dimension may shard one axis only, and `scalar` may only stand alone (giving rank 0).
     pub fn new(ty: LayoutType, specs: Vec<String>, mesh: Mesh) -> Result<Layout> {
-        let input = Layout { ty, specs: specs.clone(), mesh: mesh.clone() }.to_string();
+        let input = Layout {
+            ty,
+            specs: specs.clone(),
+            mesh: mesh.clone(),
+        }
+        .to_string();
         Self::validated(ty, specs, mesh, &input)
     }
 
     fn validated(ty: LayoutType, specs: Vec<String>, mesh: Mesh, input: &str) -> Result<Layout> {
         if (ty == LayoutType::SingleDevice) != mesh.is_single_device() {
-            return Err(layout_err(input, "type is single device, but mesh is not single device"));
+            return Err(layout_err(
+                input,
+                "type is single device, but mesh is not single device",
+            ));
         }
         if (ty == LayoutType::Empty) != mesh.is_empty() {
             return Err(layout_err(input, "type is empty, but mesh is not empty"));
@@ -104,7 +116,11 @@ impl Layout {
                         ),
                     ));
                 }
-                return Ok(Layout { ty, specs: Vec::new(), mesh });
+                return Ok(Layout {
+                    ty,
+                    specs: Vec::new(),
+                    mesh,
+                });
             }
             if specs[..i].contains(spec) {
                 return Err(layout_err(
@@ -120,12 +136,20 @@ impl Layout {
 
     /// A static layout of `specs` on `mesh`.
     pub fn static_on(specs: &[&str], mesh: &Mesh) -> Result<Layout> {
-        Layout::new(LayoutType::Static, specs.iter().map(|s| s.to_string()).collect(), mesh.clone())
+        Layout::new(
+            LayoutType::Static,
+            specs.iter().map(|s| s.to_string()).collect(),
+            mesh.clone(),
+        )
     }
 
     /// The replicated layout of rank `rank` on `mesh`.
     pub fn replicated(mesh: &Mesh, rank: usize) -> Result<Layout> {
-        Layout::new(LayoutType::Static, vec![UNSHARDED.to_string(); rank], mesh.clone())
+        Layout::new(
+            LayoutType::Static,
+            vec![UNSHARDED.to_string(); rank],
+            mesh.clone(),
+        )
     }
 
     /// The single-device layout on a single-device mesh.
@@ -167,7 +191,10 @@ impl Layout {
         } else if let Some(r) = head.strip_prefix(STATIC_PREFIX) {
             (LayoutType::Static, r)
         } else {
-            return Err(layout_err(s, format!("Unknown layout type prefix{head} in {s}")));
+            return Err(layout_err(
+                s,
+                format!("Unknown layout type prefix{head} in {s}"),
+            ));
         };
         let mut specs: Vec<String> = Vec::new();
         if ty == LayoutType::SingleDevice {
@@ -194,11 +221,17 @@ impl Layout {
 
     /// Reads a `LayoutProto` as TensorFlow's `Layout::FromProto` does.
     pub fn from_proto(proto: &LayoutProto) -> Result<Layout> {
-        let specs: Vec<String> = proto.sharding_specs.iter().map(|s| s.sharding_spec.clone()).collect();
-        let mesh = Mesh::from_proto(&proto.mesh_config.clone().unwrap_or_default()).map_err(|e| match e {
-            DTensorError::Mesh { fault, .. } => layout_err("proto", fault),
-            other => other,
-        })?;
+        let specs: Vec<String> = proto
+            .sharding_specs
+            .iter()
+            .map(|s| s.sharding_spec.clone())
+            .collect();
+        let mesh = Mesh::from_proto(&proto.mesh_config.clone().unwrap_or_default()).map_err(
+            |e| match e {
+                DTensorError::Mesh { fault, .. } => layout_err("proto", fault),
+                other => other,
+            },
+        )?;
         let ty = match ProtoLayoutType::try_from(proto.r#type) {
             Ok(ProtoLayoutType::Unknown) => LayoutType::Empty,
             Ok(ProtoLayoutType::Static) => LayoutType::Static,
@@ -207,11 +240,19 @@ impl Layout {
             Err(_) => {
                 return Err(layout_err(
                     "proto",
-                    format!("value for type field of layout protobuf is not supported. (type {})", proto.r#type),
+                    format!(
+                        "value for type field of layout protobuf is not supported. (type {})",
+                        proto.r#type
+                    ),
                 ))
             }
         };
-        let input = Layout { ty, specs: specs.clone(), mesh: mesh.clone() }.to_string();
+        let input = Layout {
+            ty,
+            specs: specs.clone(),
+            mesh: mesh.clone(),
+        }
+        .to_string();
         Self::validated(ty, specs, mesh, &input)
     }
 
@@ -237,7 +278,9 @@ impl Layout {
             sharding_specs: self
                 .specs
                 .iter()
-                .map(|s| ShardingSpec { sharding_spec: s.clone() })
+                .map(|s| ShardingSpec {
+                    sharding_spec: s.clone(),
+                })
                 .collect(),
             mesh_config: Some(self.mesh.to_proto()),
             r#type: ty as i32,
@@ -304,7 +347,10 @@ impl Layout {
 
     /// The same layout with type `PARTED`.
     pub fn to_parted(&self) -> Layout {
-        Layout { ty: LayoutType::Parted, ..self.clone() }
+        Layout {
+            ty: LayoutType::Parted,
+            ..self.clone()
+        }
     }
 
     /// Equal ignoring the type, except on axes where both have one shard
@@ -421,7 +467,10 @@ impl Layout {
             Some(n) if n > 0 => Ok(n),
             _ => Err(self.shape_err(
                 shape,
-                format!("axis {axis} has spec {:?}, which has no shard count", self.specs[axis]),
+                format!(
+                    "axis {axis} has spec {:?}, which has no shard count",
+                    self.specs[axis]
+                ),
             )),
         }
     }
@@ -430,14 +479,22 @@ impl Layout {
         if shape.len() != self.rank() {
             return Err(self.shape_err(
                 shape,
-                format!("rank {} given, the layout has rank {}", shape.len(), self.rank()),
+                format!(
+                    "rank {} given, the layout has rank {}",
+                    shape.len(),
+                    self.rank()
+                ),
             ));
         }
         Ok(())
     }
 
     pub(crate) fn shape_err(&self, shape: &[i64], fault: String) -> DTensorError {
-        DTensorError::Shape { shape: shape.to_vec(), layout: self.to_string(), fault }
+        DTensorError::Shape {
+            shape: shape.to_vec(),
+            layout: self.to_string(),
+            fault,
+        }
     }
 }
 

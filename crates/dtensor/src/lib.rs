@@ -32,26 +32,32 @@ mod device;
 mod error;
 mod from_op_sharding;
 mod hlo_text;
+mod jax;
 mod layout;
 mod mesh;
 mod op_sharding;
 mod pack;
 mod plan;
+mod report;
 mod sharding;
 pub mod spec;
+mod torch;
 
 pub use array::{Elements, HostArray};
 pub use device::DeviceName;
 pub use error::{DTensorError, Result};
 pub use from_op_sharding::{op_sharding_to_layouts, OpShardingLayouts};
 pub use hlo_text::{parse_hlo_text, to_hlo_text};
+pub use jax::{parse_partition_spec, to_partition_spec};
+pub use layout::{Layout, LayoutType};
+pub use mesh::{Mesh, MeshDim, MeshKind, EMPTY_MESH, USE_XLA_SPMD};
 pub use op_sharding::{
     decode_op_sharding, expanded_devices, layout_to_op_sharding, layout_to_op_sharding_bytes,
     DeviceListForm,
 };
 pub use pack::{global_shape_of, pack, relayout, unpack};
 pub use plan::{relayout_plan, resolve_match, RelayoutPlan, RelayoutStep};
+pub use report::{DeviceBox, LayoutReport, MeshReport};
 pub use sharding::{chunk, Chunking, ShardBox, Sharding};
+pub use torch::{parse_torch_placements, to_torch, TorchSharding};
 pub use unbound_proto::xla::OpSharding;
-pub use layout::{Layout, LayoutType};
-pub use mesh::{Mesh, MeshDim, MeshKind, EMPTY_MESH, USE_XLA_SPMD};

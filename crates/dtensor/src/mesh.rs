@@ -103,7 +103,11 @@ impl Mesh {
         if device.is_empty() {
             return Err(mesh_err(device, "Single device is empty."));
         }
-        Ok(Mesh { kind: MeshKind::SingleDevice, single_device: device.to_string(), ..Mesh::empty() })
+        Ok(Mesh {
+            kind: MeshKind::SingleDevice,
+            single_device: device.to_string(),
+            ..Mesh::empty()
+        })
     }
 
     /// Builds and validates a tile mesh as TensorFlow's `Mesh::GetMesh` does. With no global
@@ -131,8 +135,11 @@ impl Mesh {
         };
         let input = mesh.to_string();
         mesh.check_dim_names().map_err(|f| mesh_err(&input, f))?;
-        let (global_n, local_n, dev_n) =
-            (mesh.global_device_ids.len(), mesh.local_device_ids.len(), mesh.local_devices.len());
+        let (global_n, local_n, dev_n) = (
+            mesh.global_device_ids.len(),
+            mesh.local_device_ids.len(),
+            mesh.local_devices.len(),
+        );
         if !(global_n >= local_n && dev_n == local_n) {
             return Err(mesh_err(
                 &input,
@@ -154,7 +161,10 @@ impl Mesh {
             ));
         }
         if mesh.size() != Some(global_n as i64) {
-            return Err(mesh_err(&input, "mesh size doesn't match number of devices"));
+            return Err(mesh_err(
+                &input,
+                "mesh size doesn't match number of devices",
+            ));
         }
         let mut device_type: Option<String> = None;
         for device in &mesh.local_devices {
@@ -162,7 +172,10 @@ impl Mesh {
                 .ok_or_else(|| mesh_err(&input, "Failed to parse local_devices"))?;
             let (Some(_), Some(_), Some(ty)) = (&parsed.job, &parsed.task, &parsed.device_type)
             else {
-                return Err(mesh_err(&input, "Failed to either identify host or device type"));
+                return Err(mesh_err(
+                    &input,
+                    "Failed to either identify host or device type",
+                ));
             };
             match &device_type {
                 Some(t) if t != ty => {
@@ -209,7 +222,10 @@ impl Mesh {
         if parts.len() == 1 {
             let n = parts[0].split(':').count();
             if n != 5 && n != 6 {
-                return Err(mesh_err(s, format!("Input string is invalid: {}", parts[0])));
+                return Err(mesh_err(
+                    s,
+                    format!("Input string is invalid: {}", parts[0]),
+                ));
             }
             let mesh = Mesh::single_device(s)?;
             return Ok((mesh, warnings));
@@ -217,7 +233,10 @@ impl Mesh {
         if ![3, 5, 6, 7].contains(&parts.len()) {
             return Err(mesh_err(
                 s,
-                format!("Expected either 5, 6, 7 or 3 mesh parts but found{}", parts.len()),
+                format!(
+                    "Expected either 5, 6, 7 or 3 mesh parts but found{}",
+                    parts.len()
+                ),
             ));
         }
         let name = parts[0];
@@ -226,7 +245,10 @@ impl Mesh {
             if dim.is_empty() {
                 // TensorFlow reads an empty entry as a dimension "" of size 0.
                 warnings.push(format!("empty mesh dimension entry in {:?}", parts[1]));
-                dims.push(MeshDim { name: String::new(), size: 0 });
+                dims.push(MeshDim {
+                    name: String::new(),
+                    size: 0,
+                });
                 continue;
             }
             let pieces: Vec<&str> = dim.split('=').collect();
@@ -237,12 +259,21 @@ impl Mesh {
                 ));
             }
             let (size, junk) = stoi(pieces[1]).ok_or_else(|| {
-                mesh_err(s, format!("stoi: mesh dimension size {:?} is not a number", pieces[1]))
+                mesh_err(
+                    s,
+                    format!("stoi: mesh dimension size {:?} is not a number", pieces[1]),
+                )
             })?;
             if junk || pieces.len() > 2 {
-                warnings.push(format!("mesh dimension {dim:?} read as {}={size}", pieces[0]));
+                warnings.push(format!(
+                    "mesh dimension {dim:?} read as {}={size}",
+                    pieces[0]
+                ));
             }
-            dims.push(MeshDim { name: pieces[0].to_string(), size });
+            dims.push(MeshDim {
+                name: pieces[0].to_string(),
+                size,
+            });
         }
         if parts.len() == 3 {
             return Self::generate_for_tests(s, name, dims, parts[2]).map(|m| (m, warnings));
@@ -263,8 +294,10 @@ impl Mesh {
         };
         let global_ids = ids(parts[2], "global device id", &mut warnings)?;
         let local_ids = ids(parts[3], "local device id", &mut warnings)?;
-        let local_devices: Vec<String> =
-            split_nonempty(parts[4]).into_iter().map(str::to_string).collect();
+        let local_devices: Vec<String> = split_nonempty(parts[4])
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         let mut use_xla_spmd = false;
         let mut global_devices = Vec::new();
         if parts.len() == 6 && !parts[5].is_empty() {
@@ -322,14 +355,23 @@ impl Mesh {
                 format!("Expected a * in mesh_gen_instructions but found {gen}"),
             ));
         }
-        let size = if dims.is_empty() { 0 } else { dims.iter().map(|d| d.size).product::<i64>() };
+        let size = if dims.is_empty() {
+            0
+        } else {
+            dims.iter().map(|d| d.size).product::<i64>()
+        };
         let n = size.clamp(0, 1 << 20);
         if size > n {
-            return Err(mesh_err(s, format!("mesh of {size} devices is too large to generate")));
+            return Err(mesh_err(
+                s,
+                format!("mesh of {size} devices is too large to generate"),
+            ));
         }
         let ids: Vec<i64> = (0..n).collect();
-        let devices =
-            ids.iter().map(|i| format!("/job:localhost/task:0/device:{}:{i}", pieces[1])).collect();
+        let devices = ids
+            .iter()
+            .map(|i| format!("/job:localhost/task:0/device:{}:{i}", pieces[1]))
+            .collect();
         Mesh::new(name, dims, ids.clone(), ids, devices, Vec::new(), false).map_err(|e| match e {
             DTensorError::Mesh { fault, .. } => mesh_err(s, fault),
             other => other,
@@ -343,7 +385,12 @@ impl Mesh {
             return out;
         }
         let first = self.global_device_ids[0];
-        if self.global_device_ids.iter().enumerate().any(|(i, &id)| id != first + i as i64) {
+        if self
+            .global_device_ids
+            .iter()
+            .enumerate()
+            .any(|(i, &id)| id != first + i as i64)
+        {
             out.push("global device ids do not increase by one (tf.experimental.dtensor.Mesh rejects this)".into());
         }
         let mut seen = std::collections::HashSet::new();
@@ -378,7 +425,10 @@ impl Mesh {
             dims: proto
                 .mesh_dimensions
                 .iter()
-                .map(|d| MeshDim { name: d.name.clone(), size: d.size })
+                .map(|d| MeshDim {
+                    name: d.name.clone(),
+                    size: d.size,
+                })
                 .collect(),
             global_device_ids: proto.global_device_ids.clone(),
             local_device_ids: proto.local_device_ids.clone(),
@@ -411,7 +461,11 @@ impl Mesh {
 
     /// The `MeshProto` TensorFlow's `Mesh::ToProto` builds.
     pub fn to_proto(&self) -> MeshProto {
-        let mut p = MeshProto { name: self.name.clone(), use_xla_spmd: self.use_xla_spmd, ..Default::default() };
+        let mut p = MeshProto {
+            name: self.name.clone(),
+            use_xla_spmd: self.use_xla_spmd,
+            ..Default::default()
+        };
         match self.kind {
             MeshKind::Tile => {
                 p.local_devices = self.local_devices.clone();
@@ -420,7 +474,10 @@ impl Mesh {
                 p.mesh_dimensions = self
                     .dims
                     .iter()
-                    .map(|d| MeshDimensionProto { name: d.name.clone(), size: d.size })
+                    .map(|d| MeshDimensionProto {
+                        name: d.name.clone(),
+                        size: d.size,
+                    })
                     .collect();
                 p.global_devices = self.global_devices.clone();
             }
@@ -495,7 +552,9 @@ impl Mesh {
         if self.dims.is_empty() {
             return Some(0);
         }
-        self.dims.iter().try_fold(1i64, |acc, d| acc.checked_mul(d.size))
+        self.dims
+            .iter()
+            .try_fold(1i64, |acc, d| acc.checked_mul(d.size))
     }
     /// The number of global device ids.
     pub fn num_devices(&self) -> usize {
@@ -512,7 +571,9 @@ impl Mesh {
         } else {
             self.global_devices.first().or(self.local_devices.first())
         };
-        let Some(device) = device else { return String::new() };
+        let Some(device) = device else {
+            return String::new();
+        };
         match DeviceName::parse(device) {
             Some(d) => d.device_type.unwrap_or_default(),
             // TensorFlow ignores the parse failure and keeps the type its local-name parser
@@ -575,9 +636,15 @@ impl Mesh {
         self.local_device_ids
             .iter()
             .map(|id| {
-                self.global_device_ids.iter().position(|g| g == id).ok_or_else(|| {
-                    mesh_err(&self.to_string(), format!("local device id {id} is not a global device id"))
-                })
+                self.global_device_ids
+                    .iter()
+                    .position(|g| g == id)
+                    .ok_or_else(|| {
+                        mesh_err(
+                            &self.to_string(),
+                            format!("local device id {id} is not a global device id"),
+                        )
+                    })
             })
             .collect()
     }
@@ -624,7 +691,11 @@ impl std::fmt::Display for Mesh {
             return f.write_str(&self.single_device);
         }
         let join = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-        let dims: Vec<String> = self.dims.iter().map(|d| format!("{}={}", d.name, d.size)).collect();
+        let dims: Vec<String> = self
+            .dims
+            .iter()
+            .map(|d| format!("{}={}", d.name, d.size))
+            .collect();
         write!(
             f,
             "{}|{}|{}|{}|{}",

@@ -56,7 +56,10 @@ pub(crate) fn transposed_iota(shape: &[i64], perm: &[usize]) -> Vec<i64> {
 }
 
 fn err(layout: &Layout, fault: impl Into<String>) -> DTensorError {
-    DTensorError::OpSharding { input: layout.to_string(), fault: fault.into() }
+    DTensorError::OpSharding {
+        input: layout.to_string(),
+        fault: fault.into(),
+    }
 }
 
 /// The `OpSharding` TensorFlow attaches to a tensor of `layout` (`ConvertLayoutToXlaOpSharding`):
@@ -66,7 +69,10 @@ fn err(layout: &Layout, fault: impl Into<String>) -> DTensorError {
 /// position (not by global device id).
 pub fn layout_to_op_sharding(layout: &Layout, form: DeviceListForm) -> Result<OpSharding> {
     if layout.is_single_device() {
-        return Ok(OpSharding { r#type: ShardingType::Maximal as i32, ..Default::default() });
+        return Ok(OpSharding {
+            r#type: ShardingType::Maximal as i32,
+            ..Default::default()
+        });
     }
     if layout.is_empty() {
         return Err(err(layout, "the empty layout has no sharding"));
@@ -74,14 +80,19 @@ pub fn layout_to_op_sharding(layout: &Layout, form: DeviceListForm) -> Result<Op
     if layout.is_fully_replicated() {
         return Ok(OpSharding::default());
     }
-    let dims_of_axes = layout.axis_mesh_dims().map_err(|e| err(layout, e.to_string()))?;
+    let dims_of_axes = layout
+        .axis_mesh_dims()
+        .map_err(|e| err(layout, e.to_string()))?;
     let mesh_shape = layout.mesh().shape();
     let n = layout
         .mesh()
         .size()
         .filter(|&n| n > 0 && n <= 1 << 24)
         .ok_or_else(|| err(layout, "mesh size is not in 1..=2^24"))?;
-    let mut tile: Vec<i64> = dims_of_axes.iter().map(|d| d.map_or(1, |m| mesh_shape[m])).collect();
+    let mut tile: Vec<i64> = dims_of_axes
+        .iter()
+        .map(|d| d.map_or(1, |m| mesh_shape[m]))
+        .collect();
     let product: i64 = tile.iter().product();
     let mut replicate = false;
     if product < n {
@@ -96,7 +107,9 @@ pub fn layout_to_op_sharding(layout: &Layout, form: DeviceListForm) -> Result<Op
         ..Default::default()
     };
     match form {
-        DeviceListForm::Explicit => out.tile_assignment_devices = transposed_iota(&mesh_shape, &perm),
+        DeviceListForm::Explicit => {
+            out.tile_assignment_devices = transposed_iota(&mesh_shape, &perm)
+        }
         DeviceListForm::Iota => {
             out.iota_reshape_dims = mesh_shape;
             out.iota_transpose_perm = perm.iter().map(|&p| p as i32).collect();
@@ -135,7 +148,9 @@ pub fn expanded_devices(s: &OpSharding) -> std::result::Result<Vec<i64>, String>
             .try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) })
             .ok_or("iota_reshape_dims are negative or too large")?;
         if m != n {
-            return Err(format!("iota_reshape_dims multiply to {m}, tile dimensions to {n}"));
+            return Err(format!(
+                "iota_reshape_dims multiply to {m}, tile dimensions to {n}"
+            ));
         }
         let perm: Vec<usize> = if s.iota_transpose_perm.is_empty() {
             (0..s.iota_reshape_dims.len()).collect()
@@ -166,8 +181,14 @@ mod tests {
 
     #[test]
     fn transposed_iota_matches_tensorflow_vectors() {
-        assert_eq!(transposed_iota(&[2, 4], &[1, 0]), vec![0, 4, 1, 5, 2, 6, 3, 7]);
-        assert_eq!(transposed_iota(&[2, 2, 2], &[2, 0, 1]), vec![0, 2, 4, 6, 1, 3, 5, 7]);
+        assert_eq!(
+            transposed_iota(&[2, 4], &[1, 0]),
+            vec![0, 4, 1, 5, 2, 6, 3, 7]
+        );
+        assert_eq!(
+            transposed_iota(&[2, 2, 2], &[2, 0, 1]),
+            vec![0, 2, 4, 6, 1, 3, 5, 7]
+        );
         assert_eq!(transposed_iota(&[3], &[0]), vec![0, 1, 2]);
     }
 }

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::array::{Elements, HostArray};
-use crate::copy::{copy_box, Item, Placement};
+use crate::copy::{copy_box, Placement};
 use crate::error::{DTensorError, Result};
 use crate::sharding::{ShardBox, Sharding};
 
@@ -17,26 +17,52 @@ fn usizes(v: &[i64]) -> Vec<usize> {
 
 /// Copies `region` (global coordinates) from `src` (holding `src_box`) into `dst` (holding
 /// `dst_box`).
-fn copy_region(src: &HostArray, src_box: &ShardBox, dst: &mut HostArray, dst_box: &ShardBox, region: &ShardBox) {
-    let src_origin: Vec<usize> = region.offset.iter().zip(&src_box.offset).map(|(r, s)| (r - s) as usize).collect();
-    let dst_origin: Vec<usize> = region.offset.iter().zip(&dst_box.offset).map(|(r, d)| (r - d) as usize).collect();
-    let (src_shape, dst_shape, extent) = (usizes(src.shape()), usizes(dst.shape()), usizes(&region.shape));
-    fn go<T: Item>(s: &[T], ss: &[usize], so: &[usize], d: &mut [T], ds: &[usize], dor: &[usize], e: &[usize], unit: usize) {
-        copy_box(s, Placement { shape: ss, origin: so }, d, Placement { shape: ds, origin: dor }, e, unit);
-    }
+fn copy_region(
+    src: &HostArray,
+    src_box: &ShardBox,
+    dst: &mut HostArray,
+    dst_box: &ShardBox,
+    region: &ShardBox,
+) {
+    let src_origin: Vec<usize> = region
+        .offset
+        .iter()
+        .zip(&src_box.offset)
+        .map(|(r, s)| (r - s) as usize)
+        .collect();
+    let dst_origin: Vec<usize> = region
+        .offset
+        .iter()
+        .zip(&dst_box.offset)
+        .map(|(r, d)| (r - d) as usize)
+        .collect();
+    let (src_shape, dst_shape, extent) = (
+        usizes(src.shape()),
+        usizes(dst.shape()),
+        usizes(&region.shape),
+    );
+    let src_at = Placement {
+        shape: &src_shape,
+        origin: &src_origin,
+    };
+    let dst_at = Placement {
+        shape: &dst_shape,
+        origin: &dst_origin,
+    };
     match (src.elements(), dst.elements_mut()) {
         (Elements::Fixed { itemsize, bytes: s }, Elements::Fixed { bytes: d, .. }) => {
-            go(s, &src_shape, &src_origin, d, &dst_shape, &dst_origin, &extent, *itemsize)
+            copy_box(s, src_at, d, dst_at, &extent, *itemsize)
         }
-        (Elements::Strings(s), Elements::Strings(d)) => {
-            go(s, &src_shape, &src_origin, d, &dst_shape, &dst_origin, &extent, 1)
-        }
+        (Elements::Strings(s), Elements::Strings(d)) => copy_box(s, src_at, d, dst_at, &extent, 1),
         _ => unreachable!("element kinds are checked by the callers"),
     }
 }
 
 fn whole(shape: &[i64]) -> ShardBox {
-    ShardBox { offset: vec![0; shape.len()], shape: shape.to_vec() }
+    ShardBox {
+        offset: vec![0; shape.len()],
+        shape: shape.to_vec(),
+    }
 }
 
 fn refuse_partial(sharding: &Sharding) -> Result<()> {
@@ -67,7 +93,11 @@ pub fn unpack(global: &HostArray, sharding: &Sharding) -> Result<Vec<HostArray>>
 }
 
 /// Checks components against the boxes they should hold.
-fn check_components(components: &[HostArray], boxes: &[ShardBox], sharding: &Sharding) -> Result<()> {
+fn check_components(
+    components: &[HostArray],
+    boxes: &[ShardBox],
+    sharding: &Sharding,
+) -> Result<()> {
     if components.len() != boxes.len() {
         return Err(DTensorError::Data {
             what: "components".into(),
@@ -83,7 +113,11 @@ fn check_components(components: &[HostArray], boxes: &[ShardBox], sharding: &Sha
         if c.shape() != b.shape.as_slice() {
             return Err(DTensorError::Data {
                 what: format!("component {i}"),
-                fault: format!("shape {:?}, but the layout puts a shard of shape {:?} there", c.shape(), b.shape),
+                fault: format!(
+                    "shape {:?}, but the layout puts a shard of shape {:?} there",
+                    c.shape(),
+                    b.shape
+                ),
             });
         }
         if !c.same_kind(&components[0]) {
@@ -99,11 +133,18 @@ fn check_components(components: &[HostArray], boxes: &[ShardBox], sharding: &Sha
 /// The first local component holding each distinct box.
 fn distinct(boxes: &[ShardBox]) -> Vec<usize> {
     let mut seen = HashMap::new();
-    (0..boxes.len()).filter(|&i| seen.insert(&boxes[i], i).is_none()).collect()
+    (0..boxes.len())
+        .filter(|&i| seen.insert(&boxes[i], i).is_none())
+        .collect()
 }
 
 /// Checks that `chosen` boxes cover the global array exactly (without overlap).
-fn check_cover(boxes: &[ShardBox], chosen: &[usize], global: &[i64], sharding: &Sharding) -> Result<()> {
+fn check_cover(
+    boxes: &[ShardBox],
+    chosen: &[usize],
+    global: &[i64],
+    sharding: &Sharding,
+) -> Result<()> {
     let total: i64 = global.iter().product();
     let covered: i64 = chosen.iter().map(|&i| boxes[i].len()).sum();
     if covered != total {
@@ -121,7 +162,11 @@ fn check_cover(boxes: &[ShardBox], chosen: &[usize], global: &[i64], sharding: &
 
 /// Joins components (local-device order) into the global array of shape `global_shape`.
 /// Replicas are not compared: the first device holding each shard supplies it.
-pub fn pack(components: &[HostArray], sharding: &Sharding, global_shape: &[i64]) -> Result<HostArray> {
+pub fn pack(
+    components: &[HostArray],
+    sharding: &Sharding,
+    global_shape: &[i64],
+) -> Result<HostArray> {
     refuse_partial(sharding)?;
     let boxes = sharding.local_boxes(global_shape)?;
     check_components(components, &boxes, sharding)?;
@@ -148,7 +193,11 @@ pub fn global_shape_of(components: &[HostArray], sharding: &Sharding) -> Result<
     if components.len() != positions.len() {
         return Err(DTensorError::Data {
             what: "components".into(),
-            fault: format!("{} given, but the mesh has {} local devices", components.len(), positions.len()),
+            fault: format!(
+                "{} given, but the mesh has {} local devices",
+                components.len(),
+                positions.len()
+            ),
         });
     }
     let rank = sharding.rank();
@@ -160,7 +209,11 @@ pub fn global_shape_of(components: &[HostArray], sharding: &Sharding) -> Result<
             if c.shape().len() != rank {
                 return Err(DTensorError::Data {
                     what: "components".into(),
-                    fault: format!("a component has rank {}, the layout {}", c.shape().len(), rank),
+                    fault: format!(
+                        "a component has rank {}, the layout {}",
+                        c.shape().len(),
+                        rank
+                    ),
                 });
             }
             let loc = sharding.mesh().device_location(p as i64)?;
@@ -173,7 +226,11 @@ pub fn global_shape_of(components: &[HostArray], sharding: &Sharding) -> Result<
         if by_piece.len() as i64 != sharding.pieces(axis) {
             return Err(DTensorError::Data {
                 what: "components".into(),
-                fault: format!("the local devices hold {} of the {} pieces of axis {axis}", by_piece.len(), sharding.pieces(axis)),
+                fault: format!(
+                    "the local devices hold {} of the {} pieces of axis {axis}",
+                    by_piece.len(),
+                    sharding.pieces(axis)
+                ),
             });
         }
         shape.push(by_piece.values().sum());
@@ -184,7 +241,12 @@ pub fn global_shape_of(components: &[HostArray], sharding: &Sharding) -> Result<
 /// Moves components of sharding `from` to components of sharding `to` on the same mesh:
 /// each target component is filled from the source components overlapping it, without
 /// building the global array.
-pub fn relayout(components: &[HostArray], from: &Sharding, to: &Sharding, global_shape: &[i64]) -> Result<Vec<HostArray>> {
+pub fn relayout(
+    components: &[HostArray],
+    from: &Sharding,
+    to: &Sharding,
+    global_shape: &[i64],
+) -> Result<Vec<HostArray>> {
     if from.mesh() != to.mesh() {
         return Err(DTensorError::Relayout {
             from: from.describe(),
@@ -206,7 +268,9 @@ pub fn relayout(components: &[HostArray], from: &Sharding, to: &Sharding, global
     let dst_boxes = to.local_boxes(global_shape)?;
     let chosen = distinct(&src_boxes);
     check_cover(&src_boxes, &chosen, global_shape, from)?;
-    let Some(first) = components.first() else { return Ok(Vec::new()) };
+    let Some(first) = components.first() else {
+        return Ok(Vec::new());
+    };
     let mut out = Vec::with_capacity(dst_boxes.len());
     for b in &dst_boxes {
         let mut c = HostArray::zeros_like_kind(first.elements(), b.shape.clone())?;

@@ -46,7 +46,7 @@ impl ShardBox {
     }
     /// No elements.
     pub fn is_empty(&self) -> bool {
-        self.shape.iter().any(|&d| d == 0)
+        self.shape.contains(&0)
     }
     /// The intersection with `other`, if it holds any element.
     pub fn intersect(&self, other: &ShardBox) -> Option<ShardBox> {
@@ -83,12 +83,20 @@ pub fn chunk(g: i64, n: i64, idx: i64, chunking: Chunking) -> (i64, i64) {
 impl Sharding {
     /// A sharding from per-axis mesh dimension lists (major first) and mesh dimensions
     /// holding partial sums (which matter to relayout plans only).
-    pub fn new(mesh: Mesh, axes: Vec<Vec<usize>>, partial: Vec<usize>, chunking: Chunking) -> Result<Sharding> {
+    pub fn new(
+        mesh: Mesh,
+        axes: Vec<Vec<usize>>,
+        partial: Vec<usize>,
+        chunking: Chunking,
+    ) -> Result<Sharding> {
         let rank = mesh.dims().len();
         let mut used = vec![false; rank];
         for &m in axes.iter().flatten().chain(&partial) {
             if m >= rank {
-                return Err(DTensorError::Layout { input: format!("{axes:?}"), fault: format!("mesh dimension {m} out of range") });
+                return Err(DTensorError::Layout {
+                    input: format!("{axes:?}"),
+                    fault: format!("mesh dimension {m} out of range"),
+                });
             }
             if std::mem::replace(&mut used[m], true) {
                 return Err(DTensorError::Layout {
@@ -98,9 +106,17 @@ impl Sharding {
             }
         }
         if mesh.is_empty() || mesh.size().is_none_or(|n| n <= 0) {
-            return Err(DTensorError::Layout { input: mesh.to_string(), fault: "the mesh has no devices".into() });
+            return Err(DTensorError::Layout {
+                input: mesh.to_string(),
+                fault: "the mesh has no devices".into(),
+            });
         }
-        Ok(Sharding { mesh, axes, partial, chunking })
+        Ok(Sharding {
+            mesh,
+            axes,
+            partial,
+            chunking,
+        })
     }
 
     /// The sharding of a DTensor layout (`any` and `match` are refused: they name no
@@ -113,7 +129,11 @@ impl Sharding {
                 fault: "a single-device or empty layout has no shards".into(),
             });
         }
-        let axes = layout.axis_mesh_dims()?.into_iter().map(|d| d.into_iter().collect()).collect();
+        let axes = layout
+            .axis_mesh_dims()?
+            .into_iter()
+            .map(|d| d.into_iter().collect())
+            .collect();
         Sharding::new(layout.mesh().clone(), axes, Vec::new(), chunking)
     }
 
@@ -141,13 +161,19 @@ impl Sharding {
     /// The DTensor layout of this sharding, if it is one (one mesh dimension per axis at
     /// most, even, no partial sums).
     pub fn to_layout(&self) -> Option<Layout> {
-        if self.chunking != Chunking::Even || !self.partial.is_empty() || self.axes.iter().any(|a| a.len() > 1) {
+        if self.chunking != Chunking::Even
+            || !self.partial.is_empty()
+            || self.axes.iter().any(|a| a.len() > 1)
+        {
             return None;
         }
         let specs = self
             .axes
             .iter()
-            .map(|a| a.first().map_or(UNSHARDED.to_string(), |&m| self.mesh.dims()[m].name.clone()))
+            .map(|a| {
+                a.first()
+                    .map_or(UNSHARDED.to_string(), |&m| self.mesh.dims()[m].name.clone())
+            })
             .collect();
         Layout::new(crate::layout::LayoutType::Static, specs, self.mesh.clone()).ok()
     }
@@ -157,11 +183,21 @@ impl Sharding {
         if let Some(l) = self.to_layout() {
             return l.to_string();
         }
-        let names = |dims: &[usize]| dims.iter().map(|&m| self.mesh.dims()[m].name.clone()).collect::<Vec<_>>();
+        let names = |dims: &[usize]| {
+            dims.iter()
+                .map(|&m| self.mesh.dims()[m].name.clone())
+                .collect::<Vec<_>>()
+        };
         let axes: Vec<String> = self
             .axes
             .iter()
-            .map(|a| if a.is_empty() { UNSHARDED.to_string() } else { names(a).join("*") })
+            .map(|a| {
+                if a.is_empty() {
+                    UNSHARDED.to_string()
+                } else {
+                    names(a).join("*")
+                }
+            })
             .collect();
         let mut s = format!("[{}]", axes.join(", "));
         if !self.partial.is_empty() {
@@ -175,15 +211,26 @@ impl Sharding {
 
     /// The number of pieces of axis `axis`.
     pub fn pieces(&self, axis: usize) -> i64 {
-        self.axes[axis].iter().map(|&m| self.mesh.dims()[m].size).product()
+        self.axes[axis]
+            .iter()
+            .map(|&m| self.mesh.dims()[m].size)
+            .product()
     }
 
     /// Checks `global` against the sharding: rank, non-negative sizes, divisibility for
     /// even chunking.
     pub fn check_shape(&self, global: &[i64]) -> Result<()> {
-        let err = |fault: String| DTensorError::Shape { shape: global.to_vec(), layout: self.describe(), fault };
+        let err = |fault: String| DTensorError::Shape {
+            shape: global.to_vec(),
+            layout: self.describe(),
+            fault,
+        };
         if global.len() != self.rank() {
-            return Err(err(format!("rank {} given, the layout has rank {}", global.len(), self.rank())));
+            return Err(err(format!(
+                "rank {} given, the layout has rank {}",
+                global.len(),
+                self.rank()
+            )));
         }
         for (i, &g) in global.iter().enumerate() {
             if g < 0 {
@@ -220,7 +267,11 @@ impl Sharding {
     /// The box of each local device, in local-device order.
     pub fn local_boxes(&self, global: &[i64]) -> Result<Vec<ShardBox>> {
         self.check_shape(global)?;
-        self.mesh.local_positions()?.into_iter().map(|p| self.box_at(global, p as i64)).collect()
+        self.mesh
+            .local_positions()?
+            .into_iter()
+            .map(|p| self.box_at(global, p as i64))
+            .collect()
     }
 }
 
@@ -231,7 +282,9 @@ mod tests {
     #[test]
     fn torch_chunk_rule() {
         // torch.chunk(torch.arange(10), 4) -> sizes 3,3,3,1; of 5 in 4: 2,2,1,0.
-        let sizes: Vec<i64> = (0..4).map(|i| chunk(10, 4, i, Chunking::Uneven).1).collect();
+        let sizes: Vec<i64> = (0..4)
+            .map(|i| chunk(10, 4, i, Chunking::Uneven).1)
+            .collect();
         assert_eq!(sizes, vec![3, 3, 3, 1]);
         let parts: Vec<(i64, i64)> = (0..4).map(|i| chunk(5, 4, i, Chunking::Uneven)).collect();
         assert_eq!(parts, vec![(0, 2), (2, 2), (4, 1), (5, 0)]);
@@ -243,7 +296,13 @@ mod tests {
         let mesh = Mesh::parse("|x=2,y=4|*CPU").unwrap();
         let s = Sharding::new(mesh, vec![vec![0, 1], vec![]], vec![], Chunking::Even).unwrap();
         // Position 5 is x=1, y=1: piece 1*4+1 = 5 of 8.
-        assert_eq!(s.box_at(&[16, 3], 5).unwrap(), ShardBox { offset: vec![10, 0], shape: vec![2, 3] });
+        assert_eq!(
+            s.box_at(&[16, 3], 5).unwrap(),
+            ShardBox {
+                offset: vec![10, 0],
+                shape: vec![2, 3]
+            }
+        );
         assert!(s.to_layout().is_none());
         assert_eq!(s.describe(), "[x*y, unsharded]");
     }

@@ -252,11 +252,11 @@ fn load_sharding(
 }
 
 fn warn_all(warnings: &[String], strict: bool) -> CmdResult {
+    if strict && !warnings.is_empty() {
+        return Err(format!("(--strict) {}", warnings.join("; ")).into());
+    }
     for w in warnings {
         eprintln!("unbound: warning: {w}");
-    }
-    if strict && !warnings.is_empty() {
-        return Err(format!("{} warning(s) with --strict", warnings.len()).into());
     }
     Ok(())
 }

@@ -217,6 +217,10 @@ fn load_mesh(spec: &str) -> Result<(Mesh, Vec<String>), DTensorError> {
     }
 }
 
+/// A sharding read from the command line: the sharding, the DTensor layout when it is one,
+/// and parse warnings.
+type LoadedSharding = (Sharding, Option<Layout>, Vec<String>);
+
 /// A layout: TensorFlow's string, @FILE (LayoutProto), or with a mesh a PartitionSpec or
 /// PyTorch placements. Returns the sharding, the layout when it is a DTensor one, warnings.
 fn load_sharding(
@@ -224,7 +228,7 @@ fn load_sharding(
     mesh: Option<&str>,
     rank_hint: Option<usize>,
     chunking: Chunking,
-) -> Result<(Sharding, Option<Layout>, Vec<String>), Box<dyn std::error::Error>> {
+) -> Result<LoadedSharding, Box<dyn std::error::Error>> {
     let t = spec.trim();
     if t.starts_with('P') || t.starts_with('[') {
         let mesh_spec = mesh.ok_or_else(|| format!("layout {spec:?} needs --mesh"))?;

@@ -57,6 +57,9 @@ pub struct ShowArgs {
     /// Treat warnings (where TensorFlow quietly reads something else) as errors.
     #[arg(long)]
     strict: bool,
+    /// Read SPEC as a layout or as a mesh instead of deciding from its text.
+    #[arg(long, value_enum, default_value = "auto")]
+    kind: SpecKind,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -196,11 +199,25 @@ fn read_file(path: &str) -> Result<Vec<u8>, String> {
     fs::read(path).map_err(|e| format!("{path}: {e}"))
 }
 
+/// Whether SPEC reads as a layout string: a layout prefix, `empty_layout`, or a space (a
+/// layout string is `<specs> <mesh>`; mesh strings hold no space).
 fn is_layout_text(s: &str) -> bool {
     s == "empty_layout"
+        || s.contains(' ')
         || ["sharding_specs:", "parted:", "maximal:"]
             .iter()
             .any(|p| s.starts_with(p))
+}
+
+/// What SPEC of `layout show` is.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum SpecKind {
+    /// Decide from the text (or, for @FILE, from what decodes).
+    Auto,
+    /// A layout string or LayoutProto.
+    Layout,
+    /// A mesh string or MeshProto.
+    Mesh,
 }
 
 /// A mesh string or @FILE with a MeshProto.
@@ -279,7 +296,11 @@ fn show(a: ShowArgs) -> CmdResult {
         Layout(Layout, Vec<String>),
         Mesh(Mesh, Vec<String>),
     }
-    let shown = if let Some(path) = spec.strip_prefix('@') {
+    let shown = if let (Some(path), SpecKind::Layout) = (spec.strip_prefix('@'), a.kind) {
+        Shown::Layout(Layout::decode(&read_file(path)?, path)?, Vec::new())
+    } else if let (Some(path), SpecKind::Mesh) = (spec.strip_prefix('@'), a.kind) {
+        Shown::Mesh(Mesh::decode(&read_file(path)?, path)?, Vec::new())
+    } else if let Some(path) = spec.strip_prefix('@') {
         let bytes = read_file(path)?;
         match Layout::decode(&bytes, path) {
             Ok(l) if !l.is_empty() || bytes.first() == Some(&0x12) => Shown::Layout(l, Vec::new()),
@@ -296,7 +317,9 @@ fn show(a: ShowArgs) -> CmdResult {
                 },
             },
         }
-    } else if is_layout_text(spec) {
+    } else if matches!(a.kind, SpecKind::Layout)
+        || (matches!(a.kind, SpecKind::Auto) && is_layout_text(spec))
+    {
         let (l, w) = Layout::parse_with_warnings(spec)?;
         Shown::Layout(l, w)
     } else {

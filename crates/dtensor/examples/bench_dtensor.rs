@@ -5,12 +5,17 @@
 //! cargo run --release -p unbound-dtensor --example bench_dtensor -- [MiB]   (default 1024)
 //! ```
 //!
-//! Prints one JSON object per line: `{"op": ..., "seconds": ..., "gib_per_s": ...}` (best of
-//! five runs each).
+//! Prints one JSON object per line: `{"op": ..., "seconds": ..., "gib_per_s": ...,
+//! "vs_memcpy": ...}` (best of five runs each). Operations that allocate their output are
+//! compared with a memcpy into a fresh allocation (both pay the page faults); the `into
+//! reused buffers` variants with a memcpy into an already-touched buffer.
 
 use std::time::Instant;
 
-use unbound_dtensor::{pack, relayout, unpack, Chunking, HostArray, Layout, Sharding};
+use unbound_dtensor::{
+    pack, pack_into, relayout, relayout_into, unpack, unpack_into, Chunking, HostArray, Layout,
+    Sharding,
+};
 
 fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
     let mut best = f64::INFINITY;
@@ -32,7 +37,10 @@ fn report(op: &str, seconds: f64, bytes: usize, memcpy: f64) {
 }
 
 fn main() {
-    let mib: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1024);
+    let mib: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1024);
     let bytes = mib << 20;
     let side = ((bytes / 4) as f64).sqrt() as i64;
     let side = side - side % 8;
@@ -61,10 +69,62 @@ fn main() {
     report("memcpy", memcpy, n, memcpy);
     report("memcpy_prefaulted", memcpy_warm, n, memcpy);
 
-    report("unpack x,y", best(5, || unpack(&global, &xy).expect("unpack")), n, memcpy);
-    report("unpack x,unsharded (4 replicas per shard)", best(5, || unpack(&global, &x_).expect("unpack")), 4 * n, memcpy);
+    report(
+        "unpack x,y",
+        best(5, || unpack(&global, &xy).expect("unpack")),
+        n,
+        memcpy,
+    );
+    report(
+        "unpack x,unsharded (4 replicas per shard)",
+        best(5, || unpack(&global, &x_).expect("unpack")),
+        4 * n,
+        memcpy,
+    );
     let comps = unpack(&global, &xy).expect("unpack");
-    report("pack x,y", best(5, || pack(&comps, &xy, &shape).expect("pack")), n, memcpy);
-    report("relayout x,y -> y,x", best(5, || relayout(&comps, &xy, &yx, &shape).expect("relayout")), n, memcpy);
-    assert_eq!(pack(&relayout(&comps, &xy, &yx, &shape).expect("relayout"), &yx, &shape).expect("pack"), global);
+    report(
+        "pack x,y",
+        best(5, || pack(&comps, &xy, &shape).expect("pack")),
+        n,
+        memcpy,
+    );
+    report(
+        "relayout x,y -> y,x",
+        best(5, || relayout(&comps, &xy, &yx, &shape).expect("relayout")),
+        n,
+        memcpy,
+    );
+    // The same into outputs allocated (and touched) once, as a caller reusing buffers does.
+    let mut parts = unpack(&global, &xy).expect("unpack");
+    report(
+        "unpack x,y into reused buffers",
+        best(5, || unpack_into(&global, &xy, &mut parts).expect("unpack")),
+        n,
+        memcpy_warm,
+    );
+    let mut whole = global.clone();
+    report(
+        "pack x,y into a reused buffer",
+        best(5, || pack_into(&comps, &xy, &mut whole).expect("pack")),
+        n,
+        memcpy_warm,
+    );
+    let mut moved = relayout(&comps, &xy, &yx, &shape).expect("relayout");
+    report(
+        "relayout x,y -> y,x into reused buffers",
+        best(5, || {
+            relayout_into(&comps, &xy, &yx, &shape, &mut moved).expect("relayout")
+        }),
+        n,
+        memcpy_warm,
+    );
+    assert_eq!(
+        pack(
+            &relayout(&comps, &xy, &yx, &shape).expect("relayout"),
+            &yx,
+            &shape
+        )
+        .expect("pack"),
+        global
+    );
 }

@@ -55,7 +55,7 @@ pub use op_sharding::{
     decode_op_sharding, expanded_devices, layout_to_op_sharding, layout_to_op_sharding_bytes,
     DeviceListForm,
 };
-pub use pack::{global_shape_of, pack, relayout, unpack};
+pub use pack::{global_shape_of, pack, pack_into, relayout, relayout_into, unpack, unpack_into};
 pub use plan::{relayout_plan, resolve_match, RelayoutPlan, RelayoutStep};
 pub use report::{DeviceBox, LayoutReport, MeshReport};
 pub use sharding::{chunk, Chunking, ShardBox, Sharding};

@@ -80,16 +80,44 @@ fn refuse_partial(sharding: &Sharding) -> Result<()> {
 pub fn unpack(global: &HostArray, sharding: &Sharding) -> Result<Vec<HostArray>> {
     refuse_partial(sharding)?;
     let boxes = sharding.local_boxes(global.shape())?;
-    let all = whole(global.shape());
-    let mut out = Vec::with_capacity(boxes.len());
-    for b in &boxes {
-        let mut c = HostArray::zeros_like_kind(global.elements(), b.shape.clone())?;
-        if !b.is_empty() {
-            copy_region(global, &all, &mut c, b, b);
-        }
-        out.push(c);
-    }
+    let mut out = boxes
+        .iter()
+        .map(|b| HostArray::zeros_like_kind(global.elements(), b.shape.clone()))
+        .collect::<Result<Vec<_>>>()?;
+    unpack_into(global, sharding, &mut out)?;
     Ok(out)
+}
+
+/// [`unpack`] into existing components (of the right shapes and dtype), so that memory is
+/// reused across calls.
+pub fn unpack_into(global: &HostArray, sharding: &Sharding, out: &mut [HostArray]) -> Result<()> {
+    refuse_partial(sharding)?;
+    let boxes = sharding.local_boxes(global.shape())?;
+    check_outputs(out, &boxes, global, sharding)?;
+    let all = whole(global.shape());
+    for (c, b) in out.iter_mut().zip(&boxes) {
+        if !b.is_empty() {
+            copy_region(global, &all, c, b, b);
+        }
+    }
+    Ok(())
+}
+
+/// Checks output components: one per box, of its shape, of `like`'s dtype.
+fn check_outputs(
+    out: &[HostArray],
+    boxes: &[ShardBox],
+    like: &HostArray,
+    sharding: &Sharding,
+) -> Result<()> {
+    check_components(out, boxes, sharding)?;
+    match out.iter().position(|c| !c.same_kind(like)) {
+        Some(i) => Err(DTensorError::Data {
+            what: format!("output component {i}"),
+            fault: "its dtype differs from the input's".into(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Checks components against the boxes they should hold.
@@ -167,23 +195,42 @@ pub fn pack(
     sharding: &Sharding,
     global_shape: &[i64],
 ) -> Result<HostArray> {
-    refuse_partial(sharding)?;
-    let boxes = sharding.local_boxes(global_shape)?;
-    check_components(components, &boxes, sharding)?;
     let first = components.first().ok_or_else(|| DTensorError::Data {
         what: "components".into(),
         fault: "none given (the mesh has no local devices)".into(),
     })?;
-    let chosen = distinct(&boxes);
-    check_cover(&boxes, &chosen, global_shape, sharding)?;
     let mut global = HostArray::zeros_like_kind(first.elements(), global_shape.to_vec())?;
-    let all = whole(global_shape);
-    for &i in &chosen {
-        if !boxes[i].is_empty() {
-            copy_region(&components[i], &boxes[i], &mut global, &all, &boxes[i]);
+    pack_into(components, sharding, &mut global)?;
+    Ok(global)
+}
+
+/// [`pack`] into an existing global array (its shape is the global shape).
+pub fn pack_into(
+    components: &[HostArray],
+    sharding: &Sharding,
+    global: &mut HostArray,
+) -> Result<()> {
+    refuse_partial(sharding)?;
+    let global_shape = global.shape().to_vec();
+    let boxes = sharding.local_boxes(&global_shape)?;
+    check_components(components, &boxes, sharding)?;
+    if let Some(first) = components.first() {
+        if !first.same_kind(global) {
+            return Err(DTensorError::Data {
+                what: "global array".into(),
+                fault: "its dtype differs from the components'".into(),
+            });
         }
     }
-    Ok(global)
+    let chosen = distinct(&boxes);
+    check_cover(&boxes, &chosen, &global_shape, sharding)?;
+    let all = whole(&global_shape);
+    for &i in &chosen {
+        if !boxes[i].is_empty() {
+            copy_region(&components[i], &boxes[i], global, &all, &boxes[i]);
+        }
+    }
+    Ok(())
 }
 
 /// The global shape implied by components of `sharding`: on each axis, the sum of the
@@ -238,15 +285,7 @@ pub fn global_shape_of(components: &[HostArray], sharding: &Sharding) -> Result<
     Ok(shape)
 }
 
-/// Moves components of sharding `from` to components of sharding `to` on the same mesh:
-/// each target component is filled from the source components overlapping it, without
-/// building the global array.
-pub fn relayout(
-    components: &[HostArray],
-    from: &Sharding,
-    to: &Sharding,
-    global_shape: &[i64],
-) -> Result<Vec<HostArray>> {
+fn check_same_mesh(from: &Sharding, to: &Sharding) -> Result<()> {
     if from.mesh() != to.mesh() {
         return Err(DTensorError::Relayout {
             from: from.describe(),
@@ -262,24 +301,55 @@ pub fn relayout(
         });
     }
     refuse_partial(from)?;
-    refuse_partial(to)?;
-    let src_boxes = from.local_boxes(global_shape)?;
-    check_components(components, &src_boxes, from)?;
-    let dst_boxes = to.local_boxes(global_shape)?;
-    let chosen = distinct(&src_boxes);
-    check_cover(&src_boxes, &chosen, global_shape, from)?;
+    refuse_partial(to)
+}
+
+/// Moves components of sharding `from` to components of sharding `to` on the same mesh:
+/// each target component is filled from the source components overlapping it, without
+/// building the global array.
+pub fn relayout(
+    components: &[HostArray],
+    from: &Sharding,
+    to: &Sharding,
+    global_shape: &[i64],
+) -> Result<Vec<HostArray>> {
+    check_same_mesh(from, to)?;
     let Some(first) = components.first() else {
         return Ok(Vec::new());
     };
-    let mut out = Vec::with_capacity(dst_boxes.len());
-    for b in &dst_boxes {
-        let mut c = HostArray::zeros_like_kind(first.elements(), b.shape.clone())?;
+    let mut out = to
+        .local_boxes(global_shape)?
+        .iter()
+        .map(|b| HostArray::zeros_like_kind(first.elements(), b.shape.clone()))
+        .collect::<Result<Vec<_>>>()?;
+    relayout_into(components, from, to, global_shape, &mut out)?;
+    Ok(out)
+}
+
+/// [`relayout`] into existing target components.
+pub fn relayout_into(
+    components: &[HostArray],
+    from: &Sharding,
+    to: &Sharding,
+    global_shape: &[i64],
+    out: &mut [HostArray],
+) -> Result<()> {
+    check_same_mesh(from, to)?;
+    let src_boxes = from.local_boxes(global_shape)?;
+    check_components(components, &src_boxes, from)?;
+    let dst_boxes = to.local_boxes(global_shape)?;
+    let Some(first) = components.first() else {
+        return Ok(());
+    };
+    check_outputs(out, &dst_boxes, first, to)?;
+    let chosen = distinct(&src_boxes);
+    check_cover(&src_boxes, &chosen, global_shape, from)?;
+    for (c, b) in out.iter_mut().zip(&dst_boxes) {
         for &i in &chosen {
             if let Some(region) = src_boxes[i].intersect(b) {
-                copy_region(&components[i], &src_boxes[i], &mut c, b, &region);
+                copy_region(&components[i], &src_boxes[i], c, b, &region);
             }
         }
-        out.push(c);
     }
-    Ok(out)
+    Ok(())
 }

@@ -27,6 +27,31 @@ pub struct OpShardingLayouts {
 /// Names given to the dimensions of a mesh this module invents.
 const DIM_NAMES: [&str; 8] = ["x", "y", "z", "w", "v", "u", "t", "s"];
 
+/// The most devices a mesh this module invents may have (each gets a device name).
+const MAX_INVENTED_DEVICES: usize = 1 << 16;
+
+/// How many device numbers the searches may compare in total before giving up (hostile
+/// input must not hang the program).
+const SEARCH_BUDGET: u64 = 20_000_000;
+
+/// Charges `cost` to the search budget; false once it is spent.
+fn charge(budget: &mut u64, cost: usize) -> bool {
+    match budget.checked_sub(cost as u64 + 1) {
+        Some(left) => {
+            *budget = left;
+            true
+        }
+        None => false,
+    }
+}
+
+fn gave_up(s: &OpSharding) -> DTensorError {
+    fail(
+        s,
+        "the search for a matching mesh and layout gave up (too many devices or dimensions)",
+    )
+}
+
 fn fail(s: &OpSharding, fault: impl Into<String>) -> DTensorError {
     DTensorError::OpSharding {
         input: to_hlo_text(s),
@@ -223,6 +248,14 @@ fn tiled(s: &OpSharding, mesh: Option<&Mesh>, out: &mut OpShardingLayouts) -> Re
     let (axis_tiles, rep) = tiles(s)?;
     match mesh {
         Some(m) => on_mesh(s, m, &axis_tiles, &devices, out),
+        None if devices.len() > MAX_INVENTED_DEVICES => Err(fail(
+            s,
+            format!(
+                "{} devices: too many to invent a mesh of named CPU devices for (at most \
+                 {MAX_INVENTED_DEVICES}); give a mesh",
+                devices.len()
+            ),
+        )),
         None => invent_mesh(s, &axis_tiles, rep, &devices, out),
     }
 }
@@ -264,7 +297,13 @@ fn on_mesh(
     let mut found: Vec<Layout> = Vec::new();
     let mut current = Vec::new();
     let want = normalized(s, devices);
+    let mut budget = SEARCH_BUDGET;
+    let mut exhausted = false;
     search_assignment(&shape, axis_tiles, &mut current, &mut |dims| {
+        if exhausted || !charge(&mut budget, devices.len()) {
+            exhausted = true;
+            return;
+        }
         let specs = dims
             .iter()
             .map(|d| d.map_or(UNSHARDED.to_string(), |m| mesh.dims()[m].name.clone()))
@@ -281,6 +320,9 @@ fn on_mesh(
         }
     });
     if found.is_empty() {
+        if exhausted {
+            return Err(gave_up(s));
+        }
         return Err(fail(
             s,
             format!("no assignment of axes to the dimensions of mesh {mesh} gives this sharding"),
@@ -336,21 +378,42 @@ fn search_assignment(
     }
 }
 
-/// Ordered factorizations of `r` into `k` factors greater than 1.
-fn factorizations(r: i64, k: usize) -> Vec<Vec<i64>> {
+/// Ordered factorizations of `r` into `k` factors greater than 1; `None` when the budget
+/// runs out.
+fn factorizations(r: i64, k: usize, budget: &mut u64) -> Option<Vec<Vec<i64>>> {
     if k == 0 {
-        return if r == 1 { vec![vec![]] } else { vec![] };
+        return Some(if r == 1 { vec![vec![]] } else { vec![] });
+    }
+    // Trial division up to the square root: charge it.
+    let root = (r as f64).sqrt() as usize + 1;
+    if !charge(budget, root) {
+        return None;
+    }
+    let mut divisors: Vec<i64> = (2..)
+        .take_while(|d| d * d <= r)
+        .filter(|d| r % d == 0)
+        .collect();
+    let larger: Vec<i64> = divisors
+        .iter()
+        .rev()
+        .map(|d| r / d)
+        .filter(|&q| q * q != r)
+        .collect();
+    divisors.extend(larger);
+    if r > 1 {
+        divisors.push(r);
     }
     let mut out = Vec::new();
-    for f in 2..=r {
-        if r % f == 0 {
-            for mut rest in factorizations(r / f, k - 1) {
-                rest.insert(0, f);
-                out.push(rest);
+    for f in divisors {
+        for mut rest in factorizations(r / f, k - 1, budget)? {
+            if !charge(budget, k) {
+                return None;
             }
+            rest.insert(0, f);
+            out.push(rest);
         }
     }
-    out
+    Some(out)
 }
 
 /// All orders of `items` in which items flagged `keep_order` keep their relative order.
@@ -409,12 +472,16 @@ fn invent_mesh(
         sharded.push((1, Some(0)));
     }
     let max_factors = if rep > 1 {
-        64 - rep.leading_zeros() as usize
+        (64 - rep.leading_zeros() as usize).min(DIM_NAMES.len().saturating_sub(sharded.len()))
     } else {
         0
     };
+    let mut budget = SEARCH_BUDGET;
     for k in usize::from(rep > 1)..=max_factors {
-        for factors in factorizations(rep, k) {
+        let Some(all) = factorizations(rep, k, &mut budget) else {
+            return Err(gave_up(s));
+        };
+        for factors in all {
             let sizes_ok = |shape: &[i64]| shape.iter().product::<i64>() == devices.len() as i64;
             let mut items = sharded.clone();
             items.extend(factors.iter().map(|&f| (f, None)));
@@ -422,6 +489,9 @@ fn invent_mesh(
                 continue;
             }
             for order in interleavings(&items) {
+                if !charge(&mut budget, devices.len()) {
+                    return Err(gave_up(s));
+                }
                 let shape: Vec<i64> = order.iter().map(|&i| items[i].0).collect();
                 if !sizes_ok(&shape) {
                     continue;
@@ -503,5 +573,24 @@ mod tests {
         );
         let s = parse_hlo_text("{manual}").unwrap();
         assert!(op_sharding_to_layouts(&s, None, None).is_err());
+    }
+
+    #[test]
+    fn hostile_sizes_end_quickly() {
+        let start = std::time::Instant::now();
+        let s =
+            parse_hlo_text("{devices=[1,16777216]<=[16777216] last_tile_dim_replicate}").unwrap();
+        let e = op_sharding_to_layouts(&s, None, None).unwrap_err();
+        assert!(e.to_string().contains("give a mesh"), "{e}");
+        let s = parse_hlo_text("{devices=[2,2,2,2,2,2,2,2,2,2,2,2]<=[4096]T(0)}");
+        if let Ok(s) = s {
+            let _ = op_sharding_to_layouts(&s, None, None);
+        }
+        let s = parse_hlo_text(
+            "{devices=[4096]<=[2,2,2,2,2,2,2,2,2,2,2,2]T(11,10,9,8,7,6,5,4,3,2,1,0)}",
+        )
+        .unwrap();
+        let _ = op_sharding_to_layouts(&s, None, None);
+        assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
     }
 }

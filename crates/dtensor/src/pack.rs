@@ -317,6 +317,10 @@ pub fn relayout(
     let Some(first) = components.first() else {
         return Ok(Vec::new());
     };
+    // Check before allocating (the components bound the size of the global shape).
+    let src_boxes = from.local_boxes(global_shape)?;
+    check_components(components, &src_boxes, from)?;
+    check_cover(&src_boxes, &distinct(&src_boxes), global_shape, from)?;
     let mut out = to
         .local_boxes(global_shape)?
         .iter()

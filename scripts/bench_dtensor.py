@@ -9,11 +9,13 @@ The array is float32 of about MiB mebibytes on a mesh x=2,y=4 of 8 logical CPU d
 - TensorFlow unpack: dtensor.relayout of the replicated tensor to x,y then dtensor.unpack and
   .numpy() of every component; relayout: x,y -> y,x then unpack to NumPy; pack: dtensor.pack
   of the components, relayout to replicated, one component to NumPy.
-Prints one JSON object per line (best of three runs).
+Prints one JSON object per line (best of three runs). Each TensorFlow measurement runs in
+a process of its own; one killed for lack of memory is reported as such.
 """
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -32,14 +34,21 @@ def best(runs, f):
     return t_best
 
 
-def main():
-    mib = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+def make_array(mib):
+    """A float32 array of about `mib` MiB, as the Rust benchmark makes it (side divisible by 8)."""
     n = (mib << 20) // 4
     side = int(n ** 0.5)
     side -= side % 8
     shape = (side, n // side)
-    g = (np.arange(shape[0] * shape[1], dtype=np.uint32) * 7 + 3).astype(np.uint8).view(np.uint8)
-    g = np.frombuffer(np.resize(g, shape[0] * shape[1] * 4).tobytes(), dtype=np.float32).reshape(shape)
+    return np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+
+
+def main():
+    mib = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+    if len(sys.argv) > 3 and sys.argv[2] == "--tf":
+        tf_op(mib, sys.argv[3])
+        return
+    g = make_array(mib)
 
     def split(a, rows, cols):
         return [np.ascontiguousarray(c) for r in np.split(a, rows, axis=0) for c in np.split(r, cols, axis=1)]
@@ -59,21 +68,49 @@ def main():
         return [blocks[yy][xx] for xx in range(2) for yy in range(4)]
 
     emit("numpy relayout x,y -> y,x", best(3, np_relayout))
+    del g, comps
 
+    # Each TensorFlow measurement runs in its own process (TensorFlow keeps device memory
+    # around; one op's copies must not push the next out of memory).
+    for op in ("unpack", "pack", "relayout"):
+        r = subprocess.run([sys.executable, __file__, str(mib), "--tf", op], capture_output=True, text=True)
+        if r.returncode == 0:
+            print(r.stdout.strip(), flush=True)
+        else:
+            why = "killed (out of memory)" if r.returncode in (-9, 137) else r.stderr.strip()[-300:]
+            print(json.dumps({"op": f"tensorflow {op}", "error": why}), flush=True)
+
+
+def tf_op(mib, op):
+    g = make_array(mib)
     import tensorflow as tf
     from tensorflow.experimental import dtensor
     cpus = tf.config.list_physical_devices("CPU")
     tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 8)
     mesh = dtensor.create_mesh([("x", 2), ("y", 4)], device_type="CPU")
-    rep = dtensor.copy_to_mesh(tf.constant(g), dtensor.Layout.replicated(mesh, 2))
     l_xy = dtensor.Layout(["x", "y"], mesh)
     l_yx = dtensor.Layout(["y", "x"], mesh)
-    emit("tensorflow unpack x,y", best(3, lambda: [c.numpy() for c in dtensor.unpack(dtensor.relayout(rep, l_xy))]))
-    d_xy = dtensor.relayout(rep, l_xy)
-    emit("tensorflow relayout x,y -> y,x", best(3, lambda: [c.numpy() for c in dtensor.unpack(dtensor.relayout(d_xy, l_yx))]))
-    tf_comps = [tf.constant(c) for c in comps]
-    emit("tensorflow pack x,y", best(3, lambda: dtensor.unpack(dtensor.relayout(
-        dtensor.pack(tf_comps, l_xy), dtensor.Layout.replicated(mesh, 2)))[0].numpy()))
+    rep_layout = dtensor.Layout.replicated(mesh, 2)
+
+    def emit(name, seconds):
+        print(json.dumps({"op": name, "seconds": round(seconds, 4)}), flush=True)
+
+    if op == "unpack":
+        rep = dtensor.copy_to_mesh(tf.constant(g), rep_layout)
+        del g
+        emit("tensorflow unpack x,y", best(3, lambda: [c.numpy() for c in dtensor.unpack(dtensor.relayout(rep, l_xy))]))
+    elif op == "relayout":
+        comps = [tf.constant(np.ascontiguousarray(c)) for r in np.split(g, 2, 0) for c in np.split(r, 4, 1)]
+        del g
+        d_xy = dtensor.pack(comps, l_xy)
+        del comps
+        emit("tensorflow relayout x,y -> y,x",
+             best(3, lambda: [c.numpy() for c in dtensor.unpack(dtensor.relayout(d_xy, l_yx))]))
+    else:
+        comps = [tf.constant(np.ascontiguousarray(c)) for r in np.split(g, 2, 0) for c in np.split(r, 4, 1)]
+        del g
+        emit("tensorflow pack x,y", best(3, lambda: dtensor.unpack(dtensor.relayout(
+            dtensor.pack(comps, l_xy), rep_layout))[0].numpy()))
 
 
 if __name__ == "__main__":

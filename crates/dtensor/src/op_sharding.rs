@@ -84,6 +84,12 @@ pub fn layout_to_op_sharding(layout: &Layout, form: DeviceListForm) -> Result<Op
         .axis_mesh_dims()
         .map_err(|e| err(layout, e.to_string()))?;
     let mesh_shape = layout.mesh().shape();
+    if let Some(d) = layout.mesh().dims().iter().find(|d| d.size < 1) {
+        return Err(err(
+            layout,
+            format!("mesh dimension {} has size {}", d.name, d.size),
+        ));
+    }
     let n = layout
         .mesh()
         .size()

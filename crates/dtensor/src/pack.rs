@@ -173,7 +173,7 @@ fn check_cover(
     global: &[i64],
     sharding: &Sharding,
 ) -> Result<()> {
-    let total: i64 = global.iter().product();
+    let total = Sharding::element_count(global).unwrap_or(i64::MAX);
     let covered: i64 = chosen.iter().map(|&i| boxes[i].len()).sum();
     if covered != total {
         return Err(DTensorError::Data {

@@ -199,8 +199,8 @@ impl LayoutReport {
                     .map(|(i, (shard, pos))| {
                         Ok(DeviceBox {
                             component: i,
-                            device: mesh.local_devices()[i].clone(),
-                            device_id: mesh.local_device_ids()[i],
+                            device: mesh.local_devices().get(i).cloned().unwrap_or_default(),
+                            device_id: mesh.local_device_ids().get(i).copied().unwrap_or(-1),
                             position: pos,
                             location: mesh.device_location(pos as i64)?,
                             shard,

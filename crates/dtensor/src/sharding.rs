@@ -73,8 +73,8 @@ pub fn chunk(g: i64, n: i64, idx: i64, chunking: Chunking) -> (i64, i64) {
             (idx * len, len)
         }
         Chunking::Uneven => {
-            let size = (g + n - 1) / n;
-            let start = (idx * size).min(g);
+            let size = g / n + i64::from(g % n != 0);
+            let start = idx.saturating_mul(size).min(g);
             (start, size.min(g - start))
         }
     }
@@ -104,6 +104,12 @@ impl Sharding {
                     fault: format!("mesh dimension {} is used twice", mesh.dims()[m].name),
                 });
             }
+        }
+        if let Some(d) = mesh.dims().iter().find(|d| d.size < 1) {
+            return Err(DTensorError::Layout {
+                input: mesh.to_string(),
+                fault: format!("mesh dimension {} has size {}", d.name, d.size),
+            });
         }
         if mesh.is_empty() || mesh.size().is_none_or(|n| n <= 0) {
             return Err(DTensorError::Layout {
@@ -236,6 +242,9 @@ impl Sharding {
             if g < 0 {
                 return Err(err(format!("axis {i} has negative size {g}")));
             }
+            if Self::element_count(global).is_none() {
+                return Err(err("the number of elements overflows".into()));
+            }
             let n = self.pieces(i);
             if self.chunking == Chunking::Even && g % n != 0 {
                 return Err(err(format!(
@@ -245,6 +254,11 @@ impl Sharding {
             }
         }
         Ok(())
+    }
+
+    /// The number of elements of `global`, if it fits in an `i64`.
+    pub fn element_count(global: &[i64]) -> Option<i64> {
+        global.iter().try_fold(1i64, |a, &d| a.checked_mul(d))
     }
 
     /// The box held by the device at mesh position `pos`.
@@ -289,6 +303,35 @@ mod tests {
         let parts: Vec<(i64, i64)> = (0..4).map(|i| chunk(5, 4, i, Chunking::Uneven)).collect();
         assert_eq!(parts, vec![(0, 2), (2, 2), (4, 1), (5, 0)]);
         assert_eq!(chunk(2, 4, 3, Chunking::Uneven), (2, 0));
+    }
+
+    #[test]
+    fn odd_meshes_from_protos_are_refused() {
+        use unbound_proto::tensorflow::dtensor::{MeshDimensionProto, MeshProto};
+        let dim = |name: &str, size| MeshDimensionProto {
+            name: name.into(),
+            size,
+        };
+        let proto = MeshProto {
+            mesh_dimensions: vec![dim("x", -2), dim("y", -2)],
+            global_device_ids: vec![0, 1, 2, 3],
+            local_device_ids: vec![0, 1, 2, 3],
+            ..Default::default()
+        };
+        let mesh = Mesh::from_proto(&proto).unwrap(); // TensorFlow accepts it too
+        let layout = Layout::static_on(&["x"], &mesh).unwrap();
+        assert!(Sharding::from_layout(&layout, Chunking::Even).is_err());
+        assert!(crate::layout_to_op_sharding(&layout, crate::DeviceListForm::Explicit).is_err());
+        let s = Sharding::from_layout(
+            &Layout::static_on(&["x"], &Mesh::parse("|x=2|*CPU").unwrap()).unwrap(),
+            Chunking::Uneven,
+        )
+        .unwrap();
+        assert!(s.check_shape(&[i64::MAX]).is_ok());
+        assert_eq!(
+            s.box_at(&[i64::MAX], 1).unwrap().offset,
+            vec![i64::MAX / 2 + 1]
+        );
     }
 
     #[test]

@@ -19,6 +19,23 @@
 //! assert_eq!(layout.offset_to_shard().unwrap()[5], vec![1, 1]);
 //! ```
 //!
+//! # What lives where
+//!
+//! - [`Mesh`], [`Layout`]: TensorFlow's formats and rules; `parse_with_warnings` reports
+//!   where TensorFlow silently reads something else (a missing trailing comma drops the last
+//!   spec, `maximal:false` means true, numbers with trailing text, the global devices of
+//!   7-part mesh strings). [`Layout::local_shape`] refuses shapes that do not divide, where
+//!   TensorFlow truncates ([`Layout::local_shape_truncating`] is TensorFlow's own).
+//! - [`layout_to_op_sharding`] (TensorFlow's converter, explicit or iota form),
+//!   [`op_sharding_to_layouts`] (the reverse, which TensorFlow lacks), [`to_hlo_text`] /
+//!   [`parse_hlo_text`], [`to_partition_spec`] / [`parse_partition_spec`] (JAX),
+//!   [`to_torch`] / [`parse_torch_placements`] (PyTorch).
+//! - [`Sharding`]: the model behind [`unpack`], [`pack`] and [`relayout`]; a DTensor layout,
+//!   or, opt-in and beyond TensorFlow, several mesh dimensions on one axis, uneven shards
+//!   ([`Chunking::Uneven`], PyTorch's `torch.chunk` rule) and `Partial(sum)` (plans only).
+//! - [`relayout_plan`]: the collective steps DTensor's relayout would run.
+//! - [`LayoutReport`], [`MeshReport`]: what `unbound layout show` prints, as data.
+//!
 //! Invariants: [`Mesh`] and [`Layout`] print exactly what TensorFlow's `ToString` prints
 //! and encode the bytes its `ToProto` serializes; parsing accepts what TensorFlow accepts
 //! (with warnings where TensorFlow silently changes the meaning) and rejects what it

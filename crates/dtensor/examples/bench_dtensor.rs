@@ -13,8 +13,8 @@
 use std::time::Instant;
 
 use unbound_dtensor::{
-    pack, pack_into, relayout, relayout_into, unpack, unpack_into, Chunking, HostArray, Layout,
-    Sharding,
+    pack, pack_into, relayout, relayout_into, unpack, unpack_into, ByteBuffer, Chunking, HostArray,
+    Layout, Sharding,
 };
 
 fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
@@ -57,8 +57,15 @@ fn main() {
     let src = global.bytes().expect("fixed-size");
 
     // One memcpy of the whole array into a fresh allocation (page faults included, as in
-    // every operation below), and into an already-touched buffer (pure bandwidth).
+    // every allocating operation below; the buffer is mapped with huge pages advised, as the
+    // operations' outputs are), into a plain fresh heap vector, and into an already-touched
+    // buffer (pure bandwidth, the baseline of the `into reused buffers` variants).
     let memcpy = best(5, || {
+        let mut dst = ByteBuffer::zeroed(n);
+        dst.copy_from_slice(src);
+        dst
+    });
+    let memcpy_vec = best(5, || {
         let mut dst = vec![0u8; n];
         dst.copy_from_slice(src);
         dst
@@ -67,6 +74,7 @@ fn main() {
     let memcpy_warm = best(5, || warm.copy_from_slice(src));
     eprintln!("array {shape:?} float32 ({} MiB) on mesh x=2,y=4", n >> 20);
     report("memcpy", memcpy, n, memcpy);
+    report("memcpy_heap_vec", memcpy_vec, n, memcpy);
     report("memcpy_prefaulted", memcpy_warm, n, memcpy);
 
     report(

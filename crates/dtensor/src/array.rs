@@ -1,6 +1,7 @@
 //! Host arrays: a shape and C-order elements, either fixed-size (any dtype, as bytes) or
 //! variable-length byte strings.
 
+use crate::buffer::ByteBuffer;
 use crate::error::{DTensorError, Result};
 
 /// The elements of a host array.
@@ -12,7 +13,7 @@ pub enum Elements {
         /// Bytes per element.
         itemsize: usize,
         /// The bytes, C order.
-        bytes: Vec<u8>,
+        bytes: ByteBuffer,
     },
     /// Variable-length byte strings (TensorFlow `tf.string`), C order.
     Strings(Vec<Vec<u8>>),
@@ -53,7 +54,10 @@ impl HostArray {
         }
         Ok(HostArray {
             shape,
-            elements: Elements::Fixed { itemsize, bytes },
+            elements: Elements::Fixed {
+                itemsize,
+                bytes: ByteBuffer::from_vec(bytes),
+            },
         })
     }
 
@@ -83,7 +87,7 @@ impl HostArray {
                 })?;
                 Elements::Fixed {
                     itemsize: *itemsize,
-                    bytes: vec![0; len],
+                    bytes: ByteBuffer::zeroed(len),
                 }
             }
             Elements::Strings(_) => Elements::Strings(vec![Vec::new(); n]),

@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 mod array;
+mod buffer;
 mod copy;
 mod device;
 mod error;
@@ -61,6 +62,7 @@ pub mod spec;
 mod torch;
 
 pub use array::{Elements, HostArray};
+pub use buffer::ByteBuffer;
 pub use device::DeviceName;
 pub use error::{DTensorError, Result};
 pub use from_op_sharding::{op_sharding_to_layouts, OpShardingLayouts};

@@ -574,21 +574,13 @@ impl Mesh {
         let Some(device) = device else {
             return String::new();
         };
-        match DeviceName::parse(device) {
-            Some(d) => d.device_type.unwrap_or_default(),
-            // TensorFlow ignores the parse failure and keeps the type its local-name parser
-            // read before failing: a leading `TYPE` token.
-            None => device
-                .split(':')
-                .next()
-                .filter(|t| {
-                    t.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                        && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                })
-                .unwrap_or_default()
-                .to_string(),
-        }
+        // TensorFlow ignores whether the parse succeeded and reads the type it got to.
+        DeviceName::parse_partial(device)
+            .1
+            .device_type
+            .unwrap_or_default()
     }
+
     /// The index of dimension `name`.
     pub fn dim_index(&self, name: &str) -> Option<usize> {
         self.dims.iter().position(|d| d.name == name)

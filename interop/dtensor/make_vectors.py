@@ -29,6 +29,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -108,6 +109,27 @@ MESH_INPUTS = [
     "|x=0|0,1|0,1|" + devs(range(2)),
     "|x=-2|0,1|0,1|" + devs(range(2)),
     "|x=2 |0,1|0,1|" + devs(range(2)),
+    # device names: legacy, local, wildcard, lower-case, reordered parts, other types
+    "|x=2|0,1|0,1|/job:localhost/replica:0/task:0/cpu:0,/job:localhost/replica:0/task:0/cpu:1",
+    "|x=2|0,1|0,1|/job:localhost/replica:0/task:0/CPU:0,/job:localhost/replica:0/task:0/device:CPU:1",
+    "|x=2|0,1|0,1|CPU:0,CPU:1",
+    "|x=2|0,1|0,1|/job:*/replica:0/task:0/device:CPU:0,/job:*/replica:0/task:0/device:CPU:1",
+    "|x=2|0,1|0,1|/job:localhost/replica:0/task:0/device:cpu:0,/job:localhost/replica:0/task:0/device:cpu:1",
+    "|x=2|0,1|0,1|/job:localhost/replica:0/task:0/device:CPU:0,/job:localhost/replica:0/task:0/device:cpu:1",
+    "|x=2|0,1|0,1|/task:0/job:worker/device:GPU:0,/task:0/job:worker/device:GPU:1",
+    "|x=2|0,1|0,1|/job:worker/replica:0/task:1/device:GPU:0,/job:worker/replica:0/task:1/device:GPU:1",
+    "|x=2|0,1|0,1|/job:w/task:0/device:XLA_CPU:0,/job:w/task:0/device:XLA_CPU:1",
+    "|x=2|0,1|0,1|/job:w/task:0/device:CPU,/job:w/task:0/device:CPU",
+    "|x=2|0,1|0,1|/job:w/task:0/device:CPU:*,/job:w/task:0/device:CPU:*",
+    "|x=2|0,1|0,1|/job:w/task:0/device:1CPU:0,/job:w/task:0/device:1CPU:1",
+    "|x=2|0,1|0,1|/job:w/task:0/device:CPU:0/junk,/job:w/task:0/device:CPU:1",
+    "|x=2|0,1|0,1|" + devs(range(2)) + "|/job:w/replica:0/task:0/device:TPU:0,/job:w/replica:0/task:0/device:TPU:1",
+    "|x=2,y=2|0,1,2,3|2,3|" + devs(range(2)),
+    "|x=2,y=2|4,5,6,7|4,5,6,7|" + devs(range(4)),
+    "|x=2,y=2|3,2,1,0|3,2,1,0|" + devs(range(4)),
+    "|x=2,y=2|0,1,2,3|0,1,2,3|" + ",".join([CPU.format(0)] * 4),
+    "/job:localhost/replica:0/task:0/device:GPU:1",
+    "/job:w/replica:0/task:0/device:TPU:0:extra",
 ]
 
 LAYOUT_INPUTS = [
@@ -312,7 +334,10 @@ def child_main():
                 out = {"equal": bool(dtensor.Layout.from_string(a) == dtensor.Layout.from_string(b))}
             out = {"ok": True, **out}
         except Exception as e:  # noqa: BLE001
-            out = {"ok": False, "error": str(e), "error_type": type(e).__name__}
+            # Protobuf's DebugString carries a random marker word (goo.gle/debugonly,
+            # /debugstr, ...): make it stable so that recordings compare.
+            msg = re.sub(r"goo\.gle/debug\w+", "goo.gle/debug", str(e))
+            out = {"ok": False, "error": msg, "error_type": type(e).__name__}
         print(json.dumps(out), flush=True)
 
 

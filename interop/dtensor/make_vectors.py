@@ -336,7 +336,7 @@ def child_main():
         except Exception as e:  # noqa: BLE001
             # Protobuf's DebugString carries a random marker word (goo.gle/debugonly,
             # /debugstr, ...): make it stable so that recordings compare.
-            msg = re.sub(r"goo\.gle/debug\w+", "goo.gle/debug", str(e))
+            msg = re.sub(r"goo\.gle/debug\w*[ \t]*", "goo.gle/debug ", str(e))
             out = {"ok": False, "error": msg, "error_type": type(e).__name__}
         print(json.dumps(out), flush=True)
 

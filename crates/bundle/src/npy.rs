@@ -64,6 +64,15 @@ pub enum NpyError {
         /// Why.
         what: String,
     },
+    /// A `.npy` file to read is not one, or holds what cannot be read (Fortran order,
+    /// Python objects, data shorter or longer than the header says).
+    #[error("{}: {what}", path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
     /// Writing the output failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -143,6 +152,187 @@ fn header_impl(descr: &str, shape: &[i64]) -> Result<Vec<u8>, String> {
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(dict.as_bytes());
     Ok(out)
+}
+
+/// A whole `.npy` array as stored: its descriptor (`<f4`, `|S5`, `<V2`, ...), shape and
+/// data bytes in C order, untouched (byte order as the descriptor says).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpyArray {
+    /// The NumPy dtype descriptor.
+    pub descr: String,
+    /// The shape.
+    pub shape: Vec<i64>,
+    /// The data bytes.
+    pub data: Vec<u8>,
+}
+
+/// The size in bytes of one element of a plain (non-structured, non-object) descriptor:
+/// `<f4` is 4, `|S5` is 5, `<U3` is 12, `|b1` is 1; `None` for `|O` and anything else.
+pub fn descr_itemsize(descr: &str) -> Option<usize> {
+    let body = descr.strip_prefix(['<', '>', '|', '=']).unwrap_or(descr);
+    let mut chars = body.chars();
+    let kind = chars.next()?;
+    let n: usize = chars.as_str().parse().ok()?;
+    match kind {
+        'b' | 'i' | 'u' | 'f' | 'c' | 'V' | 'S' | 'm' | 'M' if n > 0 => Some(n),
+        'U' if n > 0 => n.checked_mul(4),
+        _ => None,
+    }
+}
+
+/// Reads the header of `.npy` bytes: descriptor, shape and where the data starts. `path`
+/// names the file in errors.
+pub fn parse_npy_header(bytes: &[u8], path: &Path) -> Result<(String, Vec<i64>, usize), NpyError> {
+    let bad = |what: String| NpyError::Malformed {
+        path: path.to_path_buf(),
+        what,
+    };
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(bad("not a .npy file (no \\x93NUMPY magic)".into()));
+    }
+    let (len, start) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10usize),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+        v => return Err(bad(format!(".npy format version {v} is not supported"))),
+    };
+    let end = start
+        .checked_add(len)
+        .filter(|&e| e <= bytes.len())
+        .ok_or_else(|| {
+            bad(format!(
+                "header of {len} bytes runs past the end of the file ({} bytes)",
+                bytes.len()
+            ))
+        })?;
+    let dict =
+        std::str::from_utf8(&bytes[start..end]).map_err(|_| bad("header is not text".into()))?;
+    let value_of = |key: &str| -> Result<&str, NpyError> {
+        let at = dict
+            .find(&format!("'{key}'"))
+            .ok_or_else(|| bad(format!("header has no '{key}': {}", dict.trim())))?;
+        let rest = dict[at + key.len() + 2..].trim_start();
+        Ok(rest.strip_prefix(':').unwrap_or(rest).trim_start())
+    };
+    let descr_text = value_of("descr")?;
+    let descr = descr_text
+        .strip_prefix('\'')
+        .and_then(|r| r.split('\'').next())
+        .ok_or_else(|| {
+            bad(format!(
+                "structured or unreadable descr in header: {}",
+                dict.trim()
+            ))
+        })?
+        .to_string();
+    if value_of("fortran_order")?.starts_with("True") {
+        return Err(bad(
+            "Fortran-order arrays are not supported; save with C order".into(),
+        ));
+    }
+    let shape_text = value_of("shape")?;
+    let inner = shape_text
+        .strip_prefix('(')
+        .and_then(|r| r.split(')').next())
+        .ok_or_else(|| bad(format!("unreadable shape in header: {}", dict.trim())))?;
+    let shape = inner
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            d.trim_end_matches('L')
+                .parse::<i64>()
+                .ok()
+                .filter(|&v| v >= 0)
+        })
+        .collect::<Option<Vec<i64>>>()
+        .ok_or_else(|| bad(format!("unreadable shape {inner:?}")))?;
+    Ok((descr, shape, end))
+}
+
+/// Reads a whole `.npy` file. The data size is checked against the header before it is
+/// used; object arrays (`|O`, pickled Python objects) are refused.
+pub fn read_npy(path: &Path) -> Result<NpyArray, NpyError> {
+    let io = |e| NpyError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    unbound_io::regular_file_len(path).map_err(|e| match e {
+        unbound_io::IoError::Os { source, .. } => io(source),
+        other => io(std::io::Error::other(other.to_string())),
+    })?;
+    let bytes = std::fs::read(path).map_err(io)?;
+    let (descr, shape, start) = parse_npy_header(&bytes, path)?;
+    let bad = |what: String| NpyError::Malformed {
+        path: path.to_path_buf(),
+        what,
+    };
+    let item = descr_itemsize(&descr).ok_or_else(|| {
+        bad(format!(
+            "dtype {descr:?} has no fixed-size elements (object arrays are not read)"
+        ))
+    })?;
+    let want = shape
+        .iter()
+        .try_fold(item as u64, |acc, &d| acc.checked_mul(d as u64))
+        .ok_or_else(|| bad(format!("shape {shape:?} overflows")))?;
+    let have = (bytes.len() - start) as u64;
+    if have != want {
+        return Err(bad(format!(
+            "{have} data bytes, but shape {shape:?} of {descr} needs {want}"
+        )));
+    }
+    let mut data = bytes;
+    data.drain(..start);
+    Ok(NpyArray { descr, shape, data })
+}
+
+/// Writes `data` (C order, already in the byte order of `descr`) as a `.npy` file at `path`
+/// atomically: a temporary file beside it, synced, then renamed.
+pub fn write_npy_bytes(
+    path: &Path,
+    descr: &str,
+    shape: &[i64],
+    data: &[u8],
+) -> Result<NpyInfo, NpyError> {
+    let bad = |what: String| NpyError::Malformed {
+        path: path.to_path_buf(),
+        what,
+    };
+    let item =
+        descr_itemsize(descr).ok_or_else(|| bad(format!("dtype {descr:?} cannot be written")))?;
+    let want = shape.iter().try_fold(item as u64, |acc, &d| {
+        acc.checked_mul(u64::try_from(d).ok()?)
+    });
+    if want != Some(data.len() as u64) {
+        return Err(bad(format!(
+            "{} data bytes for shape {shape:?} of {descr}",
+            data.len()
+        )));
+    }
+    let head = header(descr, shape).map_err(|f| bad(f.into()))?;
+    let io = |e| NpyError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let tmp = TempPath::new(path);
+    let mut file = File::create(tmp.path()).map_err(io)?;
+    file.write_all(&head).map_err(io)?;
+    file.write_all(data).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    tmp.persist().map_err(|e| match e {
+        unbound_io::IoError::Os { source, .. } => io(source),
+        other => io(std::io::Error::other(other.to_string())),
+    })?;
+    Ok(NpyInfo {
+        descr: descr.to_string(),
+        shape: shape.to_vec(),
+        file_bytes: (head.len() + data.len()) as u64,
+        note: None,
+    })
 }
 
 /// Writes tensor `key` as `.npy` to `out` (streamed; nothing buffered beyond a piece).
@@ -326,6 +516,54 @@ mod tests {
         assert!(layout(DataType::DtVariant as i32, raw).is_err());
         assert!(layout(DataType::DtResource as i32, raw).is_err());
         assert!(layout(12345, raw).is_err());
+    }
+
+    #[test]
+    fn arrays_round_trip_and_bad_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.npy");
+        let data: Vec<u8> = (0..24).collect();
+        write_npy_bytes(&p, "<i2", &[3, 4], &data).unwrap();
+        let a = read_npy(&p).unwrap();
+        assert_eq!(
+            (a.descr.as_str(), a.shape.as_slice(), a.data.as_slice()),
+            ("<i2", &[3, 4][..], &data[..])
+        );
+        write_npy_bytes(&p, "|S3", &[2], b"abcde\0").unwrap();
+        assert_eq!(read_npy(&p).unwrap().data, b"abcde\0");
+        assert!(write_npy_bytes(&p, "<f4", &[2], &data).is_err());
+        assert_eq!(
+            (
+                descr_itemsize("<U3"),
+                descr_itemsize("|O"),
+                descr_itemsize("<V2")
+            ),
+            (Some(12), None, Some(2))
+        );
+        let mut bytes = header("<f4", &[4]).unwrap();
+        bytes.extend_from_slice(&[0; 12]);
+        std::fs::write(&p, &bytes).unwrap();
+        assert!(read_npy(&p).unwrap_err().to_string().contains("needs 16"));
+        let mut bytes = header("<f4", &[1]).unwrap().replace_fortran();
+        bytes.extend_from_slice(&[0; 4]);
+        std::fs::write(&p, &bytes).unwrap();
+        assert!(read_npy(&p).unwrap_err().to_string().contains("Fortran"));
+        std::fs::write(&p, b"garbage").unwrap();
+        assert!(read_npy(&p).is_err());
+    }
+
+    trait ReplaceFortran {
+        fn replace_fortran(self) -> Vec<u8>;
+    }
+    impl ReplaceFortran for Vec<u8> {
+        fn replace_fortran(self) -> Vec<u8> {
+            let (from, to) = (b"False, 'shape'", b"True,  'shape'");
+            let mut v = self;
+            if let Some(at) = v.windows(from.len()).position(|w| w == from) {
+                v[at..at + to.len()].copy_from_slice(to);
+            }
+            v
+        }
     }
 
     #[test]

@@ -38,6 +38,9 @@ enum Command {
     Verify(commands::verify::Args),
     /// Apply graph-optimizer plugins (TensorFlow's pluggable Grappler C API) to a SavedModel.
     Optimize(commands::optimize::Args),
+    /// DTensor meshes and layouts: show, convert from XLA OpSharding, unpack, pack, relayout.
+    #[command(subcommand)]
+    Layout(commands::layout::LayoutCommand),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Show(args) => commands::show::run(args),
         Command::Verify(args) => commands::verify::run(args),
         Command::Optimize(args) => commands::optimize::run(args),
+        Command::Layout(cmd) => commands::layout::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

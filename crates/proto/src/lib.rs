@@ -10,6 +10,9 @@
 //!   [`tensorflow::FingerprintDef`], the tensor bundle index entries, ...
 //! - [`tensorflow::proto_splitter`]: package `tensorflow.proto_splitter` —
 //!   [`tensorflow::proto_splitter::ChunkMetadata`] and friends.
+//! - [`tensorflow::dtensor`]: package `tensorflow.dtensor` —
+//!   [`tensorflow::dtensor::MeshProto`] and [`tensorflow::dtensor::LayoutProto`].
+//! - [`xla`]: package `xla` — [`xla::OpSharding`] and the messages it references.
 //! - [`unbound::test`]: package `unbound.test` — messages for tests.
 //! - [`fields`]: the field number of every field of every message above, as
 //!   constants generated from the same descriptors, for code that works on
@@ -115,6 +118,25 @@ pub mod tensorflow {
     pub mod proto_splitter {
         include!(concat!(env!("OUT_DIR"), "/tensorflow.proto_splitter.rs"));
     }
+
+    /// Package `tensorflow.dtensor`: DTensor's `MeshProto` and `LayoutProto`.
+    pub mod dtensor {
+        include!(concat!(env!("OUT_DIR"), "/tensorflow.dtensor.rs"));
+    }
+}
+
+/// Package `xla`: `OpSharding` and the messages it references (reduced where
+/// unbound reads only part of them).
+#[allow(
+    missing_docs,
+    clippy::all,
+    clippy::pedantic,
+    rustdoc::bare_urls,
+    rustdoc::broken_intra_doc_links,
+    rustdoc::invalid_html_tags
+)]
+pub mod xla {
+    include!(concat!(env!("OUT_DIR"), "/xla.rs"));
 }
 
 /// Package `unbound`: this project's own schemas.

@@ -3,6 +3,7 @@
 pub mod compression;
 pub mod fingerprint;
 pub mod inspect;
+pub mod layout;
 pub mod merge;
 pub mod optimize;
 pub mod proto;

@@ -214,10 +214,12 @@ impl ChunkSource for FileChunks {
         Ok(bytes)
     }
     fn payload(&self, index: u64) -> Result<Payload> {
-        if !self.lazy {
-            return self.bytes(index).map(Payload::Inline);
-        }
         let info = self.info(index)?;
+        if !self.lazy {
+            let bytes = self.bytes(index)?;
+            self.check_size(index, info, bytes.len() as u64)?;
+            return Ok(Payload::Inline(bytes));
+        }
         let len = self.reader.record_len_at(info.offset)?;
         self.check_size(index, info, len)?;
         Ok(Payload::Record(RecordRef {

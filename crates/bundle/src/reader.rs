@@ -42,6 +42,25 @@ impl BundleReader {
     pub fn open(prefix: &Path) -> Result<Self> {
         let index_path = index_path(prefix);
         let bytes = map_index(&index_path)?;
+        Self::from_index(prefix, index_path, bytes, DataFiles::new)
+    }
+
+    /// A bundle held in memory: the bytes of its `.index` and of its data shards (shard `i`
+    /// is `shards[i]`; a shard the index names past the list reads as missing). `prefix` only
+    /// names the files in errors. For tests and fuzzing, and for bundles that are not files.
+    pub fn from_bytes(prefix: &Path, index: Bytes, shards: Vec<Bytes>) -> Result<Self> {
+        Self::from_index(prefix, index_path(prefix), index, |prefix, num_shards| {
+            DataFiles::in_memory(prefix, num_shards, shards)
+        })
+    }
+
+    /// Parses the index `bytes` (from `index_path`) and checks its header.
+    fn from_index(
+        prefix: &Path,
+        index_path: PathBuf,
+        bytes: Bytes,
+        data: impl FnOnce(&Path, i32) -> DataFiles,
+    ) -> Result<Self> {
         let table =
             read_table(&bytes).map_err(|e| BundleError::index(&index_path, e.to_string()))?;
         let mut rows = table.into_iter();
@@ -71,7 +90,7 @@ impl BundleReader {
             entries.insert(row.key, entry);
         }
         Ok(Self {
-            data: DataFiles::new(prefix, header.num_shards),
+            data: data(prefix, header.num_shards),
             prefix: prefix.to_path_buf(),
             index_path,
             header,

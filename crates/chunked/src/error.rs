@@ -29,6 +29,28 @@ pub enum ChunkedError {
         /// What was wrong.
         fault: String,
     },
+    /// The chunk metadata does not fit the file's records (see [`crate::check_layout`]):
+    /// merging would build a different message than the one written.
+    #[error("{source_name}: bad chunk metadata: {}", list_faults(faults))]
+    Layout {
+        /// The file.
+        source_name: String,
+        /// What is wrong (never empty).
+        faults: Vec<crate::check::ChunkFault>,
+    },
+    /// Merging would read more chunk bytes than the caller allows
+    /// ([`crate::Merger::set_max_chunk_bytes`]), for example more than a `.pb` can hold.
+    #[error("{source_name}: the chunks to merge hold more than {limit} bytes (chunk {chunk} would bring them to {total})")]
+    TooLarge {
+        /// The file.
+        source_name: String,
+        /// The chunk that would pass the limit.
+        chunk: u64,
+        /// The chunk bytes read with it.
+        total: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// A field path does not fit the message schema.
     #[error("field path does not fit {message}: {fault}")]
     Schema {
@@ -86,6 +108,21 @@ impl ChunkedError {
             fault: fault.into(),
         }
     }
+}
+
+/// The first faults, joined for an error message.
+fn list_faults(faults: &[crate::check::ChunkFault]) -> String {
+    const SHOWN: usize = 8;
+    let mut text = faults
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if faults.len() > SHOWN {
+        text.push_str(&format!("; and {} more", faults.len() - SHOWN));
+    }
+    text
 }
 
 /// Result alias for this crate.

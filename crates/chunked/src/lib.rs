@@ -14,6 +14,10 @@
 //!   atomically.
 //! - [`read_prefix`] reads `PREFIX.cpb` or `PREFIX.pb` the way TensorFlow's `Merger::Read` does.
 //! - [`tags`] encodes and decodes the field tags of chunk metadata.
+//! - [`check_layout`] / [`check_chunks`] check how the metadata fits the file's records: every
+//!   merge from a file makes the first (and checks each chunk's size as it reads it), so a
+//!   hash-valid file whose metadata lies is refused rather than merged into another message;
+//!   `verify` makes the second.
 //!
 //! ```
 //! use unbound_chunked::{MemoryChunks, Merger};
@@ -32,6 +36,7 @@
 //! Invariants: every index, position and size in chunk metadata is checked before use; output
 //! is written to a temporary file and renamed ([`unbound_io::write_atomically`]).
 
+pub mod check;
 pub mod error;
 pub mod generic;
 pub mod inspect;
@@ -43,10 +48,11 @@ pub mod split;
 pub mod tags;
 pub mod write;
 
+pub use check::{check_chunks, check_layout, ChunkFault, ChunkReport};
 pub use error::{ChunkedError, Result};
 pub use inspect::{inspect, InspectReport};
 pub use lazy::RecordFile;
-pub use merger::{ChunkSource, FileChunks, MemoryChunks, Merger};
+pub use merger::{read_metadata, ChunkSource, FileChunks, MemoryChunks, Merger};
 pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat};
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};
 pub use tags::{KeyValue, PathElem};

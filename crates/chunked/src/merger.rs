@@ -45,8 +45,20 @@ pub trait ChunkSource {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The bytes of chunk `index`.
+    /// The bytes of chunk `index` (their size is checked by [`ChunkSource::check_len`]).
     fn bytes(&self, index: u64) -> Result<Bytes>;
+    /// Checks that chunk `index`, as read, has `len` bytes, the size its metadata declares
+    /// (the [`Merger`] calls it after using the bytes, so a chunk that does not even parse
+    /// is reported as such).
+    fn check_len(&self, index: u64, len: u64) -> Result<()> {
+        let _ = (index, len);
+        Ok(())
+    }
+    /// The size chunk `index` declares, when known before reading it.
+    fn declared_size(&self, index: u64) -> Option<u64> {
+        let _ = index;
+        None
+    }
     /// Chunk `index` as a value payload; sources backed by a file may return it lazily.
     fn payload(&self, index: u64) -> Result<Payload> {
         self.bytes(index).map(Payload::Inline)
@@ -76,6 +88,10 @@ impl ChunkSource for MemoryChunks {
     fn len(&self) -> usize {
         self.chunks.len()
     }
+    fn declared_size(&self, index: u64) -> Option<u64> {
+        let i = usize::try_from(index).ok()?;
+        self.chunks.get(i).map(|c| c.len() as u64)
+    }
     fn bytes(&self, index: u64) -> Result<Bytes> {
         usize::try_from(index)
             .ok()
@@ -99,25 +115,21 @@ impl FileChunks {
         Self::from_reader(reader)
     }
 
-    /// Uses an open reader and reads its metadata.
+    /// Uses an open reader and reads its metadata, which must fit the file's records
+    /// ([`crate::check_layout`]: each `ChunkInfo` names, in order, exactly the next record
+    /// before the metadata; the tree's indices are in range and its tags decode). A metadata
+    /// that does not is refused with [`ChunkedError::Layout`] listing every fault. Each
+    /// chunk's size is checked against its record when the chunk is read.
     pub fn from_reader(reader: Arc<RecordReader>) -> Result<(Self, ChunkMetadata)> {
         let (metadata_position, metadata) = read_metadata_at(&reader)?;
-        let infos = metadata.chunks.clone();
-        // Chunks precede their metadata; a position at or after it means the file was cut
-        // (leaving a chunk as the last record) or the metadata is damaged.
-        if let Some((i, info)) = infos
-            .iter()
-            .enumerate()
-            .find(|(_, info)| info.offset >= metadata_position)
-        {
-            return Err(ChunkedError::metadata(
-                reader.name(),
-                format!(
-                    "chunk {i} is at record position {}, not before the metadata record at {metadata_position}",
-                    info.offset
-                ),
-            ));
+        let faults = crate::check::check_layout(&reader, &metadata, metadata_position)?;
+        if !faults.is_empty() {
+            return Err(ChunkedError::Layout {
+                source_name: reader.name().to_string(),
+                faults,
+            });
         }
+        let infos = metadata.chunks.clone();
         Ok((
             Self {
                 reader,
@@ -139,11 +151,37 @@ impl FileChunks {
         &self.reader
     }
 
+    /// The sum of the sizes the `ChunkInfo`s declare (each is checked against its record
+    /// when read): what merging every chunk once reads. A caller writing a `.pb` (at most
+    /// 2 GiB) can refuse a file declaring more before reading anything; the
+    /// [`Merger::set_max_chunk_bytes`] limit enforces it during the merge.
+    pub fn declared_bytes(&self) -> u64 {
+        self.infos
+            .iter()
+            .fold(0u64, |sum, info| sum.saturating_add(info.size))
+    }
+
     fn info(&self, index: u64) -> Result<&ChunkInfo> {
         usize::try_from(index)
             .ok()
             .and_then(|i| self.infos.get(i))
             .ok_or_else(|| out_of_range(self.reader.name(), index, self.infos.len()))
+    }
+
+    /// Refuses a record whose size is not the chunk's declared size.
+    fn check_size(&self, index: u64, info: &ChunkInfo, actual: u64) -> Result<()> {
+        if actual == info.size {
+            return Ok(());
+        }
+        Err(ChunkedError::Layout {
+            source_name: self.reader.name().to_string(),
+            faults: vec![crate::check::ChunkFault::SizeMismatch {
+                chunk: usize::try_from(index).unwrap_or(usize::MAX),
+                position: info.offset,
+                declared: info.size,
+                actual,
+            }],
+        })
     }
 }
 
@@ -154,16 +192,36 @@ impl ChunkSource for FileChunks {
     fn len(&self) -> usize {
         self.infos.len()
     }
+    fn declared_size(&self, index: u64) -> Option<u64> {
+        self.info(index).ok().map(|info| info.size)
+    }
+    fn check_len(&self, index: u64, len: u64) -> Result<()> {
+        self.check_size(index, self.info(index)?, len)
+    }
     fn bytes(&self, index: u64) -> Result<Bytes> {
         let info = self.info(index)?;
-        Ok(self.reader.read_record_at(info.offset)?.1)
+        let (position, bytes) = self.reader.read_record_at(info.offset)?;
+        if position != info.offset {
+            // `check_layout` makes this impossible; kept so no other record is ever taken.
+            return Err(ChunkedError::Layout {
+                source_name: self.reader.name().to_string(),
+                faults: vec![crate::check::ChunkFault::NoRecord {
+                    chunk: usize::try_from(index).unwrap_or(usize::MAX),
+                    position: info.offset,
+                }],
+            });
+        }
+        Ok(bytes)
     }
     fn payload(&self, index: u64) -> Result<Payload> {
-        if !self.lazy {
-            return self.bytes(index).map(Payload::Inline);
-        }
         let info = self.info(index)?;
+        if !self.lazy {
+            let bytes = self.bytes(index)?;
+            self.check_size(index, info, bytes.len() as u64)?;
+            return Ok(Payload::Inline(bytes));
+        }
         let len = self.reader.record_len_at(info.offset)?;
+        self.check_size(index, info, len)?;
         Ok(Payload::Record(RecordRef {
             reader: Arc::new(Box::new(RecordFile(self.reader.clone()))),
             position: info.offset,
@@ -178,7 +236,7 @@ pub fn read_metadata(reader: &RecordReader) -> Result<ChunkMetadata> {
 }
 
 /// [`read_metadata`], with the metadata record's position.
-fn read_metadata_at(reader: &RecordReader) -> Result<(u64, ChunkMetadata)> {
+pub fn read_metadata_at(reader: &RecordReader) -> Result<(u64, ChunkMetadata)> {
     let (position, bytes) = reader.last_record()?;
     ChunkMetadata::decode(bytes)
         .map(|m| (position, m))
@@ -200,12 +258,54 @@ fn out_of_range(name: &str, index: u64, len: usize) -> ChunkedError {
 /// Rebuilds messages from a [`ChunkSource`].
 pub struct Merger<'a> {
     source: &'a dyn ChunkSource,
+    max_chunk_bytes: u64,
+    read: std::cell::Cell<u64>,
 }
 
 impl<'a> Merger<'a> {
     /// A merger over `source`.
     pub fn new(source: &'a dyn ChunkSource) -> Self {
-        Self { source }
+        Self {
+            source,
+            max_chunk_bytes: u64::MAX,
+            read: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Refuses ([`ChunkedError::TooLarge`]) to read chunks once their declared sizes add up
+    /// to more than `limit` bytes, checked before each chunk is read: a merge into a `.pb`
+    /// passes 2 GiB, so a file whose chunks declare more fails before they are decoded.
+    /// Unlimited by default.
+    pub fn set_max_chunk_bytes(&mut self, limit: u64) {
+        self.max_chunk_bytes = limit;
+    }
+
+    /// Counts chunk `index` against the limit before it is read.
+    fn count(&self, index: u64) -> Result<()> {
+        let size = self.source.declared_size(index).unwrap_or(0);
+        let total = self.read.get().saturating_add(size);
+        if total > self.max_chunk_bytes {
+            return Err(ChunkedError::TooLarge {
+                source_name: self.source.name().to_string(),
+                chunk: index,
+                total,
+                limit: self.max_chunk_bytes,
+            });
+        }
+        self.read.set(total);
+        Ok(())
+    }
+
+    /// [`ChunkSource::bytes`], counted.
+    fn chunk_bytes(&self, index: u64) -> Result<Bytes> {
+        self.count(index)?;
+        self.source.bytes(index)
+    }
+
+    /// [`ChunkSource::payload`], counted.
+    fn chunk_payload(&self, index: u64) -> Result<Payload> {
+        self.count(index)?;
+        self.source.payload(index)
     }
 
     /// Builds the message of type `desc` that `metadata` describes.
@@ -259,7 +359,7 @@ impl<'a> Merger<'a> {
         desc: &MessageDescriptor,
         index: u64,
     ) -> Result<()> {
-        let bytes = self.source.bytes(index)?;
+        let bytes = self.chunk_bytes(index)?;
         target
             .append_bytes(&bytes)
             .map_err(|error| ChunkedError::Wire {
@@ -269,7 +369,8 @@ impl<'a> Merger<'a> {
                     desc.full_name()
                 ),
                 error,
-            })
+            })?;
+        self.source.check_len(index, bytes.len() as u64)
     }
 
     /// `ProcessField`: applies one chunked field to `target`.
@@ -461,17 +562,20 @@ impl<'a> Merger<'a> {
     ) -> Result<unbound_wire::WireValue> {
         if matches!(kind, Kind::String | Kind::Bytes) {
             return Ok(unbound_wire::WireValue::Bytes(
-                self.source.payload(chunk_index)?,
+                self.chunk_payload(chunk_index)?,
             ));
         }
-        let text = self.source.bytes(chunk_index)?;
-        parse_text_scalar(kind, &text).map_err(|expected| ChunkedError::TextScalar {
-            source_name: self.source.name().to_string(),
-            chunk: chunk_index,
-            field: fd.full_name().to_string(),
-            expected: expected.to_string(),
-            value: String::from_utf8_lossy(&text[..text.len().min(40)]).into_owned(),
-        })
+        let text = self.chunk_bytes(chunk_index)?;
+        let value =
+            parse_text_scalar(kind, &text).map_err(|expected| ChunkedError::TextScalar {
+                source_name: self.source.name().to_string(),
+                chunk: chunk_index,
+                field: fd.full_name().to_string(),
+                expected: expected.to_string(),
+                value: String::from_utf8_lossy(&text[..text.len().min(40)]).into_owned(),
+            })?;
+        self.source.check_len(chunk_index, text.len() as u64)?;
+        Ok(value)
     }
 
     fn schema(&self, desc: &MessageDescriptor, fault: String) -> ChunkedError {

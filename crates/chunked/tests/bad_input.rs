@@ -105,6 +105,12 @@ fn sample_file() -> Vec<u8> {
     sample_with(|_| {})
 }
 
+/// The record position of the sample file's metadata.
+fn sample_file_metadata_position() -> u64 {
+    let reader = RecordReader::from_bytes(Bytes::from(sample_file()), NAME).unwrap();
+    reader.last_record().unwrap().0
+}
+
 /// Reads, merges into ManyFields and serializes.
 fn merge_file(file: &[u8]) -> Result<Vec<u8>, ChunkedError> {
     let reader = RecordReader::from_bytes(Bytes::copy_from_slice(file), NAME)?;
@@ -238,6 +244,8 @@ fn not_riegeli_empty_and_truncated() {
             assert_eq!(source_name, NAME);
             assert!(fault.contains("not a ChunkMetadata"), "{fault}");
         }
+        // Or it parses, and names chunks that do not fit the records left.
+        Err(ChunkedError::Layout { source_name, .. }) => assert_eq!(source_name, NAME),
         Err(e) => panic!("{e}"),
         Ok(v) => assert_ne!(v, sample_message().encode_to_vec()),
     }
@@ -300,6 +308,13 @@ fn expect_metadata_fault(file: &[u8], needles: &[&str]) {
                 assert!(fault.contains(n), "{fault:?} should mention {n:?}");
             }
         }
+        // Found by the layout check before merging.
+        Err(e @ ChunkedError::Layout { .. }) => {
+            assert_eq!(e.to_string().split(':').next(), Some(NAME));
+            for n in needles {
+                assert!(e.to_string().contains(n), "{e} should mention {n:?}");
+            }
+        }
         Err(e) => panic!("expected a metadata fault mentioning {needles:?}, got {e:?}"),
         Ok(_) => panic!("expected a metadata fault mentioning {needles:?}, but it merged"),
     }
@@ -318,32 +333,41 @@ fn chunk_index_and_position_out_of_range() {
     );
     expect_metadata_fault(
         &sample_with(|m| m.chunks.clear()),
-        &["out of range for 0 chunks"],
+        &["out of range for 0 chunks", "and 1 more"],
     );
     // A field with no nested message reads chunk 0, as TensorFlow does; with no chunks at all
-    // that is out of range too.
-    expect_metadata_fault(
-        &sample_with(|m| {
-            m.chunks.clear();
-            m.message = Some(ChunkedMessage {
-                chunk_index: None,
-                chunked_fields: vec![ChunkedField {
-                    field_tag: vec![f(3)],
-                    message: None,
-                }],
-            });
-        }),
-        &["chunk index 0 is out of range for 0 chunks"],
-    );
+    // that is out of range too (in a file, the records no chunk names are refused first).
+    let empty_tree = ChunkedMessage {
+        chunk_index: None,
+        chunked_fields: vec![ChunkedField {
+            field_tag: vec![f(3)],
+            message: None,
+        }],
+    };
+    let none = unbound_chunked::MemoryChunks::new(NAME, Vec::new());
+    match Merger::new(&none).merge(&many_fields(), &empty_tree) {
+        Err(e) => assert!(
+            e.to_string()
+                .contains("chunk index 0 is out of range for 0 chunks"),
+            "{e}"
+        ),
+        Ok(_) => panic!("merged from no chunks"),
+    }
     for pos in [1u64 << 40, u64::MAX] {
         for victim in [0, 1, n - 1] {
             // Caught before any read: chunks must precede the metadata record.
             match merge_file(&sample_with(|m| m.chunks[victim].offset = pos)) {
-                Err(ChunkedError::Metadata { source_name, fault }) => {
+                Err(ChunkedError::Layout {
+                    source_name,
+                    faults,
+                }) => {
                     assert_eq!(source_name, NAME);
-                    assert!(
-                        fault.contains(&format!("chunk {victim} is at record position {pos}")),
-                        "{fault}"
+                    assert_eq!(
+                        faults[0].to_string(),
+                        format!(
+                            "chunk {victim} is at record position {pos}, not before the metadata record at {}",
+                            sample_file_metadata_position()
+                        )
                     );
                 }
                 Err(e) => panic!("{e:?}"),

@@ -41,21 +41,162 @@ pub fn remove_temporaries() {
     list.iter().for_each(|p| remove_path(p));
 }
 
-/// A temporary path in the same directory as `path` (so the final rename stays on one
-/// filesystem), unique to this process and moment.
-pub fn temp_path_for(path: &Path) -> PathBuf {
+/// What every temporary name holds between the target's name and `PID-NANOS`.
+const TEMP_MARK: &str = ".unbound-tmp-";
+
+/// The longest file name most filesystems accept (ext4, XFS, btrfs, APFS, tmpfs).
+pub const MAX_FILE_NAME: usize = 255;
+
+/// Longest `PID-NANOS` suffix: a 32-bit PID and nanoseconds below 10^9.
+const MAX_SUFFIX: usize = 10 + 1 + 9;
+
+/// The bytes of a file name (lossless on Unix).
+fn name_bytes(name: &std::ffi::OsStr) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        name.as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        name.to_string_lossy().into_owned().into_bytes()
+    }
+}
+
+/// A file name from bytes (lossless on Unix).
+fn name_from_bytes(bytes: Vec<u8>) -> std::ffi::OsString {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        std::ffi::OsString::from_vec(bytes)
+    }
+    #[cfg(not(unix))]
+    {
+        String::from_utf8_lossy(&bytes).into_owned().into()
+    }
+}
+
+/// The part of every temporary name of `path` before `PID-NANOS`: `.NAME.unbound-tmp-`, where
+/// a name too long to leave room for the rest (a 255-byte limit) is cut and ended with a hash
+/// of the whole name, so that the temporary's name stays within [`MAX_FILE_NAME`] and is the
+/// same for every writer of the same target.
+fn temp_prefix(path: &Path) -> Vec<u8> {
     let name = path
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "output".into());
+        .map(name_bytes)
+        .unwrap_or_else(|| b"output".to_vec());
+    let room = MAX_FILE_NAME - 1 - TEMP_MARK.len() - MAX_SUFFIX;
+    let mut part = if name.len() <= room {
+        name
+    } else {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        name.hash(&mut h);
+        let tag = format!("~{:016x}", h.finish());
+        let mut cut = name[..room - tag.len()].to_vec();
+        // Do not leave half a UTF-8 character behind (harmless, but ugly in listings).
+        while cut.last().is_some_and(|&b| b & 0xc0 == 0x80) {
+            cut.pop();
+        }
+        if cut.last().is_some_and(|&b| b >= 0xc0) {
+            cut.pop();
+        }
+        cut.extend_from_slice(tag.as_bytes());
+        cut
+    };
+    let mut prefix = vec![b'.'];
+    prefix.append(&mut part);
+    prefix.extend_from_slice(TEMP_MARK.as_bytes());
+    prefix
+}
+
+/// A temporary path in the same directory as `path` (so the final rename stays on one
+/// filesystem), unique to this process and moment: `.NAME.unbound-tmp-PID-NANOS`, its name
+/// never longer than [`MAX_FILE_NAME`] bytes (a long `NAME` is shortened, see above).
+pub fn temp_path_for(path: &Path) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    path.with_file_name(format!(
-        ".{name}.unbound-tmp-{}-{nanos}",
-        std::process::id()
-    ))
+    let mut name = temp_prefix(path);
+    name.extend_from_slice(format!("{}-{nanos}", std::process::id()).as_bytes());
+    path.with_file_name(name_from_bytes(name))
+}
+
+/// Temporaries of dead writers removed by this process, not yet taken by
+/// [`take_removed_stale`].
+static REMOVED_STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Whether process `pid` is alive. Without `/proc` (not Linux) every process is assumed
+/// alive, so nothing is removed.
+fn process_alive(pid: u32) -> bool {
+    let proc_root = Path::new("/proc");
+    if !proc_root.join("self").exists() {
+        return true;
+    }
+    proc_root.join(pid.to_string()).exists()
+}
+
+/// Removes the temporaries that writers of `target` left beside it when they were killed
+/// (`kill -9`, a power cut): names `temp_path_for` would give `target`, whose writer's process
+/// is no longer alive. A temporary of a live process (another writer at work) is left alone.
+/// Returns what was removed (also kept for [`take_removed_stale`]). Every [`TempPath::new`]
+/// (so every [`write_atomically`]) calls it. Errors (an unreadable directory, a file removed
+/// meanwhile) are ignored: this is cleaning up, not the output.
+pub fn remove_stale_temporaries(target: &Path) -> Vec<PathBuf> {
+    let prefix = temp_prefix(target);
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let own = std::process::id();
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = name_bytes(&entry.file_name());
+        let Some(rest) = name.strip_prefix(&prefix[..]) else {
+            continue;
+        };
+        let Some((pid, nanos)) = std::str::from_utf8(rest)
+            .ok()
+            .and_then(|r| r.split_once('-'))
+        else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if nanos.is_empty() || !nanos.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if pid == own || process_alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        let gone = match entry.file_type() {
+            Ok(t) if t.is_dir() => fs::remove_dir_all(&path).is_ok(),
+            Ok(_) => fs::remove_file(&path).is_ok(),
+            Err(_) => false,
+        };
+        if gone {
+            removed.push(path);
+        }
+    }
+    if !removed.is_empty() {
+        let mut log = REMOVED_STALE.lock().unwrap_or_else(|e| e.into_inner());
+        log.extend(removed.iter().cloned());
+    }
+    removed
+}
+
+/// Takes the list of stale temporaries removed so far by this process (by
+/// [`remove_stale_temporaries`], directly or through [`TempPath::new`]), so that a command can
+/// say what it cleaned up.
+pub fn take_removed_stale() -> Vec<PathBuf> {
+    let mut log = REMOVED_STALE.lock().unwrap_or_else(|e| e.into_inner());
+    std::mem::take(&mut *log)
 }
 
 /// A temporary file or directory that becomes `target` only when [`TempPath::persist`] is
@@ -67,18 +208,28 @@ pub struct TempPath {
     tmp: PathBuf,
     target: PathBuf,
     persisted: bool,
+    stale: Vec<PathBuf>,
 }
 
 impl TempPath {
-    /// Reserves a temporary name beside `target` (nothing is created yet).
+    /// Reserves a temporary name beside `target` (nothing is created yet), after removing the
+    /// temporaries dead writers of `target` left there ([`remove_stale_temporaries`]; see
+    /// [`TempPath::removed_stale`]).
     pub fn new(target: &Path) -> Self {
+        let stale = remove_stale_temporaries(target);
         let tmp = temp_path_for(target);
         register(&tmp);
         Self {
             tmp,
             target: target.to_path_buf(),
             persisted: false,
+            stale,
         }
+    }
+
+    /// The temporaries of dead writers of the same target removed when this one was made.
+    pub fn removed_stale(&self) -> &[PathBuf] {
+        &self.stale
     }
 
     /// Where to write.
@@ -152,8 +303,17 @@ mod tests {
     use super::*;
     use crate::io_err;
 
+    /// `remove_temporaries` removes every temporary in progress in the process, those of the
+    /// other tests too: the tests that write take turns.
+    static TURN: Mutex<()> = Mutex::new(());
+
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        TURN.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn failed_write_leaves_nothing_behind() {
+        let _turn = turn();
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("out.pb");
         fs::write(&target, b"old").unwrap();
@@ -168,6 +328,7 @@ mod tests {
 
     #[test]
     fn successful_write_replaces_target() {
+        let _turn = turn();
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("out.pb");
         write_atomically(&target, |w| w.write_all(b"new").map_err(io_err(&target))).unwrap();
@@ -177,6 +338,7 @@ mod tests {
 
     #[test]
     fn temp_dir_is_removed_unless_persisted() {
+        let _turn = turn();
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("out");
         {
@@ -193,7 +355,91 @@ mod tests {
     }
 
     #[test]
+    fn long_target_names_get_temporaries_within_the_limit() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        for len in (200..=MAX_FILE_NAME).step_by(3).chain([226, 227, 254, 255]) {
+            let name = "n".repeat(len);
+            let target = dir.path().join(&name);
+            let tmp = temp_path_for(&target);
+            let tmp_len = tmp.file_name().unwrap().len();
+            assert!(tmp_len <= MAX_FILE_NAME, "{len}: {tmp_len}");
+            // Shortened names stay recognisable and differ between targets.
+            assert!(tmp
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".nnnn"));
+            write_atomically(&target, |w| w.write_all(b"x").map_err(io_err(&target))).unwrap();
+            assert_eq!(fs::read(&target).unwrap(), b"x", "{len}");
+            fs::remove_file(&target).unwrap();
+        }
+        let a = temp_prefix(&dir.path().join(format!("{}a", "n".repeat(250))));
+        let b = temp_prefix(&dir.path().join(format!("{}b", "n".repeat(250))));
+        assert_ne!(a, b);
+        // Multi-byte names are cut at a character boundary.
+        let name = "é".repeat(127); // 254 bytes
+        let target = dir.path().join(&name);
+        let tmp = temp_path_for(&target);
+        assert!(tmp.file_name().unwrap().to_str().is_some());
+        assert!(tmp.file_name().unwrap().len() <= MAX_FILE_NAME);
+        write_atomically(&target, |w| w.write_all(b"y").map_err(io_err(&target))).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"y");
+    }
+
+    /// The PID of a process that has exited.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn stale_temporaries_of_dead_writers_are_removed_and_reported() {
+        let _turn = turn();
+        if !Path::new("/proc/self").exists() {
+            return; // liveness is only known through /proc
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dead_pid();
+        for name in ["out.pb", &"m".repeat(240)] {
+            let target = dir.path().join(name);
+            let prefix = String::from_utf8(temp_prefix(&target)).unwrap();
+            let stale_file = dir.path().join(format!("{prefix}{dead}-123"));
+            let stale_dir = dir.path().join(format!("{prefix}{dead}-456"));
+            let live = dir.path().join(format!("{prefix}1-789")); // init is alive
+            let other = dir.path().join(format!(".other{TEMP_MARK}{dead}-1"));
+            let not_ours = dir.path().join(format!("{prefix}{dead}-12x"));
+            fs::write(&stale_file, b"partial").unwrap();
+            fs::create_dir(&stale_dir).unwrap();
+            fs::write(stale_dir.join("variables.data"), b"partial").unwrap();
+            for p in [&live, &other, &not_ours] {
+                fs::write(p, b"keep").unwrap();
+            }
+            let _ = take_removed_stale();
+            write_atomically(&target, |w| w.write_all(b"new").map_err(io_err(&target))).unwrap();
+            assert_eq!(fs::read(&target).unwrap(), b"new");
+            assert!(!stale_file.exists() && !stale_dir.exists());
+            assert!(live.exists() && other.exists() && not_ours.exists());
+            let mut removed = take_removed_stale();
+            removed.sort();
+            let mut expected = vec![stale_file.clone(), stale_dir.clone()];
+            expected.sort();
+            assert_eq!(removed, expected);
+            // A TempPath reports them too.
+            fs::write(&stale_file, b"partial").unwrap();
+            let tmp = TempPath::new(&target);
+            assert_eq!(tmp.removed_stale(), std::slice::from_ref(&stale_file));
+            for p in [&live, &other, &not_ours] {
+                fs::remove_file(p).unwrap();
+            }
+        }
+    }
+
+    #[test]
     fn remove_temporaries_removes_what_is_in_progress() {
+        let _turn = turn();
         let dir = tempfile::tempdir().unwrap();
         let tmp = TempPath::new(&dir.path().join("x"));
         fs::write(tmp.path(), b"partial").unwrap();

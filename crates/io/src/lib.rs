@@ -9,7 +9,9 @@
 //! - **Output is atomic** ([`write_atomically`], [`TempPath`]): bytes go to a temporary name
 //!   beside the target, are synced, then renamed into place. A crash, a signal or an error never
 //!   leaves a partial file under the final name. Temporaries in progress are registered, so a
-//!   signal handler can remove them ([`remove_temporaries`]).
+//!   signal handler can remove them ([`remove_temporaries`]). Temporaries a killed writer left
+//!   behind are removed by the next writer of the same target ([`remove_stale_temporaries`],
+//!   reported by [`take_removed_stale`]); a temporary's name never passes the 255-byte limit.
 //!
 //! ```
 //! use std::io::Write;
@@ -29,7 +31,8 @@ mod error;
 mod map;
 
 pub use atomic::{
-    remove_temporaries, sync_parent, temp_path_for, write_atomically, TempPath, BUFFER_SIZE,
+    remove_stale_temporaries, remove_temporaries, sync_parent, take_removed_stale, temp_path_for,
+    write_atomically, TempPath, BUFFER_SIZE, MAX_FILE_NAME,
 };
 pub use error::{io_err, IoError};
 pub use map::{map_file, regular_file_len};

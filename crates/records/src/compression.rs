@@ -242,6 +242,93 @@ pub(crate) fn decompress_into(
     Ok(())
 }
 
+/// Marker error: a [`WindowSink`] has passed on everything it wanted; the decompressor may stop.
+#[derive(Debug)]
+struct Stop;
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the wanted range has been written")
+    }
+}
+
+impl std::error::Error for Stop {}
+
+/// A sink that passes on only bytes `[start, end)` of what it is given, and stops the
+/// decompressor (with [`Stop`]) once it has them.
+struct WindowSink<'a> {
+    out: &'a mut dyn Write,
+    pos: u64,
+    start: u64,
+    end: u64,
+}
+
+impl Write for WindowSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let from = self.pos;
+        let to = from + buf.len() as u64;
+        let lo = from.max(self.start);
+        let hi = to.min(self.end);
+        if lo < hi {
+            self.out
+                .write_all(&buf[(lo - from) as usize..(hi - from) as usize])?;
+        }
+        self.pos = to;
+        if self.pos >= self.end {
+            return Err(io::Error::other(Stop));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Decompresses `stream` (declared to hold `expected` bytes) only as far as needed to write
+/// its bytes `[start, start + len)` to `out`, holding no more than one decoder buffer. The
+/// rest of the stream is not decoded.
+pub(crate) fn decompress_range(
+    ct: CompressionType,
+    stream: &ChunkBytes,
+    expected: u64,
+    start: u64,
+    len: u64,
+    out: &mut dyn Write,
+) -> Result<(), DecodeFault> {
+    let end = start
+        .checked_add(len)
+        .filter(|&end| end <= expected)
+        .ok_or_else(|| {
+            DecodeFault::Corrupt(format!("record range past the {expected} decoded bytes"))
+        })?;
+    if len == 0 {
+        return Ok(());
+    }
+    let mut window = WindowSink {
+        out,
+        pos: 0,
+        start,
+        end,
+    };
+    match decompress_into(ct, stream, expected, &mut window) {
+        Ok(()) => Ok(()),
+        Err(DecodeFault::Io(e)) if e.get_ref().is_some_and(|inner| inner.is::<Stop>()) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Decompresses `stream` without keeping its output, checking that exactly `expected` bytes
+/// come out; holds no more than one decoder buffer (raw Snappy, which decodes whole, excepted:
+/// at most 32 times its input).
+pub(crate) fn check_decompresses(
+    ct: CompressionType,
+    stream: &ChunkBytes,
+    expected: u64,
+) -> Result<(), DecodeFault> {
+    decompress_into(ct, stream, expected, &mut io::sink())
+}
+
 /// Decompresses `stream` into a new buffer of exactly `expected` bytes.
 pub(crate) fn decompress_to_vec(
     ct: CompressionType,

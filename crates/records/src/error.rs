@@ -28,6 +28,28 @@ impl fmt::Display for HashedPart {
     }
 }
 
+/// Which of the [`crate::DecodeLimits`] a chunk would pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecodeLimitKind {
+    /// [`crate::DecodeLimits::max_chunk`]: the chunk alone is larger.
+    Chunk,
+    /// The budget for all decoded data held at once
+    /// ([`crate::DecodeLimits::budget_for`] of the file size).
+    Held,
+}
+
+impl fmt::Display for DecodeLimitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DecodeLimitKind::Chunk => "would pass the largest size a chunk may decode to in memory",
+            DecodeLimitKind::Held => {
+                "with what is already held would pass the decoded data this file may hold in memory"
+            }
+        })
+    }
+}
+
 /// An error reading or writing a Riegeli/records file.
 ///
 /// Variants are coarse categories callers can match on; the text carries the
@@ -132,6 +154,29 @@ pub enum RecordsError {
         file: String,
     },
 
+    /// Decoding a chunk whole would hold more decoded data in memory than the reader's
+    /// [`crate::DecodeLimits`] allow (a decompression bomb, or a chunk larger than the caller
+    /// agreed to hold). Nothing was allocated for it. The streaming reads
+    /// ([`crate::RecordReader::copy_record_to`], [`crate::RecordReader::check_chunk`]) are not
+    /// limited this way.
+    #[error(
+        "{file}: the chunk at offset {offset} declares {declared} decoded bytes; holding them {reason} (limit {limit} bytes)"
+    )]
+    DecodeLimit {
+        /// The file name.
+        file: String,
+        /// Offset of the chunk.
+        offset: u64,
+        /// The decoded size the chunk declares.
+        declared: u64,
+        /// Decoded bytes this reader already held when the chunk was asked for.
+        held: u64,
+        /// The limit that would be passed.
+        limit: u64,
+        /// Which limit: one chunk's size, or all the decoded data held at once.
+        reason: DecodeLimitKind,
+    },
+
     /// A record or chunk is too large for the chosen encoding (writer side).
     #[error("{file}: {detail}")]
     TooLarge {
@@ -167,6 +212,7 @@ impl RecordsError {
             | RecordsError::Unsupported { file, .. }
             | RecordsError::PastEnd { file, .. }
             | RecordsError::NoRecords { file }
+            | RecordsError::DecodeLimit { file, .. }
             | RecordsError::TooLarge { file, .. } => file,
             RecordsError::File(e) => e.path().to_str().unwrap_or("<non-UTF-8 path>"),
         }
@@ -179,6 +225,7 @@ impl RecordsError {
             | RecordsError::Truncated { offset, .. }
             | RecordsError::Corrupt { offset, .. }
             | RecordsError::Decompression { offset, .. }
+            | RecordsError::DecodeLimit { offset, .. }
             | RecordsError::Unsupported { offset, .. } => Some(*offset),
             RecordsError::NotRiegeli { .. } => Some(0),
             RecordsError::PastEnd { pos, .. } => Some(*pos),

@@ -74,6 +74,7 @@ mod chunk_writer;
 mod compression;
 mod error;
 mod hash;
+mod limits;
 mod reader;
 mod simple_chunk;
 mod transposed;
@@ -82,6 +83,7 @@ mod writer;
 
 pub use chunk_header::ChunkType;
 pub use compression::{Compression, CompressionType};
-pub use error::{HashedPart, RecordsError};
+pub use error::{DecodeLimitKind, HashedPart, RecordsError};
+pub use limits::DecodeLimits;
 pub use reader::{ChunkSummary, RecordReader};
 pub use writer::{RecordWriter, WriterOptions};

@@ -12,7 +12,8 @@ use crate::chunk_decoder::{self, DecodedChunk};
 use crate::chunk_header::ChunkType;
 use crate::chunk_reader::{Chunk, FileChunks, Which};
 use crate::compression::{self, CompressionType};
-use crate::error::RecordsError;
+use crate::error::{DecodeLimitKind, RecordsError};
+use crate::limits::{DecodeLimits, Held};
 use crate::simple_chunk::SimpleLayout;
 
 /// The fixed first 64 bytes of every Riegeli/records file: the block header
@@ -30,6 +31,11 @@ pub(crate) const SIGNATURE: [u8; 64] = [
 
 /// How many verified chunk beginnings to remember before starting over.
 const MAX_VERIFIED: usize = 1 << 20;
+
+/// [`RecordReader::copy_record_to`] of one record of a compressed chunk of several records
+/// decodes the chunk whole (and caches it, for the next records) when it declares at most this
+/// many bytes; a larger chunk is decoded as a stream up to the end of the record instead.
+const WHOLE_DECODE_FOR_COPY: u64 = 64 << 20;
 
 /// One chunk header as seen by `inspect`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,10 +64,16 @@ pub struct ChunkSummary {
 /// All methods take `&self`; the reader is `Send + Sync`. The most recently
 /// decoded chunk is cached so that reading its records one by one decodes it
 /// once, and each chunk's data hash is verified once.
+///
+/// Decoding a chunk whole (to hand out its records as [`Bytes`]) is bounded by
+/// [`DecodeLimits`]: a chunk declaring more decoded data than they allow is refused with
+/// [`RecordsError::DecodeLimit`] before anything is allocated for it.
 pub struct RecordReader {
     file: FileChunks,
     cache: Mutex<Option<(u64, Arc<DecodedChunk>)>>,
     verified: Mutex<HashSet<u64>>,
+    limits: DecodeLimits,
+    held: Held,
 }
 
 impl std::fmt::Debug for RecordReader {
@@ -116,7 +128,42 @@ impl RecordReader {
             file: FileChunks { data, name },
             cache: Mutex::new(None),
             verified: Mutex::new(HashSet::new()),
+            limits: DecodeLimits::default(),
+            held: Held::default(),
         })
+    }
+
+    /// Replaces the [`DecodeLimits`] (the default ones refuse decompression bombs; raise them
+    /// only for a file whose declared sizes the caller has judged).
+    pub fn set_decode_limits(&mut self, limits: DecodeLimits) {
+        self.limits = limits;
+    }
+
+    /// The [`DecodeLimits`] in effect.
+    pub fn decode_limits(&self) -> DecodeLimits {
+        self.limits
+    }
+
+    /// Decoded bytes held in memory right now: decoded chunk buffers still referenced by the
+    /// cache or by records handed out. (Uncompressed records are slices of the file and count
+    /// nothing.)
+    pub fn decoded_bytes_held(&self) -> u64 {
+        self.held.get()
+    }
+
+    /// The sum of the decoded sizes all chunk headers declare: the total size of all records
+    /// (the metadata record of a `.cpb` included), read from the headers alone, without
+    /// decoding or hashing any chunk data. Lets a caller refuse a file whose records already
+    /// exceed what its output may hold before reading any of them.
+    pub fn declared_record_bytes(&self) -> Result<u64, RecordsError> {
+        let mut total = 0u64;
+        for chunk in self.chunks() {
+            let chunk = chunk?;
+            if chunk.num_records > 0 {
+                total = total.saturating_add(chunk.decoded_data_size);
+            }
+        }
+        Ok(total)
     }
 
     /// The name used in errors (the path for [`RecordReader::open`]).
@@ -196,7 +243,9 @@ impl RecordReader {
     /// Streams the record at (or first after) `pos` into `out`, returning the
     /// number of bytes written. A chunk holding only this record is
     /// decompressed incrementally (or, uncompressed, copied from the file
-    /// piece by piece), never held whole in memory.
+    /// piece by piece), never held whole in memory; so is a compressed chunk of several
+    /// records declaring more than 64 MiB (decoded as a stream up to the end of the record).
+    /// Not bound by the [`DecodeLimits`]: memory stays one decoder buffer.
     pub fn copy_record_to(&self, pos: u64, out: &mut dyn Write) -> Result<u64, RecordsError> {
         let name = &self.file.name;
         let io = |source| RecordsError::Io {
@@ -208,7 +257,12 @@ impl RecordReader {
             return Ok(decoded.record_len(index));
         }
         let (chunk, index) = self.locate(pos)?;
-        if chunk.header.chunk_type != ChunkType::Simple || chunk.header.num_records != 1 {
+        let whole = chunk.header.chunk_type != ChunkType::Simple
+            || (chunk.header.num_records != 1
+                && (self.whole_decode_need(&chunk) == 0
+                    || (chunk.header.decoded_data_size <= WHOLE_DECODE_FOR_COPY
+                        && self.admit(&chunk).is_ok())));
+        if whole {
             let decoded = self.decoded(&chunk)?;
             decoded.write_record(index as usize, out).map_err(io)?;
             return Ok(decoded.record_len(index as usize));
@@ -217,17 +271,66 @@ impl RecordReader {
         let at = |e: crate::error::DecodeFault| e.at(name, chunk.begin);
         let layout = SimpleLayout::parse(&self.file.data_of(&chunk)).map_err(at)?;
         let limits = layout
-            .limits(1, chunk.header.decoded_data_size)
+            .limits(chunk.header.num_records, chunk.header.decoded_data_size)
             .map_err(at)?;
         let (size, stream) = layout.values_stream().map_err(at)?;
-        if size != limits[0] {
+        if size != chunk.header.decoded_data_size {
             return Err(at(crate::error::corrupt(format!(
-                "values buffer declares {size} bytes but the record size is {}",
-                limits[0]
+                "values buffer declares {size} bytes but the chunk header declares {}",
+                chunk.header.decoded_data_size
             ))));
         }
-        compression::decompress_into(layout.compression, &stream, size, out).map_err(at)?;
-        Ok(size)
+        let i = index as usize;
+        let start = if i == 0 { 0 } else { limits[i - 1] };
+        let len = limits[i] - start;
+        if chunk.header.num_records == 1 {
+            compression::decompress_into(layout.compression, &stream, size, out).map_err(at)?;
+        } else {
+            compression::decompress_range(layout.compression, &stream, size, start, len, out)
+                .map_err(at)?;
+        }
+        Ok(len)
+    }
+
+    /// Checks the chunk beginning at file position `begin` as completely as reading all its
+    /// records would (block headers, data hash, framing, record sizes, decompression to
+    /// exactly the declared size) and returns the length of each of its records, without
+    /// holding its decoded data: simple chunks are decoded as a stream into a counter, so a
+    /// chunk truthfully declaring 16 GiB of zeros costs time, not memory. Transposed chunks
+    /// can only be decoded whole and are bound by the [`DecodeLimits`]. Chunks without records
+    /// give an empty list.
+    pub fn check_chunk(&self, begin: u64) -> Result<Vec<u64>, RecordsError> {
+        let chunk = self.file.chunk_at(begin)?;
+        let h = chunk.header;
+        if h.chunk_type != ChunkType::Simple {
+            let decoded = self.decoded(&chunk)?;
+            return Ok((0..decoded.len() as usize)
+                .map(|i| decoded.record_len(i))
+                .collect());
+        }
+        self.verify(&chunk)?;
+        let at = |e: crate::error::DecodeFault| e.at(&self.file.name, chunk.begin);
+        let layout = SimpleLayout::parse(&self.file.data_of(&chunk)).map_err(at)?;
+        let limits = layout
+            .limits(h.num_records, h.decoded_data_size)
+            .map_err(at)?;
+        let (size, stream) = layout.values_stream().map_err(at)?;
+        if size != h.decoded_data_size {
+            return Err(at(crate::error::corrupt(format!(
+                "values buffer declares {size} bytes but the chunk header declares {}",
+                h.decoded_data_size
+            ))));
+        }
+        compression::check_decompresses(layout.compression, &stream, size).map_err(at)?;
+        let mut previous = 0;
+        Ok(limits
+            .into_iter()
+            .map(|end| {
+                let len = end - previous;
+                previous = end;
+                len
+            })
+            .collect())
     }
 
     /// Iterates over all records in file order with their numeric positions.
@@ -326,6 +429,49 @@ impl RecordReader {
         }
     }
 
+    /// Decoded bytes decoding `chunk` whole holds: its declared decoded size, except for
+    /// chunks whose records are read in place (uncompressed simple chunks) or that hold none.
+    fn whole_decode_need(&self, chunk: &Chunk) -> u64 {
+        let h = &chunk.header;
+        match h.chunk_type {
+            ChunkType::Transposed => h.decoded_data_size,
+            ChunkType::Simple => {
+                let ct = self.file.data_of(chunk).byte_at(0);
+                if ct == Some(CompressionType::None.to_byte()) {
+                    0
+                } else {
+                    h.decoded_data_size
+                }
+            }
+            _ => 0,
+        }
+    }
+
+    /// Refuses to decode `chunk` whole when that would pass the [`DecodeLimits`].
+    fn admit(&self, chunk: &Chunk) -> Result<(), RecordsError> {
+        let need = self.whole_decode_need(chunk);
+        if need == 0 {
+            return Ok(());
+        }
+        let held = self.held.get();
+        let fail = |limit, reason| RecordsError::DecodeLimit {
+            file: self.file.name.clone(),
+            offset: chunk.begin,
+            declared: need,
+            held,
+            limit,
+            reason,
+        };
+        if need > self.limits.max_chunk {
+            return Err(fail(self.limits.max_chunk, DecodeLimitKind::Chunk));
+        }
+        let budget = self.limits.budget_for(self.len());
+        if held.saturating_add(need) > budget {
+            return Err(fail(budget, DecodeLimitKind::Held));
+        }
+        Ok(())
+    }
+
     /// Checks the chunk's data hash and block headers, once per chunk.
     fn verify(&self, chunk: &Chunk) -> Result<(), RecordsError> {
         if self
@@ -356,9 +502,17 @@ impl RecordReader {
                 }
             }
         }
+        // The cached chunk is about to be replaced: let go of it before judging what is held.
+        if let Ok(mut guard) = self.cache.lock() {
+            *guard = None;
+        }
+        self.admit(chunk)?;
         self.verify(chunk)?;
-        let decoded = chunk_decoder::decode(&chunk.header, &self.file.data_of(chunk))
+        let mut decoded = chunk_decoder::decode(&chunk.header, &self.file.data_of(chunk))
             .map_err(|e| e.at(&self.file.name, chunk.begin))?;
+        if let crate::chunk_decoder::Values::Buffer(b) = &mut decoded.values {
+            *b = self.held.track(std::mem::take(b));
+        }
         if decoded.len() != chunk.header.num_records {
             return Err(RecordsError::Corrupt {
                 file: self.file.name.clone(),

@@ -66,6 +66,13 @@ impl SimpleLayout {
                 "chunk claims {num_records} records but the sizes buffer holds {sizes_len} bytes"
             )));
         }
+        // And each takes at most ten bytes, with nothing after the last: a sizes buffer
+        // declaring more is refused before it is decompressed (a bomb hidden in the sizes).
+        if sizes_len > num_records.saturating_mul(10) {
+            return Err(corrupt(format!(
+                "the sizes buffer declares {sizes_len} bytes, more than {num_records} record sizes can take"
+            )));
+        }
         let raw = if self.compression == CompressionType::None {
             stream.to_bytes()
         } else {

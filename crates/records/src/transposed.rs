@@ -134,13 +134,22 @@ impl Buffer {
     }
 }
 
-/// Decompresses one buffer of the chunk (a no-op slice when uncompressed).
-fn decompress(ct: CompressionType, block: Bytes) -> Result<Bytes, DecodeFault> {
+/// Decompresses one buffer of the chunk (a no-op slice when uncompressed), taking its
+/// declared size from `budget` first: the buffers of a chunk cannot rightly decode to much more
+/// than the records they rebuild, so a buffer declaring more is refused before it is
+/// decompressed.
+fn decompress(ct: CompressionType, block: Bytes, budget: &mut u64) -> Result<Bytes, DecodeFault> {
     if ct == CompressionType::None {
         return Ok(block);
     }
     let view = ChunkBytes::plain(block);
     let (size, stream) = compression::split_prefix(ct, &view)?;
+    if size > *budget {
+        return Err(corrupt(format!(
+            "transposed chunk: a buffer declares {size} decompressed bytes, more than its records can use"
+        )));
+    }
+    *budget -= size;
     Ok(Bytes::from(compression::decompress_to_vec(
         ct, &stream, size,
     )?))
@@ -164,6 +173,7 @@ fn read_buffers(
     header: &mut Cursor<'_>,
     data: &Bytes,
     data_pos: &mut usize,
+    budget: &mut u64,
 ) -> Result<Vec<Buffer>, DecodeFault> {
     let num_buckets = u32_of(header, "bucket count")?;
     let num_buffers = u32_of(header, "buffer count")?;
@@ -189,7 +199,7 @@ fn read_buffers(
         }
         let block = data.slice(*data_pos..*data_pos + len as usize);
         *data_pos += len as usize;
-        buckets.push(decompress(ct, block)?);
+        buckets.push(decompress(ct, block, budget)?);
     }
     let mut buffers = Vec::with_capacity(num_buffers as usize);
     let mut bucket = 0usize;
@@ -335,10 +345,17 @@ pub(crate) fn decode(
     }
     let header_start = top.pos();
     let mut data_pos = header_start + header_size as usize;
-    let header_bytes = decompress(ct, data.slice(header_start..data_pos))?;
+    // Every buffer byte goes into a record, except the lengths of non-proto records (at most
+    // ten bytes each); the header and transitions are of the order of the records' fields. So
+    // everything decompressed is bounded by twice the output, plus slack.
+    let mut budget = decoded_data_size
+        .saturating_mul(2)
+        .saturating_add(num_records.saturating_mul(10))
+        .saturating_add(1 << 20);
+    let header_bytes = decompress(ct, data.slice(header_start..data_pos), &mut budget)?;
     let mut header = Cursor::new(&header_bytes);
 
-    let mut buffers = read_buffers(ct, &mut header, &data, &mut data_pos)?;
+    let mut buffers = read_buffers(ct, &mut header, &data, &mut data_pos, &mut budget)?;
 
     let size = u32_of(&mut header, "state machine size")? as usize;
     // Each node has a tag and a next index of at least one byte each.
@@ -431,7 +448,7 @@ pub(crate) fn decode(
             "transposed chunk: extra bytes at the end of the header",
         ));
     }
-    let transitions = decompress(ct, data.slice(data_pos..))?;
+    let transitions = decompress(ct, data.slice(data_pos..), &mut budget)?;
 
     let initial = decoded_data_size.min(
         (data.len() as u64)

@@ -295,11 +295,16 @@ fn huge_claimed_sizes() {
         d.extend_from_slice(&noise(1, 50));
         let f = file_with_chunk(&d, b'r', 1, 1 << 42, None);
         let r = open(&f).expect("open");
+        // Refused by the decode limits before decompressing anything.
         assert!(matches!(
             r.read_record_at(64),
-            Err(RecordsError::Decompression { .. } | RecordsError::Corrupt { .. })
+            Err(RecordsError::DecodeLimit { offset: 64, .. })
         ));
         assert!(r.copy_record_to(64, &mut std::io::sink()).is_err());
+        assert!(matches!(
+            r.check_chunk(64),
+            Err(RecordsError::Decompression { .. } | RecordsError::Corrupt { .. })
+        ));
     }
     // A transposed chunk claiming a giant state machine and buffers.
     let mut t = vec![0u8];
@@ -313,6 +318,13 @@ fn huge_claimed_sizes() {
     let f = file_with_chunk(&t, b't', 1, 1 << 40, None);
     assert!(matches!(
         open(&f).expect("open").read_record_at(64),
+        Err(RecordsError::DecodeLimit { .. })
+    ));
+    // Without limits, the decoder itself refuses it.
+    let mut r = open(&f).expect("open");
+    r.set_decode_limits(unbound_records::DecodeLimits::unlimited());
+    assert!(matches!(
+        r.read_record_at(64),
         Err(RecordsError::Corrupt { .. })
     ));
     // An unknown chunk type holding records; one without records is skipped.

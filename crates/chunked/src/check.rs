@@ -126,7 +126,7 @@ pub enum ChunkFault {
         /// The tag, as debug text.
         tag: String,
         /// What is wrong with it.
-        fault: String,
+        fault: crate::tags::TagFault,
     },
     /// The tree nests deeper than [`MAX_NESTING`].
     TooDeep {

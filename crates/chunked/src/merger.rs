@@ -345,7 +345,7 @@ impl<'a> Merger<'a> {
             self.merge_chunk(target, desc, index)?;
         }
         let ordered = sort_for_merge(&cm.chunked_fields)
-            .map_err(|fault| ChunkedError::metadata(self.source.name(), fault))?;
+            .map_err(|fault| ChunkedError::metadata(self.source.name(), fault.to_string()))?;
         for cf in ordered {
             self.process_field(target, desc, cf, depth)?;
         }

@@ -182,29 +182,45 @@ fn int_of(k: &KeyValue) -> Option<i128> {
     }
 }
 
+/// A field-tag list of chunk metadata that does not describe a path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TagFault {
+    /// A list index where a field number must come.
+    #[error("tag {0}: index does not follow a field")]
+    IndexWithoutField(usize),
+    /// A map key where a field number must come.
+    #[error("tag {0}: map key does not follow a field")]
+    KeyWithoutField(usize),
+    /// A `FieldIndex` with none of its kinds set.
+    #[error("tag {0}: FieldIndex with no kind set")]
+    NoKind(usize),
+    /// A `MapKey` with none of its types set.
+    #[error("tag {0}: map key with no type set")]
+    KeyWithoutType(usize),
+    /// Two chunked fields at one depth disagree on what the tag there is (TensorFlow's merge
+    /// comparator refuses them).
+    #[error("field tag mismatch: a field index and a map key or list index at the same depth")]
+    KindMismatch,
+}
+
 /// `GetFieldTypes`: groups a tag list into steps. An index or key must follow a field.
-pub fn steps(tags: &[FieldIndex]) -> std::result::Result<Vec<Step>, String> {
+pub fn steps(tags: &[FieldIndex]) -> std::result::Result<Vec<Step>, TagFault> {
     let mut out: Vec<Step> = Vec::with_capacity(tags.len());
     let mut i = 0;
     while i < tags.len() {
         let field = match &tags[i].kind {
             Some(TagKind::Field(f)) => *f,
-            Some(TagKind::Index(_)) => {
-                return Err(format!("tag {i}: index does not follow a field"))
-            }
-            Some(TagKind::MapKey(_)) => {
-                return Err(format!("tag {i}: map key does not follow a field"))
-            }
-            None => return Err(format!("tag {i}: FieldIndex with no kind set")),
+            Some(TagKind::Index(_)) => return Err(TagFault::IndexWithoutField(i)),
+            Some(TagKind::MapKey(_)) => return Err(TagFault::KeyWithoutField(i)),
+            None => return Err(TagFault::NoKind(i)),
         };
         i += 1;
         let selector = match tags.get(i).and_then(|t| t.kind.as_ref()) {
             Some(TagKind::Index(n)) => Some(Selector::Index(*n)),
-            Some(TagKind::MapKey(k)) => {
-                Some(Selector::Key(key_value(k).ok_or_else(|| {
-                    format!("tag {i}: map key with no type set")
-                })?))
-            }
+            Some(TagKind::MapKey(k)) => Some(Selector::Key(
+                key_value(k).ok_or(TagFault::KeyWithoutType(i))?,
+            )),
             _ => None,
         };
         if selector.is_some() {
@@ -307,16 +323,15 @@ impl MergeOrder {
 
 /// Sorts chunked fields into merge order (stable). Fails on a tag-kind mismatch between
 /// neighbours, as TensorFlow's comparator does.
-pub fn sort_for_merge(fields: &[ChunkedField]) -> std::result::Result<Vec<&ChunkedField>, String> {
+pub fn sort_for_merge(
+    fields: &[ChunkedField],
+) -> std::result::Result<Vec<&ChunkedField>, TagFault> {
     let mut keyed: Vec<(MergeOrder, &ChunkedField)> =
         fields.iter().map(|cf| (MergeOrder::of(cf), cf)).collect();
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
     for pair in keyed.windows(2) {
         if pair[0].0.mismatched(&pair[1].0) {
-            return Err(
-                "field tag mismatch: a field index and a map key or list index at the same depth"
-                    .into(),
-            );
+            return Err(TagFault::KindMismatch);
         }
     }
     Ok(keyed.into_iter().map(|(_, cf)| cf).collect())

@@ -18,12 +18,10 @@
 //!   padding would more than quadruple its size (beyond 64 MiB).
 //! - variant and resource tensors are refused.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use unbound_io::TempPath;
 use unbound_proto::tensorflow::DataType;
 
 use crate::dtype::tf_name;
@@ -81,6 +79,18 @@ pub enum NpyError {
         /// The underlying error.
         source: std::io::Error,
     },
+}
+
+impl From<unbound_io::IoError> for NpyError {
+    fn from(error: unbound_io::IoError) -> Self {
+        match error {
+            unbound_io::IoError::Os { path, source } => NpyError::Io { path, source },
+            other => NpyError::Io {
+                path: other.path().to_path_buf(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        }
+    }
 }
 
 /// How a dtype is written.
@@ -317,15 +327,10 @@ pub fn write_npy_bytes(
         path: path.to_path_buf(),
         source: e,
     };
-    let tmp = TempPath::new(path);
-    let mut file = File::create(tmp.path()).map_err(io)?;
-    file.write_all(&head).map_err(io)?;
-    file.write_all(data).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    drop(file);
-    tmp.persist().map_err(|e| match e {
-        unbound_io::IoError::Os { source, .. } => io(source),
-        other => io(std::io::Error::other(other.to_string())),
+    unbound_io::write_atomically(path, |out| {
+        out.write_all(&head).map_err(io)?;
+        out.write_all(data).map_err(io)?;
+        Ok::<_, NpyError>(())
     })?;
     Ok(NpyInfo {
         descr: descr.to_string(),
@@ -446,23 +451,9 @@ pub fn write_npy(
     path: &Path,
     opts: NpyOptions,
 ) -> Result<NpyInfo, NpyError> {
-    let io = |e| NpyError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    };
-    let tmp = TempPath::new(path);
-    let file = File::create(tmp.path()).map_err(io)?;
-    // Pieces of CHUNK_SIZE pass straight through; the header and padded strings gather.
-    let mut out = BufWriter::with_capacity(CHUNK_SIZE, file);
-    let info = write_impl(reader, key, &mut out, opts, path)?;
-    let file = out.into_inner().map_err(|e| io(e.into_error()))?;
-    file.sync_all().map_err(io)?;
-    drop(file);
-    tmp.persist().map_err(|e| match e {
-        unbound_io::IoError::Os { source, .. } => io(source),
-        other => io(std::io::Error::other(other.to_string())),
-    })?;
-    Ok(info)
+    // Pieces of CHUNK_SIZE pass straight through the writer's buffer; the header and padded
+    // strings gather in it.
+    unbound_io::write_atomically(path, |out| write_impl(reader, key, out, opts, path))
 }
 
 #[cfg(test)]

@@ -263,19 +263,20 @@ impl Drop for TempPath {
 
 /// Writes `path` atomically: `write` fills a buffered temporary file, which is then flushed,
 /// synced and renamed over `path`. On any error the temporary file is removed and `path` is
-/// left as it was. Generic over the caller's error type, which must wrap [`IoError`].
+/// left as it was. Generic over the caller's error type, which must wrap [`IoError`]. Errors
+/// name `path`, the file the user asked for, not the temporary.
 pub fn write_atomically<T, E: From<IoError>>(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> Result<T, E>,
 ) -> Result<T, E> {
     let tmp = TempPath::new(path);
-    let file = File::create(tmp.path()).map_err(|e| IoError::os(tmp.path(), e))?;
+    let file = File::create(tmp.path()).map_err(|e| IoError::os(path, e))?;
     let mut out = BufWriter::with_capacity(BUFFER_SIZE, file);
     let value = write(&mut out)?;
     let file = out
         .into_inner()
-        .map_err(|e| IoError::os(tmp.path(), e.into_error()))?;
-    file.sync_all().map_err(|e| IoError::os(tmp.path(), e))?;
+        .map_err(|e| IoError::os(path, e.into_error()))?;
+    file.sync_all().map_err(|e| IoError::os(path, e))?;
     drop(file);
     tmp.persist()?;
     Ok(value)

@@ -269,10 +269,7 @@ pub fn read_npy(path: &Path) -> Result<NpyArray, NpyError> {
         path: path.to_path_buf(),
         source: e,
     };
-    unbound_io::regular_file_len(path).map_err(|e| match e {
-        unbound_io::IoError::Os { source, .. } => io(source),
-        other => io(std::io::Error::other(other.to_string())),
-    })?;
+    unbound_io::regular_file_len(path)?;
     let bytes = std::fs::read(path).map_err(io)?;
     let (descr, shape, start) = parse_npy_header(&bytes, path)?;
     let bad = |what: String| NpyError::Malformed {

@@ -30,7 +30,7 @@ use crate::lazy::RecordFile;
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
 use unbound_wire::navigate::message_type;
 use unbound_wire::scalar::parse_text_scalar;
-use unbound_wire::{Payload, RecordRef, WireError, WireMessage};
+use unbound_wire::{Payload, RecordRef, RecordSource, WireError, WireMessage};
 
 /// Deepest message nesting the Merger builds (protobuf's own default recursion limit).
 pub const MAX_NESTING: usize = 100;
@@ -104,6 +104,8 @@ impl ChunkSource for MemoryChunks {
 /// The chunks of a `.cpb` file, located by the `ChunkInfo` list of its metadata.
 pub struct FileChunks {
     reader: Arc<RecordReader>,
+    /// The same file as the source of lazy payloads, made once and shared by all of them.
+    source: Arc<Box<dyn RecordSource>>,
     infos: Vec<ChunkInfo>,
     lazy: bool,
 }
@@ -132,6 +134,7 @@ impl FileChunks {
         let infos = metadata.chunks.clone();
         Ok((
             Self {
+                source: Arc::new(Box::new(RecordFile(Arc::clone(&reader)))),
                 reader,
                 infos,
                 lazy: true,
@@ -223,7 +226,7 @@ impl ChunkSource for FileChunks {
         let len = self.reader.record_len_at(info.offset)?;
         self.check_size(index, info, len)?;
         Ok(Payload::Record(RecordRef {
-            reader: Arc::new(Box::new(RecordFile(self.reader.clone()))),
+            reader: Arc::clone(&self.source),
             position: info.offset,
             len,
         }))

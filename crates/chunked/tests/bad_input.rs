@@ -3,6 +3,8 @@
 //! valid files (raw bytes, with and without repaired hashes; record contents) and random
 //! metadata trees never make reading, merging or serializing panic.
 
+mod common;
+
 use std::io::Cursor;
 use std::sync::Arc;
 
@@ -71,27 +73,7 @@ fn sample_split() -> (Vec<Bytes>, ChunkMetadata) {
     let mut sink = ChunkSink::new(desc.clone(), true);
     split_generic(&mut message, &desc, &mut sink.root(), 1000).unwrap();
     let split = sink.finish(message);
-    let mut chunks = Vec::new();
-    let mut infos = Vec::new();
-    for c in &split.chunks {
-        let (b, t) = match c {
-            unbound_chunked::Chunk::Message(m) => (Bytes::from(m.to_vec().unwrap()), 1),
-            unbound_chunked::Chunk::SerializedMessage(p) => (p.bytes().unwrap(), 1),
-            unbound_chunked::Chunk::Bytes(p) => (p.bytes().unwrap(), 2),
-        };
-        infos.push(ChunkInfo {
-            r#type: t,
-            size: b.len() as u64,
-            offset: 0,
-        });
-        chunks.push(b);
-    }
-    let metadata = ChunkMetadata {
-        version: Some(unbound_chunked::write::version_def()),
-        chunks: infos,
-        message: Some(split.message),
-    };
-    (chunks, metadata)
+    common::chunks_and_metadata(split)
 }
 
 /// The sample as an uncompressed file, one record per chunk, with `edit` applied to its

@@ -8,6 +8,8 @@
 //! split, never a different one; and whenever the complete check (`check_chunks`, what
 //! `verify` reports) finds a fault, the merge fails too.
 
+mod common;
+
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -16,7 +18,7 @@ use prost::Message;
 use unbound_chunked::{
     check_chunks, generic::split_generic, ChunkSink, ChunkedError, FileChunks, Merger,
 };
-use unbound_proto::tensorflow::proto_splitter::{ChunkInfo, ChunkMetadata};
+use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
 use unbound_proto::unbound::test::ManyFields;
 use unbound_records::{Compression, RecordReader, RecordWriter, WriterOptions};
 use unbound_wire::WireMessage;
@@ -66,27 +68,8 @@ fn original() -> &'static (Vec<u8>, Vec<Bytes>, ChunkMetadata) {
         let mut sink = ChunkSink::new(desc.clone(), true);
         split_generic(&mut wire, &desc, &mut sink.root(), 200).expect("splits");
         let split = sink.finish(wire);
-        let mut chunks = Vec::new();
-        let mut infos = Vec::new();
-        for c in &split.chunks {
-            let (b, t) = match c {
-                unbound_chunked::Chunk::Message(m) => (Bytes::from(m.to_vec().unwrap()), 1),
-                unbound_chunked::Chunk::SerializedMessage(p) => (p.bytes().unwrap(), 1),
-                unbound_chunked::Chunk::Bytes(p) => (p.bytes().unwrap(), 2),
-            };
-            infos.push(ChunkInfo {
-                r#type: t,
-                size: b.len() as u64,
-                offset: 0,
-            });
-            chunks.push(b);
-        }
+        let (chunks, metadata) = common::chunks_and_metadata(split);
         assert!(chunks.len() >= 6, "{} chunks", chunks.len());
-        let metadata = ChunkMetadata {
-            version: Some(unbound_chunked::write::version_def()),
-            chunks: infos,
-            message: Some(split.message),
-        };
         (encoded, chunks, metadata)
     })
 }

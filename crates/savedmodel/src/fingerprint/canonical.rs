@@ -25,6 +25,7 @@ use std::rc::Rc;
 
 use crate::{Result, SavedModelError};
 use prost_reflect::MessageDescriptor;
+use unbound_wire::Payload;
 
 pub use super::fields::{Source, Val};
 use super::layout::{FieldInfo, Layout};
@@ -40,17 +41,56 @@ pub const MAX_DEPTH: usize = 100;
 const MAX_RESERVE: usize = 64 << 10;
 
 /// Writes deterministic serializations; caches the field layout of each message type.
-#[derive(Default)]
 pub struct Encoder {
     layouts: Vec<Rc<Layout>>,
     by_name: HashMap<String, usize>,
     depth: usize,
+    /// Whether serialized messages already in canonical form are taken as they are
+    /// (`already_canonical.rs`) instead of re-encoded.
+    fast_path: bool,
+    /// How many messages were taken as they are.
+    taken_as_is: u64,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Self {
+            layouts: Vec::new(),
+            by_name: HashMap::new(),
+            depth: 0,
+            fast_path: true,
+            taken_as_is: 0,
+        }
+    }
 }
 
 impl Encoder {
     /// A new encoder.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An encoder that re-encodes every message, never taking serialized bytes as they are:
+    /// the reference the fast path is tested against (its output must be identical).
+    pub fn without_fast_path() -> Self {
+        Self {
+            fast_path: false,
+            ..Self::default()
+        }
+    }
+
+    /// How many serialized messages were found already canonical and taken as they are.
+    pub fn taken_as_is(&self) -> u64 {
+        self.taken_as_is
+    }
+
+    /// Whether `buf[start..end]`, a message of layout `layout`, can be taken as it is (and
+    /// counts it if so).
+    fn take_as_is(&mut self, buf: &bytes::Bytes, start: usize, end: usize, layout: usize) -> bool {
+        let depth = self.depth;
+        let ok = self.fast_path && self.already_canonical(buf, start, end, layout, depth);
+        self.taken_as_is += u64::from(ok);
+        ok
     }
 
     fn layout_index(&mut self, desc: &MessageDescriptor) -> usize {
@@ -63,8 +103,13 @@ impl Encoder {
         i
     }
 
+    /// The layout numbered `index`.
+    pub(super) fn layout_rc(&self, index: usize) -> Rc<Layout> {
+        self.layouts[index].clone()
+    }
+
     /// The layout of the messages `field` holds.
-    fn child(&mut self, field: &FieldInfo) -> usize {
+    pub(super) fn child(&mut self, field: &FieldInfo) -> usize {
         if let Some(i) = field.child.get() {
             return i;
         }
@@ -77,6 +122,20 @@ impl Encoder {
     /// The deterministic serialization of the message of type `desc` made of `sources`.
     pub fn encode(&mut self, sources: &[Source<'_>], desc: &MessageDescriptor) -> Result<Rope> {
         let layout = self.layout_index(desc);
+        if let [Source::Slice(buf, start, end)] = sources {
+            if self.take_as_is(buf, *start, *end, layout) {
+                let mut out = Rope::new();
+                out.put_shared(buf, *start, *end);
+                return Ok(out);
+            }
+        }
+        if let [Source::Raw(buf)] = sources {
+            if self.take_as_is(buf, 0, buf.len(), layout) {
+                let mut out = Rope::new();
+                out.put_shared(buf, 0, buf.len());
+                return Ok(out);
+            }
+        }
         self.encode_at(sources, layout)
     }
 
@@ -211,6 +270,21 @@ impl Encoder {
         layout: usize,
         out: &mut Rope,
     ) -> Result<()> {
+        if let [one] = values {
+            let slice = match one {
+                Val::Slice(buf, start, end) => Some((*buf, *start, *end)),
+                Val::Payload(Payload::Inline(buf)) => Some((buf, 0, buf.len())),
+                _ => None,
+            };
+            if let Some((buf, start, end)) = slice {
+                if self.take_as_is(buf, start, end, layout) {
+                    out.put_key(number, LEN);
+                    out.put_varint((end - start) as u64);
+                    out.put_shared(buf, start, end);
+                    return Ok(());
+                }
+            }
+        }
         let body = if let [one] = values {
             let source = one.to_source()?;
             self.encode_at(source.as_slice(), layout)?

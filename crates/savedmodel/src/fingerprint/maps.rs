@@ -132,7 +132,8 @@ pub(super) fn map_entries<'a>(
     Ok(out)
 }
 
-fn map_key<'a>(info: &MapInfo, value: Val<'a>) -> Result<MapKey<'a>> {
+/// The key an entry holds, as C++ sorts and writes it.
+pub(super) fn map_key<'a>(info: &MapInfo, value: Val<'a>) -> Result<MapKey<'a>> {
     let class = info.key_class;
     if class == Class::Bytes {
         return Ok(MapKey {

@@ -10,6 +10,7 @@
 //! - `checkpoint_hash` is the fingerprint of `variables/variables.index`, 0 when it cannot be
 //!   read; `uuid` is random (128 bits in decimal, zero-padded to at least 20 digits).
 
+mod already_canonical;
 pub mod canonical;
 mod cpb;
 pub mod farmhash;

@@ -1,0 +1,240 @@
+//! The encoder's fast path (taking serialized messages that are already canonical as they
+//! are) changes nothing: on TensorFlow-made models and on wire-level mutations of their
+//! messages, the deterministic serialization with the fast path is byte for byte the one
+//! without it, or both fail. TensorFlow-made models are canonical, so there the fast path
+//! must actually be taken.
+
+use bytes::Bytes;
+use proptest::prelude::*;
+use prost_reflect::MessageDescriptor;
+use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor};
+use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
+use unbound_test_support::testdata::model as testdata;
+use unbound_wire::codec::read_field;
+
+fn descriptor(name: &str) -> MessageDescriptor {
+    saved_model_descriptor()
+        .unwrap()
+        .parent_pool()
+        .get_message_by_name(name)
+        .unwrap()
+}
+
+/// Both encodings of `bytes` as a `desc`: with the fast path and without.
+fn both(
+    bytes: &Bytes,
+    desc: &MessageDescriptor,
+) -> (Result<Vec<u8>, String>, Result<Vec<u8>, String>) {
+    let run = |mut enc: Encoder| {
+        enc.encode(&[Source::Raw(bytes.clone())], desc)
+            .and_then(|rope| rope.to_vec())
+            .map_err(|e| e.to_string())
+    };
+    (run(Encoder::new()), run(Encoder::without_fast_path()))
+}
+
+/// The payloads of every occurrence of field `number` in `buf`.
+fn occurrences(buf: &Bytes, number: u32) -> Vec<Bytes> {
+    let mut pos = 0;
+    let mut out = Vec::new();
+    while pos < buf.len() {
+        let f = read_field(buf, &mut pos).unwrap();
+        if f.number == number {
+            out.push(buf.slice(f.start..f.end));
+        }
+    }
+    out
+}
+
+/// TensorFlow-made messages of the bundled models: whole MetaGraphDefs and their nodes.
+fn samples() -> Vec<(Bytes, &'static str)> {
+    let mut out = Vec::new();
+    for model in ["tf2_multi_sig", "tf1_large_consts"] {
+        let bytes = Bytes::from(std::fs::read(testdata(model).join("saved_model.pb")).unwrap());
+        for meta in occurrences(&bytes, 2) {
+            for graph in occurrences(&meta, 2) {
+                for node in occurrences(&graph, 1) {
+                    out.push((node, "tensorflow.NodeDef"));
+                }
+                for library in occurrences(&graph, 2) {
+                    for function in occurrences(&library, 1) {
+                        out.push((function, "tensorflow.FunctionDef"));
+                    }
+                }
+            }
+            out.push((meta, "tensorflow.MetaGraphDef"));
+        }
+    }
+    out
+}
+
+#[test]
+fn tensorflow_models_are_taken_as_they_are_with_the_same_result() {
+    let desc = saved_model_descriptor().unwrap();
+    for model in ["tf2_multi_sig", "tf1_large_consts"] {
+        let message = read_saved_model(&testdata(model)).unwrap().message;
+        let mut fast = Encoder::new();
+        let with = fast
+            .encode(&[Source::Ref(&message)], &desc)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        let without = Encoder::without_fast_path()
+            .encode(&[Source::Ref(&message)], &desc)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        assert_eq!(with, without, "{model}");
+        assert!(
+            fast.taken_as_is() > 0,
+            "{model}: the fast path was never taken"
+        );
+    }
+}
+
+/// One wire-level change to a message: applied to its top-level fields, or (recursively) to
+/// the payload of one of its length-delimited fields.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Swap(usize),
+    Duplicate(usize),
+    Drop(usize),
+    PadKey(usize),
+    FlipByte(usize, u8),
+    /// The field's value set to its default (0, or empty): an explicit default.
+    Zero(usize),
+    Into(usize, Box<Mutation>),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let leaf = prop_oneof![
+        any::<usize>().prop_map(Mutation::Swap),
+        any::<usize>().prop_map(Mutation::Duplicate),
+        any::<usize>().prop_map(Mutation::Drop),
+        any::<usize>().prop_map(Mutation::PadKey),
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::FlipByte(i, b)),
+        any::<usize>().prop_map(Mutation::Zero),
+    ];
+    leaf.prop_recursive(4, 8, 1, |inner| {
+        (any::<usize>(), inner).prop_map(|(i, m)| Mutation::Into(i, Box::new(m)))
+    })
+}
+
+/// One top-level field: its key and value bytes, where it starts, and its payload's range.
+type Piece = (Vec<u8>, usize, usize, usize);
+
+/// The top-level fields of `buf`, or `None` when it does not scan.
+fn pieces(buf: &[u8]) -> Option<Vec<Piece>> {
+    let mut pos = 0;
+    let mut out = Vec::new();
+    while pos < buf.len() {
+        let at = pos;
+        let f = read_field(buf, &mut pos).ok()?;
+        out.push((buf[at..pos].to_vec(), at, f.start, f.end));
+    }
+    Some(out)
+}
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn apply(buf: &[u8], m: &Mutation) -> Vec<u8> {
+    if let Mutation::FlipByte(i, b) = m {
+        let mut out = buf.to_vec();
+        if !out.is_empty() {
+            let i = i % out.len();
+            out[i] ^= b | 1;
+        }
+        return out;
+    }
+    let Some(mut fields) = pieces(buf) else {
+        return buf.to_vec();
+    };
+    if fields.is_empty() {
+        return buf.to_vec();
+    }
+    let n = fields.len();
+    match m {
+        Mutation::Swap(i) if n > 1 => fields.swap(i % (n - 1), i % (n - 1) + 1),
+        Mutation::Duplicate(i) => {
+            let f = fields[i % n].clone();
+            fields.insert(i % n, f);
+        }
+        Mutation::Drop(i) => {
+            fields.remove(i % n);
+        }
+        Mutation::PadKey(i) => {
+            // The same key as a one-byte-longer varint.
+            let f = &mut fields[i % n];
+            let mut pos = 0;
+            let key = unbound_wire::codec::read_varint(&f.0, &mut pos).unwrap();
+            let mut padded = Vec::new();
+            varint(key, &mut padded);
+            *padded.last_mut().unwrap() |= 0x80;
+            padded.push(0);
+            padded.extend_from_slice(&f.0[pos..]);
+            f.0 = padded;
+        }
+        Mutation::Zero(i) => {
+            let (_, at, _, _) = fields[i % n].clone();
+            let mut pos = at;
+            let key = unbound_wire::codec::read_varint(buf, &mut pos).unwrap();
+            let mut piece = Vec::new();
+            varint(key, &mut piece);
+            match key & 7 {
+                0 | 2 => piece.push(0),
+                1 => piece.extend_from_slice(&[0; 8]),
+                5 => piece.extend_from_slice(&[0; 4]),
+                _ => piece = fields[i % n].0.clone(),
+            }
+            fields[i % n].0 = piece;
+        }
+        Mutation::Into(i, inner) => {
+            let (_, at, start, end) = fields[i % n].clone();
+            if start > at && end >= start && !buf[start..end].is_empty() {
+                let body = apply(&buf[start..end], inner);
+                // Rebuild key + new length + new body.
+                let mut pos = at;
+                let key = unbound_wire::codec::read_varint(buf, &mut pos).unwrap();
+                let mut piece = Vec::new();
+                varint(key, &mut piece);
+                if key & 7 == 2 {
+                    varint(body.len() as u64, &mut piece);
+                    piece.extend_from_slice(&body);
+                    fields[i % n].0 = piece;
+                }
+            }
+        }
+        _ => {}
+    }
+    fields.into_iter().flat_map(|f| f.0).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn fast_path_equals_full_encoding_on_mutants(
+        pick in any::<prop::sample::Index>(),
+        mutations in prop::collection::vec(mutation(), 0..4),
+    ) {
+        let samples = samples();
+        let (bytes, name) = &samples[pick.index(samples.len())];
+        let mut mutant = bytes.to_vec();
+        for m in &mutations {
+            mutant = apply(&mutant, m);
+        }
+        let desc = descriptor(name);
+        let (with, without) = both(&Bytes::from(mutant), &desc);
+        match (with, without) {
+            (Ok(a), Ok(b)) => prop_assert!(a == b, "{name}: the fast path changed the encoding"),
+            (Err(_), Err(_)) => {}
+            (a, b) => prop_assert!(false, "{name}: fast path {:?}, full encoding {:?}", a.map(|v| v.len()), b.map(|v| v.len())),
+        }
+    }
+}

@@ -14,7 +14,7 @@
 //! also reports the errors.
 
 use bytes::Bytes;
-use unbound_wire::codec::{read_field, varint_len, RawField, WireType};
+use unbound_wire::codec::{RawField, WireType};
 
 use super::canonical::{Encoder, MAX_DEPTH};
 use super::fields::Val;
@@ -22,22 +22,72 @@ use super::layout::{FieldInfo, MapInfo};
 use super::maps::{map_key, MapKey};
 use super::wire_values::Class;
 
-/// Whether `field`'s key and length prefix (for a length-delimited field) take the fewest
-/// bytes possible, as a writer emits them. `at` is where the field's key starts.
-fn minimal_header(raw: &RawField, at: usize) -> bool {
-    let key = (u64::from(raw.number) << 3) | raw.wire_type.bits();
-    let len = match raw.wire_type {
-        WireType::Len => varint_len((raw.end - raw.start) as u64),
-        _ => 0,
-    };
-    match raw.wire_type {
-        WireType::Len => raw.start - at == (varint_len(key) + len) as usize,
-        WireType::Varint => {
-            raw.start - at == varint_len(key) as usize
-                && raw.end - raw.start == varint_len(raw.varint) as usize
-        }
-        _ => raw.start - at == varint_len(key) as usize,
+/// Reads a varint at `*pos` if it is well formed and minimal (no trailing zero byte after
+/// the first), as every writer emits varints; `None` otherwise.
+#[inline]
+fn minimal_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let first = *buf.get(*pos)?;
+    if first < 0x80 {
+        *pos += 1;
+        return Some(u64::from(first));
     }
+    let mut value = u64::from(first & 0x7f);
+    for i in 1..10 {
+        let byte = *buf.get(*pos + i)?;
+        if i == 9 && byte > 1 {
+            return None;
+        }
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte < 0x80 {
+            if byte == 0 {
+                return None;
+            }
+            *pos += i + 1;
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// Reads the field at `*pos` if its key and any varint or length prefix are minimal (as a
+/// writer emits them) and it lies within `buf`; `None` otherwise, groups included.
+#[inline]
+fn minimal_field(buf: &[u8], pos: &mut usize) -> Option<RawField> {
+    let key = minimal_varint(buf, pos)?;
+    let number = u32::try_from(key >> 3).ok().filter(|&n| n != 0)?;
+    let (wire_type, varint, start, end) = match key & 7 {
+        0 => {
+            let start = *pos;
+            let v = minimal_varint(buf, pos)?;
+            (WireType::Varint, v, start, *pos)
+        }
+        1 | 5 => {
+            let width = if key & 7 == 1 { 8 } else { 4 };
+            let start = *pos;
+            let end = start.checked_add(width).filter(|&e| e <= buf.len())?;
+            *pos = end;
+            let wire_type = if width == 8 { WireType::Fixed64 } else { WireType::Fixed32 };
+            (wire_type, 0, start, end)
+        }
+        2 => {
+            let len = minimal_varint(buf, pos)?;
+            let start = *pos;
+            let end = usize::try_from(len)
+                .ok()
+                .and_then(|l| start.checked_add(l))
+                .filter(|&e| e <= buf.len())?;
+            *pos = end;
+            (WireType::Len, 0, start, end)
+        }
+        _ => return None,
+    };
+    Some(RawField {
+        number,
+        wire_type,
+        varint,
+        start,
+        end,
+    })
 }
 
 /// Whether a varint scalar read for `class` is written back as it was (normalized already:
@@ -60,11 +110,10 @@ fn canonical_run(class: Class, run: &[u8]) -> bool {
         Class::Varint(_) => {
             let mut pos = 0;
             while pos < run.len() {
-                let at = pos;
-                let Ok(v) = unbound_wire::codec::read_varint(run, &mut pos) else {
+                let Some(v) = minimal_varint(run, &mut pos) else {
                     return false;
                 };
-                if pos - at != varint_len(v) as usize || !normal_varint(class, v) {
+                if !normal_varint(class, v) {
                     return false;
                 }
             }
@@ -127,13 +176,9 @@ impl Encoder {
         let mut oneofs_set: u64 = 0;
         let mut last_key: Option<MapKey<'_>> = None;
         while pos < end {
-            let at = pos;
-            let Ok(raw) = read_field(within, &mut pos) else {
+            let Some(raw) = minimal_field(within, &mut pos) else {
                 return false;
             };
-            if !minimal_header(&raw, at) {
-                return false;
-            }
             let Some(i) = layout.index(raw.number) else {
                 return false;
             };
@@ -216,14 +261,8 @@ impl Encoder {
     ) -> Option<MapKey<'b>> {
         let within = &buf[..end];
         let mut pos = start;
-        let read = |pos: &mut usize| {
-            let at = *pos;
-            read_field(within, pos)
-                .ok()
-                .filter(|raw| minimal_header(raw, at))
-        };
-        let key = read(&mut pos)?;
-        let value = read(&mut pos)?;
+        let key = minimal_field(within, &mut pos)?;
+        let value = minimal_field(within, &mut pos)?;
         if pos != end || key.number != 1 || value.number != 2 {
             return None;
         }

@@ -66,7 +66,11 @@ fn minimal_field(buf: &[u8], pos: &mut usize) -> Option<RawField> {
             let start = *pos;
             let end = start.checked_add(width).filter(|&e| e <= buf.len())?;
             *pos = end;
-            let wire_type = if width == 8 { WireType::Fixed64 } else { WireType::Fixed32 };
+            let wire_type = if width == 8 {
+                WireType::Fixed64
+            } else {
+                WireType::Fixed32
+            };
             (wire_type, 0, start, end)
         }
         2 => {

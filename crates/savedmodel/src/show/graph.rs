@@ -1,14 +1,15 @@
 //! Graph statistics from a wire-level `MetaGraphDef.graph_def`: node count, the ops used, the
 //! library's functions. Nodes are decoded one level at a time; tensor values are never read.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use crate::Result;
+use crate::{Result, SavedModelError};
 use unbound_proto::fields::tensorflow::{
     attr_value, function_def, function_def_library, graph_def, meta_graph_def, name_attr_list,
     node_def, op_def, version_def,
 };
-use unbound_wire::WireMessage;
+use unbound_wire::codec::{read_field, RawField, WireType};
+use unbound_wire::{DecodeError, WireMessage, WireValue};
 
 use super::load_order::load_order;
 use super::wire::{messages, string, varint};
@@ -30,6 +31,7 @@ pub struct GraphStats {
 }
 
 /// A node's op and the functions its attributes name.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct NodeOps {
     /// The op.
     pub op: String,
@@ -40,14 +42,21 @@ pub struct NodeOps {
 }
 
 /// Statistics of the `graph_def` of `mg` (all its occurrences, as protobuf merges them).
+///
+/// Graphs of millions of nodes repeat a few ops: each node's fields are scanned in place
+/// (no message built per node) and only distinct [`NodeOps`] are kept, per function and for
+/// the graph, which is all [`ops_used`] and [`load_order`] need (both work on sets).
 pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
-    let mut nodes = Vec::new();
+    let mut nodes = Distinct::default();
+    let mut node_count = 0u64;
     let mut functions: Vec<(String, Vec<NodeOps>)> = Vec::new();
+    let mut function_nodes = 0u64;
     let mut producer = 0;
     for graph in messages(mg, meta_graph_def::GRAPH_DEF, file) {
         let graph = graph?;
-        for node in messages(&graph, graph_def::NODE, file) {
-            nodes.push(node_ops(&*node?, file, false)?);
+        for field in graph.fields.iter().filter(|f| f.number == graph_def::NODE) {
+            node_count += 1;
+            nodes.add(&field.value, file, false)?;
         }
         for library in messages(&graph, graph_def::LIBRARY, file) {
             let library = library?;
@@ -57,26 +66,164 @@ pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
                 for sig in messages(&function, function_def::SIGNATURE, file) {
                     name = string(&*sig?, op_def::NAME)?;
                 }
-                let mut body = Vec::new();
-                for node in messages(&function, function_def::NODE_DEF, file) {
-                    body.push(node_ops(&*node?, file, true)?);
+                let mut body = Distinct::default();
+                for field in function
+                    .fields
+                    .iter()
+                    .filter(|f| f.number == function_def::NODE_DEF)
+                {
+                    function_nodes += 1;
+                    body.add(&field.value, file, true)?;
                 }
-                functions.push((name, body));
+                functions.push((name, body.list));
             }
         }
         for versions in messages(&graph, graph_def::VERSIONS, file) {
             producer = varint(&*versions?, version_def::PRODUCER) as i64;
         }
     }
-    let function_nodes = functions.iter().map(|(_, b)| b.len() as u64).sum();
     Ok(GraphStats {
-        nodes: nodes.len() as u64,
+        nodes: node_count,
         producer,
-        ops: ops_used(&nodes, &functions),
+        ops: ops_used(&nodes.list, &functions),
         load_order: load_order(&functions),
         functions: functions.iter().map(|(n, _)| n.clone()).collect(),
         function_nodes,
     })
+}
+
+/// The distinct [`NodeOps`] of a list of nodes, in first-seen order.
+#[derive(Default)]
+struct Distinct {
+    /// Ops of nodes that name no function (most nodes), to skip repeats without allocating.
+    plain: HashSet<Vec<u8>>,
+    /// Every distinct entry.
+    seen: HashSet<NodeOps>,
+    list: Vec<NodeOps>,
+}
+
+impl Distinct {
+    /// Adds the node `value` holds (serialized bytes, scanned in place, or an expanded
+    /// message).
+    fn add(&mut self, value: &WireValue, file: &str, all_funcs: bool) -> Result<()> {
+        let ops = match value {
+            WireValue::Bytes(p) => {
+                let bytes = p.bytes()?;
+                match scan_node(&bytes, all_funcs) {
+                    Ok(Scanned::Plain(op)) => {
+                        if self.plain.contains(op) {
+                            return Ok(());
+                        }
+                        self.plain.insert(op.to_vec());
+                        NodeOps {
+                            op: String::from_utf8_lossy(op).into_owned(),
+                            called: None,
+                            funcs: Vec::new(),
+                        }
+                    }
+                    Ok(Scanned::Full(ops)) => ops,
+                    Err(error) => return Err(SavedModelError::malformed(file, error)),
+                }
+            }
+            WireValue::Message(m) => node_ops(m, file, all_funcs)?,
+            _ => {
+                return Err(SavedModelError::invalid(
+                    file,
+                    "a node holds a scalar where a message was expected",
+                ))
+            }
+        };
+        if self.seen.insert(ops.clone()) {
+            self.list.push(ops);
+        }
+        Ok(())
+    }
+}
+
+/// What a scan of a serialized node found.
+enum Scanned<'a> {
+    /// A node that names no function: its op.
+    Plain(&'a [u8]),
+    /// A node that does.
+    Full(NodeOps),
+}
+
+/// The fields of a serialized message, in order.
+fn raw_fields(buf: &[u8]) -> impl Iterator<Item = std::result::Result<RawField, DecodeError>> + '_ {
+    let mut pos = 0;
+    std::iter::from_fn(move || (pos < buf.len()).then(|| read_field(buf, &mut pos)))
+}
+
+/// The last length-delimited field `number` of `buf`, as protobuf reads a singular field.
+fn last_len(buf: &[u8], number: u32) -> std::result::Result<Option<&[u8]>, DecodeError> {
+    let mut last = None;
+    for f in raw_fields(buf) {
+        let f = f?;
+        if f.number == number && f.wire_type == WireType::Len {
+            last = Some(&buf[f.start..f.end]);
+        }
+    }
+    Ok(last)
+}
+
+/// [`node_ops`] on a serialized node, scanning it in place.
+fn scan_node(node: &[u8], all_funcs: bool) -> std::result::Result<Scanned<'_>, DecodeError> {
+    let op = last_len(node, node_def::OP)?.unwrap_or_default();
+    let partitioned = op == b"PartitionedCall" || op == b"StatefulPartitionedCall";
+    let mut called = None;
+    let mut funcs = Vec::new();
+    if partitioned || all_funcs {
+        let name_of = |func: &[u8]| -> std::result::Result<String, DecodeError> {
+            let name = last_len(func, name_attr_list::NAME)?.unwrap_or_default();
+            Ok(String::from_utf8_lossy(name).into_owned())
+        };
+        for entry in raw_fields(node) {
+            let entry = entry?;
+            if entry.number != node_def::ATTR || entry.wire_type != WireType::Len {
+                continue;
+            }
+            let entry = &node[entry.start..entry.end];
+            let is_f = last_len(entry, node_def::attr_entry::KEY)? == Some(b"f".as_slice());
+            for value in raw_fields(entry) {
+                let value = value?;
+                if value.number != node_def::attr_entry::VALUE || value.wire_type != WireType::Len {
+                    continue;
+                }
+                let value = &entry[value.start..value.end];
+                for f in raw_fields(value) {
+                    let f = f?;
+                    if f.wire_type != WireType::Len {
+                        continue;
+                    }
+                    let inner = &value[f.start..f.end];
+                    if f.number == attr_value::FUNC {
+                        let name = name_of(inner)?;
+                        if partitioned && is_f {
+                            called = Some(name.clone());
+                        }
+                        funcs.push(name);
+                    } else if f.number == attr_value::LIST && all_funcs {
+                        for g in raw_fields(inner) {
+                            let g = g?;
+                            if g.number == attr_value::list_value::FUNC
+                                && g.wire_type == WireType::Len
+                            {
+                                funcs.push(name_of(&inner[g.start..g.end])?);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if called.is_none() && funcs.is_empty() {
+        return Ok(Scanned::Plain(op));
+    }
+    Ok(Scanned::Full(NodeOps {
+        op: String::from_utf8_lossy(op).into_owned(),
+        called,
+        funcs,
+    }))
 }
 
 /// TensorFlow's `meta_graph.ops_used_by_graph_def`: the ops of the graph's nodes and of the

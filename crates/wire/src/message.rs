@@ -286,18 +286,34 @@ impl WireMessage {
     /// type is unknown, or when two members of one oneof occur (reordering would change which
     /// wins).
     fn write_order(&self) -> Vec<&WireField> {
-        let mut order: Vec<&WireField> = self.fields.iter().collect();
         let Some(desc) = &self.descriptor else {
-            return order;
+            return self.fields.iter().collect();
         };
-        if has_oneof_conflict(desc, &self.fields) {
-            return order;
+        // Each field's place (known fields by number, then unknown ones), looked up once per
+        // run of one number: a message of a million nodes is one run.
+        let mut keys: Vec<(u8, u32)> = Vec::with_capacity(self.fields.len());
+        let mut run: Option<(u32, (u8, u32))> = None;
+        for f in &self.fields {
+            let key = match run {
+                Some((number, key)) if number == f.number => key,
+                _ => {
+                    let key = match desc.get_field(f.number) {
+                        Some(_) => (0, f.number),
+                        None => (1, 0),
+                    };
+                    run = Some((f.number, key));
+                    key
+                }
+            };
+            keys.push(key);
         }
-        order.sort_by_key(|f| match desc.get_field(f.number) {
-            Some(_) => (0, f.number),
-            None => (1, 0),
-        });
-        order
+        if keys.is_sorted() || has_oneof_conflict(desc, &self.fields) {
+            return self.fields.iter().collect();
+        }
+        // A stable sort: occurrences of one number keep their order.
+        let mut order: Vec<usize> = (0..self.fields.len()).collect();
+        order.sort_by_key(|&i| keys[i]);
+        order.into_iter().map(|i| &self.fields[i]).collect()
     }
 }
 

@@ -376,6 +376,36 @@ impl<'a> BoxReader<'a> {
         Ok(out)
     }
 
+    /// Streams the stored bytes of entry `key` (any dtype, as they are in the data file) to
+    /// `sink` in pieces of at most `budget` bytes, checking its checksum at the end (an error
+    /// after `sink` saw every piece if it does not match). Returns the entry.
+    pub fn copy_entry<E: From<BundleError>>(
+        &self,
+        key: &[u8],
+        budget: usize,
+        mut sink: impl FnMut(&[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<BundleEntryProto, E> {
+        let entry = self.reader.lookup(key)?.clone();
+        self.reader.checked_bytes(key, &entry)?;
+        let (path, file) = self.file(entry.shard_id)?;
+        let (start, len) = (entry.offset as u64, entry.size as u64);
+        let mut buf = vec![0u8; budget.max(1).min(len as usize)];
+        let mut c = 0;
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(buf.len() as u64) as usize;
+            let at = start + done;
+            read_exact_at(&file, &mut buf[..n], at).map_err(|e| {
+                BundleError::tensor(&path, key, format!("read failed at byte {at}: {e}"))
+            })?;
+            c = crc32c::crc32c_append(c, &buf[..n]);
+            sink(&buf[..n])?;
+            done += n as u64;
+        }
+        crate::reader::check_crc(&path, key, &entry, c)?;
+        Ok(entry)
+    }
+
     /// Checks the checksum of every piece read from: combined from the runs read when they
     /// cover the piece, otherwise by reading the piece again in full.
     pub fn finish(self) -> Result<()> {
@@ -472,10 +502,7 @@ mod tests {
         let region = [(2, 3), (0, 4)];
         // 4 bytes per element, rows of 16 bytes: two rows per block of 32.
         let b = blocks(&region, 4, 32);
-        assert_eq!(
-            b,
-            vec![vec![(2, 2), (0, 4)], vec![(4, 1), (0, 4)]]
-        );
+        assert_eq!(b, vec![vec![(2, 2), (0, 4)], vec![(4, 1), (0, 4)]]);
         // A budget below one row cuts rows.
         let b = blocks(&region, 4, 8);
         assert_eq!(b.len(), 6);

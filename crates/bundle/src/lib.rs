@@ -66,12 +66,12 @@ pub use object_graph::object_paths;
 pub use ordered_code::{decode_tensor_name_slice, encode_tensor_name_slice, is_slice_key};
 pub use raw::CHUNK_SIZE;
 pub use reader::BundleReader;
-pub use strings::encode_strings;
+pub use shard_writer::{write_index, EntrySink, FinishedShard, ShardWriter};
 pub use slices::{ShapeAndSlice, SliceSpec};
+pub use strings::encode_strings;
 pub use tensor::{num_elements, shape_from_proto, shape_to_proto, Tensor, TensorData};
 pub use variables::{infer_grid, NpyReport, StoredSlice, VariableEntry, Variables, VarsReport};
 pub use verify::{verify_prefix, BundleFault};
-pub use shard_writer::{write_index, EntrySink, FinishedShard, ShardWriter};
 pub use writer::BundleWriter;
 
 /// The key of the serialized `TrackableObjectGraph` in object-based checkpoints.

@@ -17,7 +17,7 @@ use crate::crc;
 use crate::error::{BundleError, Result};
 use crate::naming::{data_path, index_path};
 use crate::sstable::TableBuilder;
-use crate::strings::encode_strings;
+use crate::strings::{encode_strings, encode_variants};
 use crate::tensor::{shape_to_proto, Tensor, TensorData};
 
 /// The format version written (TensorFlow's `kTensorBundleVersion`).
@@ -118,22 +118,34 @@ impl ShardWriter {
         })
     }
 
-    /// Appends a tensor held in memory (fixed-size or strings).
+    /// Appends a tensor held in memory (any dtype), with the checksum TensorFlow computes
+    /// for its layout (for strings and variants not that of the raw bytes).
     pub fn append_tensor(&mut self, tensor: &Tensor) -> Result<BundleEntryProto> {
         tensor
             .check_consistent()
             .map_err(|e| BundleError::Invalid(e.0))?;
-        match &tensor.data {
-            TensorData::Raw(b) => self.append_with(tensor.dtype, &tensor.shape, |s| s.write(b)),
-            TensorData::Strings(v) => {
-                let mut buf = Vec::new();
-                encode_strings(v, &mut buf).map_err(|e| BundleError::io(self.tmp.path(), e))?;
-                self.append_with(tensor.dtype, &tensor.shape, |s| s.write(&buf))
+        let mut buf = Vec::new();
+        let io = |e| BundleError::io(self.tmp.path(), e);
+        let (size, c) = match &tensor.data {
+            TensorData::Raw(b) => {
+                buf.extend_from_slice(b);
+                (b.len() as u64, crc::crc32c(b))
             }
-            TensorData::Variants(_) => Err(BundleError::Invalid(
-                "variant tensors are written by BundleWriter only".into(),
-            )),
-        }
+            TensorData::Strings(v) => encode_strings(v, &mut buf).map_err(io)?,
+            TensorData::Variants(v) => encode_variants(v, &mut buf).map_err(io)?,
+        };
+        self.out.write_all(&buf).map_err(io)?;
+        let offset = self.size;
+        self.size += size;
+        Ok(BundleEntryProto {
+            dtype: tensor.dtype,
+            shape: Some(shape_to_proto(&tensor.shape)),
+            shard_id: self.shard,
+            offset: offset as i64,
+            size: size as i64,
+            crc32c: crc::mask(c),
+            slices: Vec::new(),
+        })
     }
 
     /// Flushes and syncs the shard; it keeps its temporary name until persisted.

@@ -190,9 +190,9 @@ impl ShapeAndSlice {
                 shape.len()
             )));
         }
-        slice.resolve(&shape).map_err(|f| {
-            crate::Fault(format!("shape_and_slice {text:?}: {f}"))
-        })?;
+        slice
+            .resolve(&shape)
+            .map_err(|f| crate::Fault(format!("shape_and_slice {text:?}: {f}")))?;
         Ok(Self {
             shape: Some(shape),
             slice: Some(slice),
@@ -224,7 +224,7 @@ pub fn intersect(a: &[(u64, u64)], b: &[(u64, u64)]) -> Option<Vec<(u64, u64)>> 
         .map(|(&(s1, l1), &(s2, l2))| {
             let lo = s1.max(s2);
             let hi = (s1 + l1).min(s2 + l2);
-            (hi > lo).then_some((lo, hi - lo))
+            (hi > lo).then(|| (lo, hi - lo))
         })
         .collect()
 }
@@ -425,7 +425,10 @@ mod tests {
         let mut runs = Vec::new();
         for_each_box_run(&inner, &src, &dst, |s, d, n| runs.push((s, d, n)));
         assert_eq!(runs, vec![(8, 4, 3), (14, 8, 3)]);
-        assert_eq!(intersect(&[(0, 4), (2, 2)], &[(3, 4), (0, 3)]), Some(vec![(3, 1), (2, 1)]));
+        assert_eq!(
+            intersect(&[(0, 4), (2, 2)], &[(3, 4), (0, 3)]),
+            Some(vec![(3, 1), (2, 1)])
+        );
         assert_eq!(intersect(&[(0, 4)], &[(4, 4)]), None);
         let mut runs = Vec::new();
         for_each_box_run(&[], &[], &[], |s, d, n| runs.push((s, d, n)));

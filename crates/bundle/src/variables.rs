@@ -235,9 +235,8 @@ impl Variables {
         opts: NpyOptions,
     ) -> std::result::Result<NpyReport, NpyError> {
         let key = self.resolve_key(key);
-        let request = crate::ShapeAndSlice::parse(request).map_err(|f| {
-            BundleError::tensor(self.reader.index_path(), key.as_bytes(), f.0)
-        })?;
+        let request = crate::ShapeAndSlice::parse(request)
+            .map_err(|f| BundleError::tensor(self.reader.index_path(), key.as_bytes(), f.0))?;
         let info = crate::npy::write_box_npy(&self.reader, key.as_bytes(), &request, out, opts)?;
         Ok(NpyReport {
             descr: info.descr,

@@ -63,12 +63,16 @@ impl FinishedShard {
 
 impl ShardWriter {
     /// Starts data shard `shard` of `num_shards` of the bundle at `prefix`
-    /// (`PREFIX.data-0000i-of-N`, under a temporary name until persisted).
+    /// (`PREFIX.data-0000i-of-N`, under a temporary name until persisted), creating the
+    /// prefix's directory if needed.
     pub fn create(prefix: &Path, shard: i32, num_shards: i32) -> Result<Self> {
         if !(1..=99_999).contains(&num_shards) || !(0..num_shards).contains(&shard) {
             return Err(BundleError::Invalid(format!(
                 "shard {shard} of {num_shards} (1 to 99999 shards)"
             )));
+        }
+        if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| BundleError::io(dir, e))?;
         }
         let tmp = TempPath::new(&data_path(prefix, shard, num_shards));
         let file = File::create(tmp.path()).map_err(|e| BundleError::io(tmp.path(), e))?;

@@ -30,7 +30,8 @@ use crate::tensor::TensorData;
 /// Most pieces accepted for one variable (the overlap check is quadratic).
 const MAX_PIECES: usize = 1 << 14;
 
-/// Runs shorter than this are gathered by reading the span that holds them at once.
+/// Runs shorter than this are gathered by reading the span that holds them at once (as are
+/// runs that fill most of their span).
 const SMALL_RUN: u64 = 4096;
 
 /// Largest span read at once to gather small runs.
@@ -304,7 +305,9 @@ impl<'a> BoxReader<'a> {
             });
             let (first, last) = (runs[0], runs[runs.len() - 1]);
             let span = last.0 + last.2 - first.0;
-            if first.2 < SMALL_RUN && span <= MAX_SPAN {
+            let data: u64 = runs.iter().map(|r| r.2).sum();
+            // Small runs, or runs that fill most of their span: one read of the span.
+            if span <= MAX_SPAN && (first.2 < SMALL_RUN || span <= data + data / 2) {
                 scratch.resize(span as usize, 0);
                 read_at(&mut scratch, first.0)?;
                 self.record(piece, first.0, &scratch);

@@ -88,12 +88,18 @@ pub fn run_cmd(args: Args) -> CmdResult {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
+        let dims: Vec<String> = options
+            .mesh
+            .dims()
+            .iter()
+            .map(|d| format!("{}={}", d.name, d.size))
+            .collect();
         println!(
             "wrote {}: {} variables ({} on mesh {}), {} data shards, {} bytes in {:.2} s ({:.2} GB/s)",
             report.dst,
             report.variables,
             report.resharded,
-            report.mesh,
+            dims.join(","),
             report.num_shards,
             report.bytes,
             report.seconds,

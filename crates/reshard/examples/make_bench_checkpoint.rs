@@ -23,7 +23,10 @@ use unbound_proto::tensorflow::{BundleEntryProto, DataType, TrackableObjectGraph
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let prefix = PathBuf::from(args.get(1).ok_or("usage: make_bench_checkpoint PREFIX [VARS] [DIM]")?);
+    let prefix = PathBuf::from(
+        args.get(1)
+            .ok_or("usage: make_bench_checkpoint PREFIX [VARS] [DIM]")?,
+    );
     let vars: usize = args.get(2).map_or(Ok(16), |s| s.parse())?;
     let dim: usize = args.get(3).map_or(Ok(8192), |s| s.parse())?;
     let (mx, my) = (2usize, 4usize);
@@ -60,10 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..Default::default()
         });
     }
-    let graph = TrackableObjectGraph {
-        nodes,
-        ..Default::default()
-    };
+    let graph = TrackableObjectGraph { nodes };
     let mut host = ShardWriter::create(&prefix, 0, num_shards)?;
     let t = Tensor::strings(vec![], [graph.encode_to_vec()]);
     entries.insert(

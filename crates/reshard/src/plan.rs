@@ -263,6 +263,9 @@ pub fn plan(src: &Variables, options: &ReshardOptions) -> Result<Plan> {
     })
 }
 
+/// A box: start and length per dimension.
+type Region = Vec<(u64, u64)>;
+
 /// Bytes of `region` of a variable (fixed-size exactly; strings estimated by the share of
 /// elements).
 fn region_bytes(var: &StoredVariable, region: &[(u64, u64)]) -> u64 {
@@ -286,7 +289,7 @@ fn unique_slices(
     shape: &[i64],
     specs: &[String],
     mesh: &Mesh,
-) -> std::result::Result<Vec<(usize, Vec<(u64, u64)>)>, String> {
+) -> std::result::Result<Vec<(usize, Region)>, String> {
     if specs.len() != shape.len() {
         return Err(format!(
             "layout {} has rank {}, the variable has shape {shape:?}",

@@ -56,6 +56,10 @@ def make_value(dtype, shape):
         return (rng.integers(0, 2, n) == 1).reshape(shape)
     if dtype == tf.int64:
         return rng.integers(-(2**40), 2**40, n).reshape(shape)
+    if dtype.is_integer:
+        return rng.integers(dtype.min if dtype.min > -128 else -100, 100, n).reshape(shape)
+    if dtype.is_complex:
+        return (rng.standard_normal(n) + 1j * rng.standard_normal(n)).reshape(shape)
     return rng.standard_normal(n).astype(np.float32).reshape(shape)
 
 
@@ -144,6 +148,11 @@ CKPTS = {
         "h": (tf.float16, (8, 4), None),
         "t": (tf.bool, (8, 4), None),
         "s": (tf.string, (4, 4), None),
+        "d": (tf.float64, (4, 8), None),
+        "i8": (tf.int8, (8, 2), None),
+        "u8": (tf.uint8, (8,), None),
+        "i32": (tf.int32, (2, 8), None),
+        "c": (tf.complex64, (4, 4), None),
     }, "save"),
 }
 
@@ -168,7 +177,8 @@ TARGETS = {
         ([("x", 4), ("y", 2)], {"w": "x,y", "h": "y", "s": "x"}),
     ],
     "plain_save": [
-        ([("x", 2), ("y", 4)], {"w": "x,y", "h": "y,unsharded", "t": "unsharded,x", "s": "x,unsharded"}),
+        ([("x", 2), ("y", 4)], {"w": "x,y", "h": "y,unsharded", "t": "unsharded,x", "s": "x,unsharded",
+                                "d": "unsharded,y", "i8": "y,x", "u8": "y", "i32": "x,y", "c": "y,unsharded"}),
     ],
 }
 

@@ -46,11 +46,11 @@ pub struct ReshardReport {
 }
 
 /// One written entry of a shard: its key, its entry and, for a slice, the full variable it
-/// belongs to.
-struct Written {
-    key: Vec<u8>,
-    entry: BundleEntryProto,
-    slice_of: Option<(usize, SliceSpec)>,
+/// belongs to (its index in the plan) and the slice.
+pub(crate) struct Written {
+    pub(crate) key: Vec<u8>,
+    pub(crate) entry: BundleEntryProto,
+    pub(crate) slice_of: Option<(usize, SliceSpec)>,
 }
 
 /// Writes the target bundle at `dst` by `plan` (from [`crate::plan`]) with `options.jobs`
@@ -64,6 +64,20 @@ pub fn run(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ReshardReport> {
     let start = Instant::now();
+    check_output(src, dst)?;
+    let all: Vec<usize> = (0..plan.shards.len()).collect();
+    let results = write_shards(src, plan, dst, options.jobs, &all, progress)?;
+    let mut written = Vec::with_capacity(results.len());
+    for (shard, finished, w) in results {
+        finished.persist()?;
+        written.push((shard, w));
+    }
+    finish_output(src, plan, dst, written)?;
+    Ok(report(src, plan, dst, start))
+}
+
+/// Refuses an output that exists or is the source; creates its directory.
+pub(crate) fn check_output(src: &Variables, dst: &Path) -> Result<()> {
     let index = index_path(dst);
     if index.exists() {
         return Err(ReshardError::Exists { path: index });
@@ -76,15 +90,28 @@ pub fn run(
     if let Some(dir) = dst.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| BundleError::io(dir, e))?;
     }
+    Ok(())
+}
+
+/// Writes the plan's shards numbered in `subset` with `jobs` workers, then checks the
+/// checksum of every source byte read. The shards stay under temporary names.
+pub(crate) fn write_shards(
+    src: &Variables,
+    plan: &Plan,
+    dst: &Path,
+    jobs: usize,
+    subset: &[usize],
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<(i32, FinishedShard, Vec<Written>)>> {
     let boxes = BoxReader::new(&src.reader);
-    let mut order: Vec<usize> = (0..plan.shards.len()).collect();
+    let mut order: Vec<usize> = subset.to_vec();
     order.sort_by_key(|&i| std::cmp::Reverse(plan.shards[i].bytes));
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let results: Mutex<Vec<(i32, FinishedShard, Vec<Written>)>> = Mutex::new(Vec::new());
     let first_error: Mutex<Option<ReshardError>> = Mutex::new(None);
     std::thread::scope(|scope| {
-        for _ in 0..options.jobs.max(1).min(plan.shards.len()) {
+        for _ in 0..jobs.max(1).min(order.len().max(1)) {
             scope.spawn(|| loop {
                 if failed.load(Ordering::Relaxed) {
                     return;
@@ -117,13 +144,25 @@ pub fn run(
     boxes.finish()?;
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by_key(|r| r.0);
+    Ok(results)
+}
+
+/// Writes the index from the entries of every shard (in any order; slices are listed in
+/// shard order) and the `checkpoint` state file when the source has one.
+pub(crate) fn finish_output(
+    src: &Variables,
+    plan: &Plan,
+    dst: &Path,
+    mut written: Vec<(i32, Vec<Written>)>,
+) -> Result<()> {
+    written.sort_by_key(|w| w.0);
     let mut entries: BTreeMap<Vec<u8>, BundleEntryProto> = BTreeMap::new();
-    let mut finished = Vec::with_capacity(results.len());
-    for (_, shard, written) in results {
-        finished.push(shard);
-        for w in written {
+    for (_, shard) in written {
+        for w in shard {
             if let Some((v, spec)) = &w.slice_of {
-                let var = &plan.variables[*v];
+                let var = plan.variables.get(*v).ok_or_else(|| {
+                    ReshardError::Usage(format!("variable {v} is not in the plan"))
+                })?;
                 let full = entries
                     .entry(var.key.as_bytes().to_vec())
                     .or_insert_with(|| BundleEntryProto {
@@ -141,9 +180,6 @@ pub fn run(
             }
         }
     }
-    for shard in finished {
-        shard.persist()?;
-    }
     write_index(dst, plan.num_shards, &entries)?;
     let state = src
         .prefix
@@ -154,9 +190,14 @@ pub fn run(
     if state.is_file() {
         crate::state::write_checkpoint_state(dst)?;
     }
+    Ok(())
+}
+
+/// The summary of a finished reshard that started at `start`.
+pub(crate) fn report(src: &Variables, plan: &Plan, dst: &Path, start: Instant) -> ReshardReport {
     let seconds = start.elapsed().as_secs_f64();
     let bytes = plan.bytes();
-    Ok(ReshardReport {
+    ReshardReport {
         bytes,
         dst: dst.display().to_string(),
         gb_per_s: if seconds > 0.0 {
@@ -170,7 +211,7 @@ pub fn run(
         seconds,
         src: src.prefix.display().to_string(),
         variables: plan.variables.len(),
-    })
+    }
 }
 
 /// Writes target shard `index` of the plan; stops early when another worker failed.

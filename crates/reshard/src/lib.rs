@@ -30,16 +30,23 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! With the cargo feature `mpi`, [`run_mpi`] (under `mpirun`) splits the target shards
+//! between the ranks and has rank 0 write the index once every rank's shards are in place.
+//!
 //! Invariants: a target is written only after the whole plan is made and every source piece
 //! it needs is checked against the index and the data files' sizes; slices that overlap or
 //! leave a gap are errors naming the variable, never filled; every byte read is covered by a
 //! checksum check before the output is renamed into place.
 
+#[cfg(feature = "mpi")]
+mod distributed;
 mod engine;
 mod error;
 mod plan;
 mod state;
 
+#[cfg(feature = "mpi")]
+pub use distributed::{run_mpi, MpiWorld};
 pub use engine::{run, ReshardReport};
 pub use error::{ReshardError, Result};
 pub use plan::{

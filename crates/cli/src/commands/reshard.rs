@@ -83,6 +83,25 @@ pub fn run_cmd(args: Args) -> CmdResult {
         return Ok(());
     }
     let bar = bytes_bar(plan.bytes(), "reshard");
+    #[cfg(feature = "mpi")]
+    let report = {
+        // Under mpirun the ranks split the target shards; only rank 0 reports.
+        let world = unbound_reshard::MpiWorld::init().ok_or("MPI was initialized twice")?;
+        if world.size() > 1 {
+            if world.rank() != 0 {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+            }
+            match unbound_reshard::run_mpi(&world, &src, &plan, &args.dst, &options, &|n| {
+                bar.inc(n)
+            })? {
+                Some(report) => report,
+                None => return Ok(()),
+            }
+        } else {
+            run(&src, &plan, &args.dst, &options, &|n| bar.inc(n))?
+        }
+    };
+    #[cfg(not(feature = "mpi"))]
     let report = run(&src, &plan, &args.dst, &options, &|n| bar.inc(n))?;
     bar.finish_and_clear();
     if args.json {

@@ -4,6 +4,7 @@
 # object graph included), resharded to y,unsharded on a 4x2 mesh:
 #   - `cp` of its data files (the floor: the same bytes read and written once),
 #   - `unbound reshard` with --jobs 1 and --jobs 2 (wall time and peak RSS),
+#   - the same under `mpirun -n 2` when the MPI build exists (peak RSS: of one rank),
 #   - TensorFlow's own restore-into-DVariables-then-save of the same job (bench_reshard_tf.py),
 # each run under /usr/bin/time -f '%e %M' in one run of this script, page cache warm (the
 # source is read once before the first timing). Every output is deleted after it is timed
@@ -48,6 +49,17 @@ for jobs in 1 2; do
   tail -n 1 "$work/out"
   rm -rf "$work/out$jobs"
 done
+# The same job under mpirun -n 2 (one worker each), when scripts/mpi_check.sh's MPI build
+# exists in release form (cargo build --release -p unbound-cli --features mpi --target-dir
+# target/mpi).
+mpi_unbound="$root/target/mpi/release/unbound"
+if [ -x "$mpi_unbound" ] && command -v mpirun >/dev/null; then
+  root_flag=""
+  [ "$(id -u)" = 0 ] && root_flag="--allow-run-as-root"
+  timed "mpirun -n 2 unbound reshard --jobs 1" sh -c "mpirun $root_flag --oversubscribe -n 2 $mpi_unbound reshard $work/src/ckpt $work/outmpi/ckpt --mesh x=4,y=2 --default y,unsharded --jobs 1 && sync -f $work/outmpi"
+  tail -n 1 "$work/out"
+  rm -rf "$work/outmpi"
+fi
 if [ "$no_tf" = 0 ]; then
   venv="$(scripts/tf-venv.sh | tail -n 1)"
   export TF_CPP_MIN_LOG_LEVEL=3

@@ -30,7 +30,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! With the cargo feature `mpi`, [`run_mpi`] (under `mpirun`) splits the target shards
+//! With the cargo feature `mpi`, `run_mpi` (under `mpirun`) splits the target shards
 //! between the ranks and has rank 0 write the index once every rank's shards are in place.
 //!
 //! Invariants: a target is written only after the whole plan is made and every source piece

@@ -16,7 +16,9 @@
 # - a SavedModel past 2 GiB built in Rust is read by TensorFlow's Merger, and so is what
 #   `unbound optimize` makes of it with a plugin (huge_model.sh), unless UNBOUND_SKIP_HUGE=1;
 # - DTensor on 8 logical CPU devices and `unbound layout` agree on meshes, layouts, OpShardings
-#   and array components (dtensor/check.sh).
+#   and array components (dtensor/check.sh);
+# - DTensor checkpoints TensorFlow writes are read (every variable, random boxes) and resharded
+#   by unbound, and TensorFlow restores the results into DVariables (reshard/check.sh).
 #
 # usage: interop/run.sh     (needs scripts/tf-venv.sh's TensorFlow; builds what it needs)
 set -euo pipefail
@@ -92,6 +94,7 @@ bash interop/grappler/optimize_outputs.sh || failed=$((failed + 1))
 bash interop/grappler_sdk_in_tf.sh || failed=$((failed + 1))
 echo "== DTensor: TensorFlow's Mesh, Layout, OpSharding, unpack/relayout/pack vs unbound layout"
 bash interop/dtensor/check.sh || failed=$((failed + 1))
+bash interop/reshard/check.sh || failed=$((failed + 1))
 if [ "${UNBOUND_SKIP_HUGE:-0}" != 1 ] && [ -x interop/huge_model.sh ]; then
   echo "== past 2 GiB"
   interop/huge_model.sh || failed=$((failed + 1))

@@ -16,6 +16,8 @@
 //! - [`variables`] lists a bundle's tensors (key, object path, dtype, shape, size) as a
 //!   serializable [`VarsReport`].
 //! - [`npy`] writes one tensor as a NumPy `.npy` file, streamed and CRC-checked.
+//! - [`BoxReader`] reads any box of a variable (TensorFlow's `shape_and_slice`,
+//!   [`ShapeAndSlice`]) from whatever slices it is stored in, with bounded memory.
 //!
 //! The bundle needs nothing of SavedModels: DTensor checkpoints and any V2 checkpoint prefix
 //! are read and written with this crate alone. [`dtype`] is the workspace's one table of
@@ -35,6 +37,7 @@
 //! # Ok::<(), unbound_bundle::BundleError>(())
 //! ```
 
+pub mod boxes;
 mod coding;
 pub mod crc;
 mod data_files;
@@ -47,6 +50,7 @@ pub mod ordered_code;
 mod partitioned;
 mod raw;
 mod reader;
+pub mod shard_writer;
 pub mod slices;
 pub mod sstable;
 pub mod strings;
@@ -55,15 +59,18 @@ pub mod variables;
 mod verify;
 mod writer;
 
+pub use boxes::{BoxReader, StoredPiece, StoredVariable};
 pub use error::{BundleError, Fault, Result};
 pub use naming::{data_path, index_path, saved_model_prefix};
 pub use object_graph::object_paths;
 pub use ordered_code::{decode_tensor_name_slice, encode_tensor_name_slice, is_slice_key};
 pub use raw::CHUNK_SIZE;
 pub use reader::BundleReader;
-pub use slices::SliceSpec;
+pub use shard_writer::{write_index, EntrySink, FinishedShard, ShardWriter};
+pub use slices::{ShapeAndSlice, SliceSpec};
+pub use strings::encode_strings;
 pub use tensor::{num_elements, shape_from_proto, shape_to_proto, Tensor, TensorData};
-pub use variables::{NpyReport, VariableEntry, Variables, VarsReport};
+pub use variables::{infer_grid, NpyReport, StoredSlice, VariableEntry, Variables, VarsReport};
 pub use verify::{verify_prefix, BundleFault};
 pub use writer::BundleWriter;
 

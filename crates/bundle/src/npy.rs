@@ -453,6 +453,84 @@ pub fn write_npy(
     unbound_io::write_atomically(path, |out| write_impl(reader, key, out, opts, path))
 }
 
+/// Writes box `request` (TensorFlow's `shape_and_slice`, e.g. `8 16 2,4:3,10`) of variable
+/// `key` as `.npy` to `path` atomically, assembled from whatever slices the variable is
+/// stored in ([`crate::BoxReader`]): fixed-size values streamed in blocks of
+/// [`CHUNK_SIZE`], every piece read checked against its checksum before the file is
+/// renamed into place. A box the stored slices do not cover is an error.
+pub fn write_box_npy(
+    reader: &BundleReader,
+    key: &[u8],
+    request: &crate::ShapeAndSlice,
+    path: &Path,
+    opts: NpyOptions,
+) -> Result<NpyInfo, NpyError> {
+    let unsupported = |what: String| NpyError::Unsupported {
+        key: display_key(key),
+        what,
+    };
+    let var = reader.stored_variable(key)?;
+    let region = request
+        .resolve(&var.shape)
+        .map_err(|f| BundleError::tensor(reader.index_path(), key, f.0))?;
+    let shape: Vec<i64> = region.iter().map(|&(_, l)| l as i64).collect();
+    let lay = layout(var.dtype, opts).map_err(unsupported)?;
+    let boxes = crate::BoxReader::new(reader);
+    let io = |e| NpyError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let info = unbound_io::write_atomically(path, |out| {
+        let (descr, note) = match lay {
+            Layout::Copy(d) => (d.to_string(), None),
+            Layout::Bf16ToF32 => (
+                "<f4".to_string(),
+                Some("bfloat16 widened exactly to float32".to_string()),
+            ),
+            Layout::Strings => {
+                let values = boxes.read_strings(&var, &region)?;
+                let width = check_strings(&values).map_err(unsupported)?;
+                let descr = format!("|S{width}");
+                let head = header(&descr, &shape).map_err(|f| unsupported(f.into()))?;
+                out.write_all(&head).map_err(io)?;
+                let zeros = vec![0u8; width];
+                for v in &values {
+                    out.write_all(v).map_err(io)?;
+                    out.write_all(&zeros[v.len()..]).map_err(io)?;
+                }
+                let file_bytes = head.len() as u64 + width as u64 * values.len() as u64;
+                return Ok(NpyInfo {
+                    descr,
+                    shape: shape.clone(),
+                    file_bytes,
+                    note: None,
+                });
+            }
+        };
+        let head = header(&descr, &shape).map_err(|f| unsupported(f.into()))?;
+        out.write_all(&head).map_err(io)?;
+        let mut wide = Vec::new();
+        let n = boxes.stream(&var, &region, CHUNK_SIZE, |piece| {
+            if lay == Layout::Bf16ToF32 {
+                wide.clear();
+                wide.extend(piece.chunks_exact(2).flat_map(|b| [0, 0, b[0], b[1]]));
+                out.write_all(&wide).map_err(io)
+            } else {
+                out.write_all(piece).map_err(io)
+            }
+        })?;
+        let n = if lay == Layout::Bf16ToF32 { 2 * n } else { n };
+        boxes.finish()?;
+        Ok::<_, NpyError>(NpyInfo {
+            descr,
+            shape: shape.clone(),
+            file_bytes: head.len() as u64 + n,
+            note,
+        })
+    })?;
+    Ok(info)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

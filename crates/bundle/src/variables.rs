@@ -62,6 +62,55 @@ pub struct VariableEntry {
     /// The slices of a partitioned variable in TensorFlow's text form (`0,2:-`); empty
     /// otherwise.
     pub slices: Vec<String>,
+    /// Where each slice of a partitioned variable is stored (in the order of `slices`);
+    /// empty, and left out of the JSON, otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stored_slices: Vec<StoredSlice>,
+    /// When the slices of a partitioned variable form an even grid (as a DTensor layout
+    /// writes them), the number of shards along each axis; left out of the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid: Option<Vec<i64>>,
+}
+
+/// One stored slice of a partitioned variable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredSlice {
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The data shard holding it (`None` when the index has no entry for it).
+    pub shard: Option<i32>,
+    /// The slice in TensorFlow's text form.
+    pub slice: String,
+}
+
+/// The number of shards along each axis when the slices (start, length per axis) tile a
+/// tensor of `shape` as an even grid: on every axis the slices use equal intervals that
+/// tile it, and every combination of intervals is one slice. `None` otherwise.
+pub fn infer_grid(shape: &[i64], slices: &[Vec<(u64, u64)>]) -> Option<Vec<i64>> {
+    if slices.is_empty() || slices.iter().any(|s| s.len() != shape.len()) {
+        return None;
+    }
+    let mut grid = Vec::with_capacity(shape.len());
+    for (axis, &dim) in shape.iter().enumerate() {
+        let mut intervals: Vec<(u64, u64)> = slices.iter().map(|s| s[axis]).collect();
+        intervals.sort_unstable();
+        intervals.dedup();
+        let len = intervals[0].1;
+        let n = intervals.len() as u64;
+        let tiles = intervals
+            .iter()
+            .enumerate()
+            .all(|(i, &(start, l))| l == len && start == i as u64 * len);
+        if !tiles || n.checked_mul(len) != Some(dim as u64) {
+            return None;
+        }
+        grid.push(n as i64);
+    }
+    let cells: u64 = grid.iter().map(|&n| n as u64).product();
+    let mut distinct = slices.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    (distinct.len() as u64 == cells && slices.len() as u64 == cells).then_some(grid)
 }
 
 /// What writing one variable as `.npy` did. Fields serialize in this (name) order.
@@ -175,16 +224,60 @@ impl Variables {
         })
     }
 
+    /// Writes box `request` (TensorFlow's `shape_and_slice` text, e.g. `8 16 2,4:3,10`) of
+    /// `key` (a checkpoint key or an object path) as a `.npy` file at `out`
+    /// ([`crate::npy::write_box_npy`]).
+    pub fn write_box_npy(
+        &self,
+        key: &str,
+        request: &str,
+        out: &Path,
+        opts: NpyOptions,
+    ) -> std::result::Result<NpyReport, NpyError> {
+        let key = self.resolve_key(key);
+        let request = crate::ShapeAndSlice::parse(request)
+            .map_err(|f| BundleError::tensor(self.reader.index_path(), key.as_bytes(), f.0))?;
+        let info = crate::npy::write_box_npy(&self.reader, key.as_bytes(), &request, out, opts)?;
+        Ok(NpyReport {
+            descr: info.descr,
+            file_bytes: info.file_bytes,
+            key,
+            note: info.note,
+            npy: out.display().to_string(),
+            shape: info.shape,
+        })
+    }
+
     /// One tensor's entry.
     fn entry(&self, key: &[u8]) -> VariableEntry {
         let entry = self.reader.entry(key).cloned().unwrap_or_default();
         let name = display_key(key);
+        let shape = shape_from_proto(entry.shape.as_ref());
+        let specs: Vec<SliceSpec> = entry.slices.iter().map(SliceSpec::from_proto).collect();
+        let stored_slices = specs
+            .iter()
+            .map(|spec| {
+                let slice_key = crate::encode_tensor_name_slice(key, spec);
+                let e = self.reader.entry(&slice_key);
+                StoredSlice {
+                    bytes: e.map_or(0, |e| e.size.max(0) as u64),
+                    shard: e.map(|e| e.shard_id),
+                    slice: spec.to_string(),
+                }
+            })
+            .collect();
+        let grid = shape.as_ref().and_then(|shape| {
+            let resolved: Option<Vec<_>> = specs.iter().map(|s| s.resolve(shape).ok()).collect();
+            infer_grid(shape, &resolved?)
+        });
         VariableEntry {
+            stored_slices,
+            grid,
             bytes: self.reader.stored_bytes(key).unwrap_or(0),
             dtype: tf_name(entry.dtype),
             object_path: self.object_paths.get(&name).cloned(),
             key: name,
-            shape: shape_from_proto(entry.shape.as_ref()),
+            shape,
             shard: entry.slices.is_empty().then_some(entry.shard_id),
             slices: entry
                 .slices

@@ -41,6 +41,8 @@ enum Command {
     /// DTensor meshes and layouts: show, convert from XLA OpSharding, unpack, pack, relayout.
     #[command(subcommand)]
     Layout(commands::layout::LayoutCommand),
+    /// Rewrite a (DTensor or plain) checkpoint for other layouts on another mesh, streamed.
+    Reshard(commands::reshard::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => commands::verify::run(args),
         Command::Optimize(args) => commands::optimize::run(args),
         Command::Layout(cmd) => commands::layout::run(cmd),
+        Command::Reshard(args) => commands::reshard::run_cmd(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -233,7 +233,7 @@ fn partitioned_variables_and_their_refusals() {
     let text = ok(&unbound(&[&"vars", &prefix]));
     assert!(text.contains("2 data shards"), "{text}");
     assert!(
-        text.contains("part  float32        [3, 3]     36  (partitioned: 0,1:- 1,2:-)"),
+        text.contains("part  float32        [3, 3]     36  (partitioned: 0,1:-@0 1,2:-@1)"),
         "{text}"
     );
     let out = dir.path().join("part.npy");

@@ -7,6 +7,7 @@ pub mod layout;
 pub mod merge;
 pub mod optimize;
 pub mod proto;
+pub mod reshard;
 pub mod show;
 pub mod split;
 pub mod vars;

@@ -1,5 +1,6 @@
-//! `unbound vars DIR [KEY] [--npy OUT.npy] [--raw-bits] [--json]`: the variables of a
-//! SavedModel (or any TensorFlow checkpoint), and one of them as a NumPy file.
+//! `unbound vars DIR [KEY] [--box SHAPE_AND_SLICE] [--npy OUT.npy] [--raw-bits] [--json]`:
+//! the variables of a SavedModel (or any TensorFlow checkpoint, DTensor ones included), and
+//! one of them, or any box of it, as a NumPy file.
 
 use std::path::PathBuf;
 
@@ -23,6 +24,12 @@ pub struct Args {
     /// Write KEY's value to this NumPy .npy file (atomically; see below for the formats).
     #[arg(long, value_name = "OUT.npy", requires = "key")]
     npy: Option<PathBuf>,
+    /// With --npy: write only this box of KEY, in TensorFlow's shape_and_slice text (the
+    /// full shape, then per dimension start,length or - separated by ':'), e.g.
+    /// "8 16 2,4:3,10". Assembled from whatever slices hold it; a box they do not cover is
+    /// an error.
+    #[arg(long = "box", value_name = "SHAPE_AND_SLICE", requires = "npy")]
+    region: Option<String>,
     /// With --npy: write bfloat16 as its uint16 bits (<u2) instead of float32, and float8,
     /// float4 and int4/int2 types as their stored bytes (|u1) instead of refusing them.
     #[arg(long, requires = "npy")]
@@ -39,8 +46,11 @@ float32 (<f4), or its bits as <u2 with --raw-bits; float8/float4/int4/int2 refus
 stored bytes as |u1 with --raw-bits; strings as a fixed-width byte-string array |S<n> (n the
 longest element; elements padded with zero bytes; refused when an element ends in a zero byte,
 which NumPy would drop, or when padding would more than quadruple the size); variant and
-resource tensors refused. Partitioned variables are assembled from their slices. Every value
-is checked against its stored CRC32C.
+resource tensors refused. Partitioned variables (DTensor checkpoints included) are assembled from
+their slices; --box writes any part of a variable from the slices that intersect it. Every
+value is checked against its stored CRC32C. Listing a partitioned variable shows each slice
+with its data shard (SLICE@SHARD) and, when the slices form an even grid as a DTensor layout
+writes them, the number of shards per axis (grid 2x4).
 
 Exit codes: 0 success, 1 failure (bad input, unknown key, I/O), 2 usage error.";
 
@@ -70,7 +80,10 @@ pub fn run(args: Args) -> CmdResult {
         let opts = NpyOptions {
             raw_bits: args.raw_bits,
         };
-        let report = vars.write_npy(key, out, opts)?;
+        let report = match &args.region {
+            Some(region) => vars.write_box_npy(key, region, out, opts)?,
+            None => vars.write_npy(key, out, opts)?,
+        };
         if args.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
         } else {
@@ -156,7 +169,19 @@ fn table_text(report: &VarsReport) -> String {
             }
         });
         if !r.slices.is_empty() {
-            object = format!("{object} (partitioned: {})", r.slices.join(" "))
+            let stored: Vec<String> = r
+                .stored_slices
+                .iter()
+                .map(|s| match s.shard {
+                    Some(shard) => format!("{}@{shard}", s.slice),
+                    None => format!("{}@missing", s.slice),
+                })
+                .collect();
+            let grid = r.grid.as_ref().map_or_else(String::new, |g| {
+                let g: Vec<String> = g.iter().map(i64::to_string).collect();
+                format!("; grid {}", g.join("x"))
+            });
+            object = format!("{object} (partitioned: {}{grid})", stored.join(" "))
                 .trim_start()
                 .to_string();
         }

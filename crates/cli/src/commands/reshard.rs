@@ -1,0 +1,158 @@
+//! `unbound reshard SRC DST --mesh MESH [--layout KEY_OR_REGEX=SPECS ...] [--default SPECS]
+//! [--jobs N] [--json] [--dry-run]`: a checkpoint rewritten for other layouts on another
+//! mesh, streamed.
+
+use std::path::PathBuf;
+
+use unbound_bundle::Variables;
+use unbound_reshard::{parse_mesh, parse_specs, plan, run, LayoutRule, Plan, ReshardOptions};
+
+use super::CmdResult;
+use crate::progress::bytes_bar;
+
+/// Arguments of `unbound reshard`.
+#[derive(clap::Args)]
+#[command(after_long_help = HELP)]
+pub struct Args {
+    /// The source checkpoint prefix (reads SRC.index and SRC.data-*): a DTensor checkpoint
+    /// or a plain one.
+    src: PathBuf,
+    /// The output prefix (writes DST.index and DST.data-*; DST.index must not exist).
+    dst: PathBuf,
+    /// The target mesh: TensorFlow's mesh string (|x=4,y=2|0,...|...|...), or its short form
+    /// |x=4,y=2|*CPU, or only the dimensions x=4,y=2.
+    #[arg(long)]
+    mesh: String,
+    /// KEY_OR_REGEX=SPECS: variables whose checkpoint key or object path is KEY_OR_REGEX, or
+    /// matches it whole as a regular expression, take the layout SPECS on the mesh (a comma
+    /// list, e.g. y,unsharded). First match wins; a rule matching nothing is an error.
+    #[arg(long = "layout", value_name = "KEY_OR_REGEX=SPECS")]
+    layouts: Vec<String>,
+    /// SPECS for every variable no --layout matches whose rank is the number of specs.
+    #[arg(long, value_name = "SPECS")]
+    default: Option<String>,
+    /// Worker threads (each writes whole data shards).
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Print the plan (each variable's layouts, each target shard's entries and bytes) and
+    /// write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+const HELP: &str = "\
+Every variable of SRC is placed: one matched by --layout takes that layout; otherwise one of the
+rank of --default takes it; otherwise a sliced variable keeps its grid (each axis cut in n
+pieces goes to the first free mesh dimension of size n) and a whole one stays whole outside
+the mesh. The output is numbered as TensorFlow's tf.train.Checkpoint.save numbers a DTensor
+checkpoint: data shard 0 holds the tensors outside the mesh (object graph, save_counter,
+variables kept whole), shard 1+i the unique slices the device at mesh position i is the lowest
+holder of (a replicated variable whole in shard 1). A `checkpoint` state file beside SRC is
+written beside DST too. Each target slice is streamed from the source slices intersecting it
+in blocks of 8 MiB; the source checksums are all checked before the output is renamed into
+place.
+
+Exit codes: 0 success, 1 failure (bad input, a layout that does not fit, I/O), 2 usage error.";
+
+/// Runs the command.
+pub fn run_cmd(args: Args) -> CmdResult {
+    let options = ReshardOptions {
+        mesh: parse_mesh(&args.mesh)?,
+        rules: args
+            .layouts
+            .iter()
+            .map(|r| LayoutRule::parse(r))
+            .collect::<Result<_, _>>()?,
+        default: args.default.as_deref().map(parse_specs),
+        jobs: args.jobs.max(1),
+    };
+    let src = Variables::open(&args.src)?;
+    for w in &src.warnings {
+        eprintln!("unbound: warning: {w}");
+    }
+    let plan = plan(&src, &options)?;
+    if args.dry_run {
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&plan)?);
+        } else {
+            print!("{}", plan_text(&plan));
+        }
+        return Ok(());
+    }
+    let bar = bytes_bar(plan.bytes(), "reshard");
+    #[cfg(feature = "mpi")]
+    let report = {
+        // Under mpirun the ranks split the target shards; only rank 0 reports.
+        let world = unbound_reshard::MpiWorld::init().ok_or("MPI was initialized twice")?;
+        if world.size() > 1 {
+            if world.rank() != 0 {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+            }
+            match unbound_reshard::run_mpi(&world, &src, &plan, &args.dst, &options, &|n| {
+                bar.inc(n)
+            })? {
+                Some(report) => report,
+                None => return Ok(()),
+            }
+        } else {
+            run(&src, &plan, &args.dst, &options, &|n| bar.inc(n))?
+        }
+    };
+    #[cfg(not(feature = "mpi"))]
+    let report = run(&src, &plan, &args.dst, &options, &|n| bar.inc(n))?;
+    bar.finish_and_clear();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let dims: Vec<String> = options
+            .mesh
+            .dims()
+            .iter()
+            .map(|d| format!("{}={}", d.name, d.size))
+            .collect();
+        println!(
+            "wrote {}: {} variables ({} on mesh {}), {} data shards, {} bytes in {:.2} s ({:.2} GB/s)",
+            report.dst,
+            report.variables,
+            report.resharded,
+            dims.join(","),
+            report.num_shards,
+            report.bytes,
+            report.seconds,
+            report.gb_per_s
+        );
+    }
+    Ok(())
+}
+
+/// The plan as text: one line per variable, then one per shard.
+fn plan_text(plan: &Plan) -> String {
+    let mut out = format!(
+        "plan: {} variables onto mesh {}, {} data shards, {} bytes\n",
+        plan.variables.len(),
+        plan.mesh,
+        plan.num_shards,
+        plan.bytes()
+    );
+    for v in &plan.variables {
+        let to =
+            v.to.as_ref()
+                .map_or_else(|| "whole".to_string(), |s| s.join(","));
+        out += &format!(
+            "  {} {} {:?}: {} -> {}\n",
+            v.key, v.dtype, v.shape, v.from, to
+        );
+    }
+    for s in &plan.shards {
+        out += &format!(
+            "  shard {}: {} entries, {} bytes\n",
+            s.shard,
+            s.items.len(),
+            s.bytes
+        );
+    }
+    out
+}

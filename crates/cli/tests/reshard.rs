@@ -1,0 +1,267 @@
+//! End-to-end tests of `unbound reshard` and `unbound vars --box` on checkpoints built here:
+//! resharding a 2x4-sharded variable onto a 4x2 mesh and back gives the same values; bad
+//! input (a truncated shard, a missing slice, overlapping slices, a checksum mismatch, a
+//! layout that does not divide the shape, a rule matching nothing) exits 1 naming the key
+//! and the fault, and leaves no output.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use unbound_bundle::{
+    data_path, encode_tensor_name_slice, index_path, shape_to_proto, write_index, BundleWriter,
+    ShardWriter, SliceSpec, Tensor,
+};
+use unbound_proto::tensorflow::{BundleEntryProto, DataType};
+
+fn unbound(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_unbound"))
+        .args(args.iter().map(|a| a.as_ref()))
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// Exit 1 naming every needle, no panic, and nothing at `dst`.
+fn fails_cleanly(out: &Output, needles: &[&str], dst: &Path) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}: {err}");
+    }
+    let dir = dst.parent().unwrap();
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "output left behind: {left:?}");
+}
+
+/// The values 0..128 as a float32 [8, 16] tensor's bytes, or a box of them.
+fn values(rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in rows {
+        for c in cols.clone() {
+            out.extend_from_slice(&((r * 16 + c) as f32).to_le_bytes());
+        }
+    }
+    out
+}
+
+/// A checkpoint with `w` [8, 16] float32 stored as a 2x4 grid of slices over two shards,
+/// and a whole string tensor.
+fn sliced_checkpoint(prefix: &Path) {
+    let mut w = BundleWriter::with_shards(prefix, 2).unwrap();
+    for i in 0..2 {
+        for j in 0..4 {
+            let slice = SliceSpec::new(vec![(4 * i, Some(4)), (4 * j, Some(4))]);
+            let t = Tensor::raw(
+                DataType::DtFloat,
+                vec![4, 4],
+                values(
+                    4 * i as usize..4 * i as usize + 4,
+                    4 * j as usize..4 * j as usize + 4,
+                ),
+            );
+            w.add_slice((i + j) as i32 % 2, "w", &[8, 16], &slice, &t)
+                .unwrap();
+        }
+    }
+    w.add("names", &Tensor::strings(vec![2], ["a", "bc"]))
+        .unwrap();
+    w.finish().unwrap();
+}
+
+#[test]
+fn reshard_round_trips_and_boxes_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src/ckpt");
+    sliced_checkpoint(&src);
+    let listing = ok(&unbound(&[&"vars", &src]));
+    assert!(listing.contains("grid 2x4"), "{listing}");
+    let mid = dir.path().join("mid/ckpt");
+    let text = ok(&unbound(&[
+        &"reshard",
+        &src,
+        &mid,
+        &"--mesh",
+        &"x=4,y=2",
+        &"--layout",
+        &"w=y,unsharded",
+    ]));
+    assert!(text.contains("9 data shards"), "{text}");
+    let listing = ok(&unbound(&[&"vars", &mid]));
+    assert!(listing.contains("0,4:-@1 4,4:-@2; grid 2x1"), "{listing}");
+    // Back to a 2x4 grid on the first mesh: the same values.
+    let back = dir.path().join("back/ckpt");
+    ok(&unbound(&[
+        &"reshard",
+        &mid,
+        &back,
+        &"--mesh",
+        &"x=2,y=4",
+        &"--default",
+        &"x,y",
+        &"--jobs",
+        &"3",
+    ]));
+    for prefix in [&src, &mid, &back] {
+        let npy = dir.path().join("w.npy");
+        ok(&unbound(&[&"vars", prefix, &"w", &"--npy", &npy]));
+        let a = unbound_bundle::npy::read_npy(&npy).unwrap();
+        assert_eq!(a.data, values(0..8, 0..16));
+        ok(&unbound(&[
+            &"vars",
+            prefix,
+            &"w",
+            &"--box",
+            &"8 16 2,4:3,10",
+            &"--npy",
+            &npy,
+        ]));
+        let a = unbound_bundle::npy::read_npy(&npy).unwrap();
+        assert_eq!(
+            (a.shape.clone(), a.data),
+            (vec![4, 10], values(2..6, 3..13))
+        );
+    }
+    // A dry run writes nothing and says where each slice goes.
+    let dry = dir.path().join("dry/ckpt");
+    let plan = ok(&unbound(&[
+        &"reshard",
+        &src,
+        &dry,
+        &"--mesh",
+        &"x=8",
+        &"--default",
+        &"unsharded,x",
+        &"--dry-run",
+    ]));
+    assert!(plan.contains("2x4 -> unsharded,x"), "{plan}");
+    assert!(!dry.parent().unwrap().exists());
+}
+
+#[test]
+fn bad_layouts_and_rules_fail_without_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src/ckpt");
+    sliced_checkpoint(&src);
+    let dst = dir.path().join("out/ckpt");
+    let out = unbound(&[
+        &"reshard",
+        &src,
+        &dst,
+        &"--mesh",
+        &"x=3",
+        &"--layout",
+        &"w=x,unsharded",
+    ]);
+    fails_cleanly(&out, &["variable w", "does not divide"], &dst);
+    let out = unbound(&[
+        &"reshard",
+        &src,
+        &dst,
+        &"--mesh",
+        &"x=2,y=4",
+        &"--layout",
+        &"nothing.*=x",
+    ]);
+    fails_cleanly(&out, &["nothing.*=x", "matches no"], &dst);
+    let out = unbound(&[
+        &"reshard",
+        &src,
+        &dst,
+        &"--mesh",
+        &"x=8",
+        &"--layout",
+        &"w=x",
+    ]);
+    fails_cleanly(&out, &["variable w", "rank"], &dst);
+    // A grid the mesh cannot hold, with no layout given.
+    let out = unbound(&[&"reshard", &src, &dst, &"--mesh", &"x=8"]);
+    fails_cleanly(&out, &["variable w", "2x4 grid"], &dst);
+}
+
+#[test]
+fn damaged_sources_fail_without_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = |src: &Path, dst: &Path| {
+        unbound(&[
+            &"reshard",
+            &src,
+            &dst,
+            &"--mesh",
+            &"x=2",
+            &"--default",
+            &"x,unsharded",
+        ])
+    };
+    // Truncated shard.
+    let src = dir.path().join("trunc/ckpt");
+    sliced_checkpoint(&src);
+    let shard = data_path(&src, 1, 2);
+    let len = std::fs::metadata(&shard).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&shard)
+        .unwrap()
+        .set_len(len - 10)
+        .unwrap();
+    let dst = dir.path().join("o1/ckpt");
+    fails_cleanly(&args(&src, &dst), &["tensor w[", "truncated"], &dst);
+    // Checksum mismatch.
+    let src = dir.path().join("crc/ckpt");
+    sliced_checkpoint(&src);
+    let shard = data_path(&src, 0, 2);
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[5] ^= 0x40;
+    std::fs::write(&shard, bytes).unwrap();
+    let dst = dir.path().join("o2/ckpt");
+    fails_cleanly(&args(&src, &dst), &["tensor w[", "checksum mismatch"], &dst);
+    // A slice missing, and overlapping slices: indexes made by hand.
+    for (name, slices, needle) in [
+        ("gap", vec![(0, 4), (5, 3)], "a slice is missing"),
+        ("overlap", vec![(0, 5), (4, 4)], "overlap"),
+    ] {
+        let src = dir.path().join(format!("{name}/ckpt"));
+        let mut shard = ShardWriter::create(&src, 0, 1).unwrap();
+        let mut entries = BTreeMap::new();
+        let mut full = BundleEntryProto {
+            dtype: DataType::DtFloat as i32,
+            shape: Some(shape_to_proto(&[8, 16])),
+            ..Default::default()
+        };
+        for (start, len) in slices {
+            let spec = SliceSpec::new(vec![(start, Some(len)), (0, None)]);
+            let t = Tensor::raw(
+                DataType::DtFloat,
+                vec![len, 16],
+                values(start as usize..(start + len) as usize, 0..16),
+            );
+            entries.insert(
+                encode_tensor_name_slice(b"w", &spec),
+                shard.append_tensor(&t).unwrap(),
+            );
+            full.slices.push(spec.to_proto());
+        }
+        entries.insert(b"w".to_vec(), full);
+        shard.finish().unwrap().persist().unwrap();
+        write_index(&src, 1, &entries).unwrap();
+        assert!(index_path(&src).exists());
+        let dst = dir.path().join(format!("o-{name}/ckpt"));
+        fails_cleanly(&args(&src, &dst), &[" w: ", needle], &dst);
+        let npy = dir.path().join(format!("npy-{name}/w.npy"));
+        std::fs::create_dir_all(npy.parent().unwrap()).unwrap();
+        let out = unbound(&[&"vars", &src, &"w", &"--box", &"8 16 0,8:-", &"--npy", &npy]);
+        fails_cleanly(&out, &["tensor w", needle], &npy);
+    }
+}

@@ -41,6 +41,11 @@ enum Command {
     /// DTensor meshes and layouts: show, convert from XLA OpSharding, unpack, pack, relayout.
     #[command(subcommand)]
     Layout(commands::layout::LayoutCommand),
+    /// List MetaGraphDef tag-sets; with OUT, duplicate, retag or remove them.
+    Tags(commands::tags::Args),
+    /// Rewrite chosen functions for TPU inference into a {serve, tpu} MetaGraphDef
+    /// (TPUPartitionedCall, replication, batching); --to-cpu reverses it.
+    ExportTpu(commands::export_tpu::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +73,8 @@ fn main() -> ExitCode {
         Command::Verify(args) => commands::verify::run(args),
         Command::Optimize(args) => commands::optimize::run(args),
         Command::Layout(cmd) => commands::layout::run(cmd),
+        Command::Tags(args) => commands::tags::run(args),
+        Command::ExportTpu(args) => commands::export_tpu::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

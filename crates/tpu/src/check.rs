@@ -176,11 +176,7 @@ fn check_call(
                 "{at}: BatchFunction needs Tin and Tout of length >= 1"
             ));
         }
-        let callee_order: Vec<i32> = crate::wrapper::batch_order(&fin)
-            .into_iter()
-            .map(|i| fin[i])
-            .collect();
-        if expected_in != callee_order && expected_in != fin {
+        if expected_in != fin {
             return Err(format!(
                 "{at}: Tin+Tcaptured {expected_in:?} do not match {callee}'s arguments {fin:?}"
             ));

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use unbound_proto::fields::tensorflow::meta_graph_def;
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::SplitReport;
 
@@ -31,7 +32,10 @@ pub struct ExportOptions {
     pub tags: Vec<String>,
     /// The MetaGraphDef to rewrite; `None`: the one tagged `{serve}`, or the only one.
     pub source_tags: Option<Vec<String>>,
-    /// Replace the source MetaGraphDef instead of adding one beside it.
+    /// Replace the source MetaGraphDef instead of adding one beside it. The TPU MetaGraphDef
+    /// then has no object graph, so that TensorFlow's TF2 loader runs its signatures rather
+    /// than restoring the original functions (it does that only for a model of one
+    /// MetaGraphDef with an object graph; with two it never does).
     pub tpu_only: bool,
     /// Cluster and metadata options.
     pub tpu: TpuOptions,
@@ -151,7 +155,17 @@ pub fn export_tpu(src: &Path, out: &Path, options: &ExportOptions) -> Result<Exp
             batch.insert(t, b.clone());
         }
     }
-    let functions = rewrite_for_tpu(src, &mut graph, &chosen, &options.tpu, &batch)?;
+    let captures: HashMap<String, usize> = info
+        .object_graph_def
+        .as_ref()
+        .map(|o| {
+            o.concrete_functions
+                .iter()
+                .map(|(name, f)| (name.clone(), f.bound_inputs.len()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let functions = rewrite_for_tpu(src, &mut graph, &chosen, &options.tpu, &batch, &captures)?;
     let by_batch_fn: HashMap<String, BatchOptions> = functions
         .iter()
         .filter_map(|f| {
@@ -170,6 +184,13 @@ pub fn export_tpu(src: &Path, out: &Path, options: &ExportOptions) -> Result<Exp
         .and_then(|m| m.stripped_op_list.as_ref());
     let ops = stripped_op_list(&graph, original_ops);
     let mut meta = model.with_graph(index, &graph)?;
+    if options.tpu_only {
+        // TensorFlow's TF2 loader restores the functions of a lone MetaGraphDef's object graph
+        // (the original, CPU ones) instead of running its graph's signatures; without an object
+        // graph it loads the graph as TF1's loader does, which runs the TPU path.
+        meta.fields
+            .retain(|f| f.number != meta_graph_def::OBJECT_GRAPH_DEF);
+    }
     Model::set_tags(&mut meta, &options.tags)?;
     Model::set_stripped_op_list(&mut meta, &ops)?;
     let mut metas = model.meta_graphs.clone();

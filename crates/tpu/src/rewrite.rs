@@ -1,8 +1,18 @@
-//! The TPU rewrite of one graph: for each chosen function, a replicate wrapper (and a batch
-//! function when batching is asked for) is added to the library, and every call site of the
-//! function (a `StatefulPartitionedCall` or `PartitionedCall` in the graph or in any function
-//! of the library) becomes a `TPUPartitionedCall` of the wrapper fed by a new
-//! `TPUOrdinalSelector`, or a `BatchFunction` of the batch function.
+//! The TPU rewrite of one graph: for each chosen function, a replicate wrapper (and a host
+//! function when needed) is added to the library, and every call site of the function (a
+//! `StatefulPartitionedCall` or `PartitionedCall` in the graph or in any function of the
+//! library) is rewritten:
+//!
+//! - inside a function, it becomes a `TPUPartitionedCall` of the wrapper fed by a new
+//!   `TPUOrdinalSelector` as its last input;
+//! - in the top-level graph, it stays a `StatefulPartitionedCall`, of a host function that
+//!   holds the selector and the `TPUPartitionedCall` (the layout the TPU Inference Converter
+//!   emits). Measured with TensorFlow 2.21: a `TPUOrdinalSelector` in the top-level graph
+//!   makes the TF1 loader fail when it places the graph to restore the variables, before any
+//!   signature is run, since a CPU build has no kernel for it; inside a function it is only
+//!   looked up when the function runs;
+//! - with batching, anywhere, it becomes a `BatchFunction` of a host function taking the
+//!   tensor arguments, then the resources (`Tcaptured`).
 //!
 //! The original functions stay as they are (the wrapper calls them), so the CPU MetaGraphDef
 //! sharing nothing but unchanged bytes with this one keeps working.
@@ -26,30 +36,50 @@ pub struct RewrittenFunction {
     pub function: String,
     /// The replicate wrapper added for it.
     pub wrapper: String,
+    /// The host function added for its top-level call sites (selector and
+    /// `TPUPartitionedCall`), when it has some and is not batched.
+    pub host_function: Option<String>,
     /// The batch function added for it, when batched.
     pub batch_function: Option<String>,
     /// The `_tpu_replicate` cluster name.
     pub cluster: String,
-    /// The call sites rewritten: `graph/NODE` or `FUNCTION/NODE`.
-    pub call_sites: Vec<String>,
+    /// The call sites rewritten.
+    pub call_sites: Vec<CallSite>,
+}
+
+/// One rewritten call site.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CallSite {
+    /// `graph/NODE` or `FUNCTION/NODE`.
+    pub at: String,
+    /// The node's op now.
+    pub op: String,
+    /// The function it calls now.
+    pub calls: String,
 }
 
 /// How one chosen function is to be rewritten.
 struct Target {
     wrapper: String,
+    host: Option<String>,
     batch: Option<(String, BatchOptions)>,
+    /// `BatchFunction` argument order, and how many of them are batched.
+    order: Vec<usize>,
+    batched: usize,
     tin: Vec<i32>,
     tout: Vec<i32>,
 }
 
 /// Rewrites `graph` so that each function of `chosen` runs on TPU. `batch` maps a chosen
-/// function to its batching options.
+/// function to its batching options; `captures` a function to its number of captured
+/// (trailing) arguments, where the object graph says.
 pub fn rewrite_for_tpu(
     dir: &Path,
     graph: &mut Graph,
     chosen: &[String],
     options: &TpuOptions,
     batch: &HashMap<String, BatchOptions>,
+    captures: &HashMap<String, usize>,
 ) -> Result<Vec<RewrittenFunction>> {
     let unsupported = |fault: String| TpuError::Unsupported {
         dir: dir.to_path_buf(),
@@ -87,21 +117,39 @@ pub fn rewrite_for_tpu(
             format!("cluster_{wrapper_name}")
         };
         let wrapper_fn = wrapper::replicate_wrapper(&callee, &wrapper_name, &cluster, options);
+        let top_level = graph.nodes.iter().any(|n| {
+            (n.op == "StatefulPartitionedCall" || n.op == "PartitionedCall")
+                && n.attr.get("f").and_then(attrs::func_name) == Some(name.as_str())
+        });
+        let host_fn = (top_level && !batch.contains_key(name)).then(|| {
+            let host_name = unique_name(&format!("{name}_tpu_call"), &mut taken);
+            let order: Vec<usize> = (0..tin.len()).collect();
+            let f = wrapper::host_function(&callee, &host_name, &wrapper_name, &order);
+            (host_name, f)
+        });
+        let batched_args =
+            wrapper::batched_args(function, &tin, captures.get(name).copied().unwrap_or(0));
+        let order = batch_order(&batched_args);
+        let batched = batched_args.iter().filter(|b| **b).count();
         let batch_fn = match batch.get(name) {
             None => None,
             Some(b) => {
-                if !tin.iter().any(|t| !attrs::is_resource(*t)) || tout.is_empty() {
+                if batched == 0 || tout.is_empty() {
                     return Err(unsupported(format!(
                         "function {name} cannot be batched: BatchFunction needs at least one \
-                         tensor argument and one result"
+                         argument with a batch dimension and one result"
                     )));
                 }
                 let batch_name = unique_name(&format!("{name}_tpu_batch"), &mut taken);
-                let f = wrapper::batch_function(&callee, &batch_name, &wrapper_name);
+                let f = wrapper::host_function(&callee, &batch_name, &wrapper_name, &order);
                 Some((batch_name, b.clone(), f))
             }
         };
         graph.functions.push(wrapper_fn);
+        let host = host_fn.map(|(host_name, f)| {
+            graph.functions.push(f);
+            host_name
+        });
         let mut batch_target = None;
         if let Some((batch_name, b, f)) = batch_fn {
             graph.functions.push(f);
@@ -110,6 +158,7 @@ pub fn rewrite_for_tpu(
         reports.push(RewrittenFunction {
             function: name.clone(),
             wrapper: wrapper_name.clone(),
+            host_function: host.clone(),
             batch_function: batch_target.as_ref().map(|(n, _)| n.clone()),
             cluster,
             call_sites: Vec::new(),
@@ -118,14 +167,17 @@ pub fn rewrite_for_tpu(
             name.clone(),
             Target {
                 wrapper: wrapper_name,
+                host,
                 batch: batch_target,
+                order,
+                batched,
                 tin,
                 tout,
             },
         );
     }
 
-    let mut sites: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut sites: BTreeMap<String, Vec<CallSite>> = BTreeMap::new();
     let node_count = graph.nodes.len();
     let mut changed = Vec::new();
     let mut names: HashSet<String> = graph.nodes.iter().map(|n| n.name.clone()).collect();
@@ -138,7 +190,7 @@ pub fn rewrite_for_tpu(
             sites
                 .entry(callee)
                 .or_default()
-                .push(format!("graph/{}", node.name));
+                .push(call_site("graph", node));
             changed.push(i);
         }
     }
@@ -164,7 +216,7 @@ pub fn rewrite_for_tpu(
                 sites
                     .entry(callee.clone())
                     .or_default()
-                    .push(format!("{scope}/{}", node.name));
+                    .push(call_site(&scope, node));
                 if node.op == "BatchFunction" {
                     renamed.push(node.name.clone());
                 }
@@ -191,6 +243,19 @@ pub fn rewrite_for_tpu(
         }
     }
     Ok(reports)
+}
+
+fn call_site(scope: &str, node: &NodeDef) -> CallSite {
+    CallSite {
+        at: format!("{scope}/{}", node.name),
+        op: node.op.clone(),
+        calls: node
+            .attr
+            .get("f")
+            .and_then(attrs::func_name)
+            .unwrap_or_default()
+            .to_string(),
+    }
 }
 
 /// Rewrites `node` when it calls a target; returns the callee's name then. New selector nodes
@@ -228,8 +293,17 @@ fn rewrite_call(
             node.name, target.tin, target.tout
         ));
     }
-    match &target.batch {
-        None => {
+    match (&target.batch, &target.host) {
+        (None, Some(host)) if !in_function => {
+            node.op = "StatefulPartitionedCall".to_string();
+            node.attr.insert("f".into(), attrs::func(host));
+            for attr in attrs::PARTITIONED_CALL_ONLY {
+                node.attr
+                    .entry(attr.to_string())
+                    .or_insert_with(|| attrs::s(""));
+            }
+        }
+        (None, _) => {
             node.op = "TPUPartitionedCall".to_string();
             for attr in attrs::PARTITIONED_CALL_ONLY {
                 node.attr.remove(attr);
@@ -248,18 +322,17 @@ fn rewrite_call(
                 ..NodeDef::default()
             });
         }
-        Some((batch_fn, b)) => {
-            let order = batch_order(&target.tin);
+        (Some((batch_fn, b)), _) => {
             let controls = node.input.split_off(data);
             let old = std::mem::take(&mut node.input);
-            node.input = order.iter().map(|&i| old[i].clone()).collect();
+            node.input = target.order.iter().map(|&i| old[i].clone()).collect();
             node.input.extend(controls);
-            let (tin, captured): (Vec<i32>, Vec<i32>) =
-                target.tin.iter().partition(|t| !attrs::is_resource(**t));
+            let types: Vec<i32> = target.order.iter().map(|&i| target.tin[i]).collect();
+            let (tin, captured) = types.split_at(target.batched);
             node.op = "BatchFunction".to_string();
             node.attr
                 .retain(|k, _| k.starts_with('_') && k != "_read_only_resource_inputs");
-            for (k, v) in batch_attrs(batch_fn, b, &tin, &captured, &target.tout) {
+            for (k, v) in batch_attrs(batch_fn, b, tin, captured, &target.tout) {
                 node.attr.insert(k.to_string(), v);
             }
         }

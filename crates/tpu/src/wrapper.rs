@@ -209,11 +209,11 @@ pub fn replicate_wrapper(
     }
 }
 
-/// The function `BatchFunction` calls: its arguments are the callee's non-resource arguments,
-/// then its resource arguments (`BatchFunction`'s `in_tensors`, then `captured_tensors`); it
-/// calls `wrapper` through `TPUPartitionedCall` with a fresh `TPUOrdinalSelector` as the
-/// ordinal, arguments in the callee's order.
-pub fn batch_function(callee: &Callee, name: &str, wrapper: &str) -> FunctionDef {
+/// A host function that calls `wrapper` through `TPUPartitionedCall` with a fresh
+/// `TPUOrdinalSelector` as the ordinal (arguments in the callee's order). Its own arguments
+/// are the callee's in `order`: for the function `BatchFunction` calls, the batched ones
+/// (`in_tensors`) first, then the others (`captured_tensors`), see [`batch_order`].
+pub fn host_function(callee: &Callee, name: &str, wrapper: &str, order: &[usize]) -> FunctionDef {
     let sig = callee.function.signature.clone().unwrap_or_default();
     let mut taken: HashSet<String> = sig
         .input_arg
@@ -221,7 +221,6 @@ pub fn batch_function(callee: &Callee, name: &str, wrapper: &str) -> FunctionDef
         .chain(&sig.output_arg)
         .map(|a| a.name.clone())
         .collect();
-    let order = batch_order(&callee.tin);
     let input_arg = order.iter().map(|&i| sig.input_arg[i].clone()).collect();
     let arg_attr = order
         .iter()
@@ -274,10 +273,41 @@ pub fn batch_function(callee: &Callee, name: &str, wrapper: &str) -> FunctionDef
     }
 }
 
-/// The argument indices in `BatchFunction` order: non-resource ones, then resource ones.
-pub fn batch_order(tin: &[i32]) -> Vec<usize> {
+/// Which arguments of `function` `BatchFunction` batches (concatenates along dimension 0):
+/// not resources, not the trailing `captured` ones (TensorFlow's captured inputs, known from
+/// the object graph's `bound_inputs`), and not those whose recorded shape
+/// (`_output_shapes` in `arg_attr`) is a scalar or has a known first dimension (a captured
+/// constant, say). Arguments of unknown shape or unknown first dimension are batched.
+pub fn batched_args(function: &FunctionDef, tin: &[i32], captured: usize) -> Vec<bool> {
+    let first_captured = tin.len().saturating_sub(captured);
+    (0..tin.len())
+        .map(|i| {
+            if attrs::is_resource(tin[i]) || i >= first_captured {
+                return false;
+            }
+            let shape = function
+                .arg_attr
+                .get(&(i as u32))
+                .and_then(|a| a.attr.get("_output_shapes"))
+                .and_then(|v| match &v.value {
+                    Some(unbound_proto::tensorflow::attr_value::Value::List(l)) => {
+                        l.shape.first().cloned()
+                    }
+                    _ => None,
+                });
+            match shape {
+                None => true,
+                Some(s) if s.unknown_rank => true,
+                Some(s) => s.dim.first().is_some_and(|d| d.size < 0),
+            }
+        })
+        .collect()
+}
+
+/// The argument indices in `BatchFunction` order: the batched ones, then the others.
+pub fn batch_order(batched: &[bool]) -> Vec<usize> {
     let (mut data, captured): (Vec<usize>, Vec<usize>) =
-        (0..tin.len()).partition(|&i| !attrs::is_resource(tin[i]));
+        (0..batched.len()).partition(|&i| batched[i]);
     data.extend(captured);
     data
 }

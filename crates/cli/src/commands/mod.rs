@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod compression;
+pub mod export_tpu;
 pub mod fingerprint;
 pub mod inspect;
 pub mod layout;
@@ -9,6 +10,7 @@ pub mod optimize;
 pub mod proto;
 pub mod show;
 pub mod split;
+pub mod tags;
 pub mod vars;
 pub mod verify;
 

@@ -7,7 +7,8 @@ inputs as nested lists with dtypes, and the function name(s) to pass to --functi
 
 - keras:      a Keras 3 Sequential model exported with model.export (serving_default);
 - aliases:    a tf.Module whose TPU function is named through SaveOptions.function_aliases;
-- variables:  a tf.Module whose chosen function reads tf.Variables (lifted to resource args);
+- variables:  a tf.Module whose chosen function (by concrete name) reads tf.Variables (lifted
+              to resource arguments);
 - multi_sig:  a tf.Module with several signatures; one of them is chosen by signature name.
 
 Every input has a leading batch dimension of None so the BatchFunction variant can batch it.
@@ -82,8 +83,24 @@ def variables_model(out):
     path = os.path.join(out, "variables")
     tf.saved_model.save(m, path, signatures={"serving_default": m.serve})
     x = np.arange(15, dtype=np.float32).reshape(3, 5) / 7.0
-    write_spec(out, "variables", {"signature": "serving_default", "function": "serving_default",
+    # Chosen by concrete name: the function that reads the variables (ReadVariableOp on its
+    # resource arguments), not the signature wrapper around it.
+    concrete = reading_function(path)
+    write_spec(out, "variables", {"signature": "serving_default", "function": concrete,
                                   "inputs": {"x": {"dtype": "float32", "value": x.tolist()}}})
+
+
+def reading_function(path):
+    """The saved function (not a signature wrapper) with a ReadVariableOp in its body."""
+    from tensorflow.python.saved_model import loader_impl
+
+    library = loader_impl.parse_saved_model(path).meta_graphs[0].graph_def.library
+    names = [f.signature.name for f in library.function
+             if "signature_wrapper" not in f.signature.name
+             and any(n.op == "ReadVariableOp" for n in f.node_def)
+             and "_traced_" not in f.signature.name]
+    assert len(names) == 1, names
+    return names[0]
 
 
 class MultiSig(tf.Module):

@@ -250,16 +250,26 @@ impl Model {
     /// Writes the model, with `meta_graphs` as its MetaGraphDefs, to `out` (which must not
     /// exist): split into `saved_model.cpb` when it reaches `max_size`, every other file of the
     /// source directory carried over, a fresh fingerprint, atomically.
+    ///
+    /// Consumes the model: once the written message is dropped nothing refers to the mapped
+    /// input any more (callers drop their decoded graphs first), so its pages are not held
+    /// while the output is read back for the fingerprint.
     pub fn write(
-        &self,
+        self,
         meta_graphs: Vec<WireMessage>,
         out: &Path,
         max_size: u64,
         options: WriterOptions,
     ) -> Result<SplitReport> {
+        let Model {
+            dir,
+            rest,
+            meta_graphs: originals,
+        } = self;
+        drop(originals);
         let desc = message_descriptor("tensorflow.SavedModel")?;
         let mut message = WireMessage::new(Some(desc));
-        message.fields = self.rest.clone();
+        message.fields = rest;
         for meta in meta_graphs {
             message.fields.push(WireField {
                 number: saved_model::META_GRAPHS,
@@ -267,7 +277,7 @@ impl Model {
             });
         }
         Ok(write_model_dir(
-            &self.dir,
+            &dir,
             out,
             message,
             max_size,

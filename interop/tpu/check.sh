@@ -9,7 +9,7 @@
 # - {serve} still gives the original outputs, bit for bit;
 # - `unbound export-tpu --to-cpu` of the export (keeping BatchFunction, and with --unbatch)
 #   runs on CPU and gives the original outputs bit for bit.
-# Also: --tpu-only, a .cpb input (a model split with a small --max-size, exported and written
+# Also: `unbound tags --duplicate` (TensorFlow runs the copy), --tpu-only, a .cpb input (a model split with a small --max-size, exported and written
 # split), and the refusals (unknown function, existing tag-set, no MetaGraphDef), which must
 # exit 1 and write nothing.
 #
@@ -54,6 +54,11 @@ for m in keras aliases variables multi_sig; do
     fi
   done
 done
+
+# `unbound tags --duplicate`: TensorFlow lists both tag-sets and runs the copy.
+"$unbound" tags "$work/models/variables" "$work/variables.dup" --duplicate serve=serve,tpu >/dev/null
+job show "$work/variables.dup"
+job cpu "$work/models/variables" "$work/variables.dup" "$work/models/variables.json"
 
 # --tpu-only, and a chunked input written chunked.
 m=variables

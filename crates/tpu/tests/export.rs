@@ -493,3 +493,47 @@ fn the_checks_catch_each_defect() {
         .unwrap_err()
         .contains("max_batch_size"));
 }
+
+#[test]
+fn metadata_options_and_shared_cluster_names_are_written() {
+    let src = model("tf2_multi_sig");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut opts = options(&["serving_default", "add_ints"]);
+    opts.tpu = TpuOptions {
+        num_cores_per_replica: 2,
+        use_spmd_for_xla_partitioning: false,
+        shared_cluster_name: true,
+        topology: Some(bytes::Bytes::from_static(b"\x0a\x01\x02")),
+        device_assignment: vec![0, 1],
+    };
+    let report = export_tpu(&src, &out, &opts).unwrap();
+    assert_eq!(report.functions.len(), 2);
+    assert!(report.functions.iter().all(|f| f.cluster == "cluster"));
+    let after = saved_model(&out);
+    let tpu = &after.meta_graphs[1];
+    for f in &report.functions {
+        let wrapper = function(tpu, &f.wrapper);
+        let metadata = node(&wrapper.node_def, "TPUReplicateMetadata");
+        assert_eq!(attrs::get_i(metadata, "num_cores_per_replica"), Some(2));
+        assert_eq!(get_s(metadata, "topology"), Some(&b"\x0a\x01\x02"[..]));
+        assert_eq!(
+            metadata.attr.get("device_assignment"),
+            Some(&attrs::ints(&[0, 1]))
+        );
+        assert_eq!(
+            metadata.attr.get("use_spmd_for_xla_partitioning"),
+            Some(&attrs::b(false))
+        );
+        // Without SPMD the output identities are placed on the replicated core.
+        let identities: Vec<&NodeDef> = wrapper
+            .node_def
+            .iter()
+            .filter(|n| n.attr.contains_key(attrs::TPU_OUTPUT_IDENTITY))
+            .collect();
+        assert!(!identities.is_empty());
+        assert!(identities
+            .iter()
+            .all(|n| n.device == attrs::TPU_REPLICATED_CORE));
+    }
+}

@@ -19,6 +19,9 @@
 #   and array components (dtensor/check.sh);
 # - DTensor checkpoints TensorFlow writes are read (every variable, random boxes) and resharded
 #   by unbound, and TensorFlow restores the results into DVariables (reshard/check.sh).
+# - `unbound export-tpu` of TensorFlow-made models loads in TensorFlow with the TF2 and TF1
+#   loaders and fails only for want of TPU kernels, keeps {serve} running, and its --to-cpu
+#   reverse gives the original outputs bit for bit, batched or not (tpu/check.sh).
 #
 # usage: interop/run.sh     (needs scripts/tf-venv.sh's TensorFlow; builds what it needs)
 set -euo pipefail
@@ -95,6 +98,12 @@ bash interop/grappler_sdk_in_tf.sh || failed=$((failed + 1))
 echo "== DTensor: TensorFlow's Mesh, Layout, OpSharding, unpack/relayout/pack vs unbound layout"
 bash interop/dtensor/check.sh || failed=$((failed + 1))
 bash interop/reshard/check.sh || failed=$((failed + 1))
+echo "== TPU export: {serve,tpu} loads in TensorFlow, needs only TPU kernels; --to-cpu runs bit for bit"
+if bash interop/tpu/check.sh "$unbound" "$py" "$harness" >"$work/tpu.out" 2>&1; then
+  grep -v '^ok ' "$work/tpu.out" || true
+else
+  cat "$work/tpu.out"; failed=$((failed + 1))
+fi
 if [ "${UNBOUND_SKIP_HUGE:-0}" != 1 ] && [ -x interop/huge_model.sh ]; then
   echo "== past 2 GiB"
   interop/huge_model.sh || failed=$((failed + 1))

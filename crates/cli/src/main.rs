@@ -43,6 +43,11 @@ enum Command {
     Layout(commands::layout::LayoutCommand),
     /// Rewrite a (DTensor or plain) checkpoint for other layouts on another mesh, streamed.
     Reshard(commands::reshard::Args),
+    /// List MetaGraphDef tag-sets; with OUT, duplicate, retag or remove them.
+    Tags(commands::tags::Args),
+    /// Rewrite chosen functions for TPU inference into a {serve, tpu} MetaGraphDef
+    /// (TPUPartitionedCall, replication, batching); --to-cpu reverses it.
+    ExportTpu(commands::export_tpu::Args),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +76,8 @@ fn main() -> ExitCode {
         Command::Optimize(args) => commands::optimize::run(args),
         Command::Layout(cmd) => commands::layout::run(cmd),
         Command::Reshard(args) => commands::reshard::run_cmd(args),
+        Command::Tags(args) => commands::tags::run(args),
+        Command::ExportTpu(args) => commands::export_tpu::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

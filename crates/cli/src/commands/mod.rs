@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod compression;
+pub mod export_tpu;
 pub mod fingerprint;
 pub mod inspect;
 pub mod layout;
@@ -10,6 +11,7 @@ pub mod proto;
 pub mod reshard;
 pub mod show;
 pub mod split;
+pub mod tags;
 pub mod vars;
 pub mod verify;
 

@@ -1,6 +1,9 @@
 //! The `unbound` command: parse arguments, call a library, print. Exit codes: 0 success,
-//! 1 the operation failed (bad input, I/O), 2 usage error.
+//! 1 the operation failed (bad input, I/O, standard output not writable), 2 usage error. A
+//! closed standard output pipe is not a failure (see [`output`]).
 
+#[macro_use]
+mod output;
 mod commands;
 mod progress;
 
@@ -54,7 +57,7 @@ fn main() -> ExitCode {
     // interrupted run leaves nothing behind (a kill -9 leaves only a hidden temporary name).
     let _ = ctrlc::set_handler(|| {
         unbound_io::remove_temporaries();
-        eprintln!("unbound: interrupted; partial output removed");
+        errln!("unbound: interrupted; partial output removed");
         std::process::exit(130);
     });
     let result = match cli.command {
@@ -72,7 +75,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("unbound: error: {e}");
+            errln!("unbound: error: {e}");
             ExitCode::from(1)
         }
     }

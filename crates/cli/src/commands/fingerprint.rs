@@ -21,9 +21,9 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let report = fingerprint_report(&args.dir)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.fingerprint)?);
+        outln!("{}", serde_json::to_string_pretty(&report.fingerprint)?)?;
     } else {
-        print!("{}", to_text(&report));
+        out!("{}", to_text(&report))?;
     }
     Ok(())
 }

@@ -20,9 +20,9 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let report = inspect(&args.file)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", to_text(&report));
+        out!("{}", to_text(&report))?;
     }
     Ok(())
 }

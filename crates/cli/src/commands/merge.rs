@@ -29,11 +29,12 @@ pub fn run(args: Args) -> CmdResult {
         bar.inc(n);
     })?;
     bar.finish_and_clear();
-    println!(
+    outln!(
         "wrote {} ({} bytes) and {} other files",
         args.out.join("saved_model.pb").display(),
         report.model_bytes,
         report.copied_files
-    );
+    )
+    .map_err(|e| e.after_writing(&args.out))?;
     Ok(())
 }

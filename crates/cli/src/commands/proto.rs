@@ -73,7 +73,7 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
                 }
             };
             for w in &ctx.warnings {
-                eprintln!("unbound: warning: {w}");
+                errln!("unbound: warning: {w}");
             }
             let bar = bytes_bar(total, "split");
             let written =
@@ -81,11 +81,12 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
                     bar.inc(n)
                 })?;
             bar.finish_and_clear();
-            println!(
+            outln!(
                 "wrote {} ({} chunks)",
                 written.path.display(),
                 written.chunks
-            );
+            )
+            .map_err(|e| e.after_writing(&written.path))?;
             Ok(())
         }
         ProtoCommand::Merge {
@@ -104,7 +105,8 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
                 .into());
             }
             write_message(&output, &read.message)?;
-            println!("wrote {} ({size} bytes)", output.display());
+            outln!("wrote {} ({size} bytes)", output.display())
+                .map_err(|e| e.after_writing(&output))?;
             Ok(())
         }
     }

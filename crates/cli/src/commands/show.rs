@@ -21,9 +21,9 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let info = show(&args.dir)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        outln!("{}", serde_json::to_string_pretty(&info)?)?;
     } else {
-        print!("{}", text::render(&info));
+        out!("{}", text::render(&info))?;
     }
     Ok(())
 }

@@ -37,24 +37,25 @@ pub fn run(args: Args) -> CmdResult {
     )?;
     bar.finish_and_clear();
     for w in &report.warnings {
-        eprintln!("unbound: warning: {w}");
+        errln!("unbound: warning: {w}");
     }
     let w = &report.written;
-    if w.chunked {
-        println!(
+    let printed = if w.chunked {
+        outln!(
             "wrote {} ({} chunks, {} bytes of model data) and {} other files",
             w.path.display(),
             w.chunks,
             report.model_bytes,
             report.copied_files
-        );
+        )
     } else {
-        println!(
+        outln!(
             "wrote {} ({} bytes; nothing needed splitting) and {} other files",
             w.path.display(),
             w.data_bytes,
             report.copied_files
-        );
-    }
+        )
+    };
+    printed.map_err(|e| e.after_writing(&args.out))?;
     Ok(())
 }

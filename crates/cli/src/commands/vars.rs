@@ -57,14 +57,14 @@ pub fn run(args: Args) -> CmdResult {
         }
         if args.json {
             let report = VarsReport::no_variables();
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            outln!("{}", serde_json::to_string_pretty(&report)?)?;
         } else {
-            println!("{}: no variables", args.dir.display());
+            outln!("{}: no variables", args.dir.display())?;
         }
         return Ok(());
     };
     for w in &vars.warnings {
-        eprintln!("unbound: warning: {w}");
+        errln!("unbound: warning: {w}");
     }
     if let (Some(key), Some(out)) = (&args.key, &args.npy) {
         let opts = NpyOptions {
@@ -72,17 +72,17 @@ pub fn run(args: Args) -> CmdResult {
         };
         let report = vars.write_npy(key, out, opts)?;
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            outln!("{}", serde_json::to_string_pretty(&report)?)?;
         } else {
-            print!("{}", npy_text(&report));
+            out!("{}", npy_text(&report)).map_err(|e| e.after_writing(out))?;
         }
         return Ok(());
     }
     let report = vars.report(args.key.as_deref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", table_text(&report));
+        out!("{}", table_text(&report))?;
     }
     Ok(())
 }

@@ -18,11 +18,11 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let report = verify_dir(&args.dir);
     for fault in &report.faults {
-        println!("{fault}");
+        outln!("{fault}")?;
     }
     match report.faults.len() {
         0 => {
-            println!("OK: {}: {}", args.dir.display(), report.checked.join("; "));
+            outln!("OK: {}: {}", args.dir.display(), report.checked.join("; "))?;
             Ok(())
         }
         n => Err(format!(

@@ -28,6 +28,9 @@ use unbound_test_support::chunks::{
 enum Inspect {
     /// The fault is in what inspect reads: it fails like the merges.
     Fails,
+    /// The fault is in chunk data: inspect prints its report with the fault listed (text:
+    /// a `FILE: FAULT` line; JSON: the `faults` list) and exits 1.
+    Flags,
     /// The fault is in chunk contents or in how the metadata fits the schema, which inspect
     /// does not look at: it may succeed, or fail cleanly naming the file.
     MayPass,
@@ -92,6 +95,20 @@ fn check(f: &Fault) {
     let what = format!("{}: inspect", f.name);
     match f.inspect {
         Inspect::Fails => assert_clean_failure(&out, &needles, &what),
+        Inspect::Flags => {
+            assert_clean_failure(&out, &[&cpb_name, "corrupt"], &what);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let line = stdout
+                .lines()
+                .find(|l| l.trim_start().starts_with(&cpb_name));
+            for needle in &needles {
+                assert!(
+                    line.is_some_and(|l| l.contains(needle)),
+                    "{what}: no fault line with {needle:?}\n{}",
+                    describe(&out)
+                );
+            }
+        }
         Inspect::MayPass => {
             if !out.status.success() {
                 assert_clean_failure(&out, &[&cpb_name], &what);
@@ -102,6 +119,21 @@ fn check(f: &Fault) {
     let what = format!("{}: inspect --json", f.name);
     match f.inspect {
         Inspect::Fails => assert_clean_failure(&out, &needles, &what),
+        Inspect::Flags => {
+            assert_clean_failure(&out, &[&cpb_name, "corrupt"], &what);
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{what}: not JSON: {e}\n{}", describe(&out)));
+            let faults = json["faults"].as_array().expect("a faults list");
+            for needle in needles.iter().skip(1) {
+                assert!(
+                    faults
+                        .iter()
+                        .any(|f| f.as_str().is_some_and(|f| f.contains(needle))),
+                    "{what}: no fault with {needle:?}\n{}",
+                    describe(&out)
+                );
+            }
+        }
         Inspect::MayPass => {
             if !out.status.success() {
                 assert_clean_failure(&out, &[&cpb_name], &what);
@@ -354,7 +386,7 @@ fn flipped_header_and_data_bytes() {
             format!("{compression}: flip in the root chunk's data"),
             flip(file, root + 40 + 3),
             &["chunk data hash mismatch", &format!("offset {root}")],
-            Inspect::MayPass,
+            Inspect::Flags,
         ));
         let meta = *begins.last().unwrap() as usize;
         cases.push(fault(

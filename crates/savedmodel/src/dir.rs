@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use serde::Serialize;
 use unbound_chunked::{
-    read_cpb, read_pb, write_message_with_progress, write_split, ReadMessage, Written,
+    read_cpb, read_pb, write_message_with_progress, write_split, FileChunks, ReadMessage, Written,
 };
 use unbound_io::TempPath;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
@@ -179,7 +179,10 @@ pub struct SplitReport {
     pub model_bytes: u64,
 }
 
-/// Writes `out` as a split (image-format) copy of the SavedModel in `src`.
+/// Writes `out` as a split (image-format) copy of the SavedModel in `src`. The source is
+/// checked as `verify` checks it first ([`crate::verify::verified_model`]): a directory
+/// verify rejects is refused, so a damaged model is never split into one that reads back
+/// differently (or not at all).
 pub fn split_dir(
     src: &Path,
     out: &Path,
@@ -187,7 +190,8 @@ pub fn split_dir(
     options: WriterOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SplitReport> {
-    let model = read_saved_model(src)?.message;
+    refuse_existing(out)?;
+    let model = crate::verify::verified_model(src)?;
     write_model_dir(src, out, model, max_size, options, progress)
 }
 
@@ -236,14 +240,28 @@ pub struct MergeReport {
 }
 
 /// Writes `out` as a copy of `src` with its model as one `saved_model.pb`. Refuses when the
-/// merged model would exceed what protobuf can parse (2 GiB - 1). `progress` is called with
-/// (bytes written now, total bytes).
+/// merged model would exceed what protobuf can parse (2 GiB - 1): for a `.cpb`, from the
+/// chunk sizes its metadata declares, before any chunk is decoded. Refuses a directory
+/// `verify` rejects ([`crate::verify::verified_model`]). `progress` is called with (bytes
+/// written now, total bytes).
 pub fn merge_dir(
     src: &Path,
     out: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<MergeReport> {
-    let model = read_saved_model(src)?.message;
+    refuse_existing(out)?;
+    let file = model_file(src)?;
+    if file.format == ModelFormat::Cpb {
+        let (chunks, _) = FileChunks::open(&file.path)?;
+        let declared = chunks.declared_bytes();
+        if declared > MAX_PROTO_SIZE {
+            return Err(SavedModelError::TooLargeToMerge {
+                dir: src.to_path_buf(),
+                size: declared,
+            });
+        }
+    }
+    let model = crate::verify::verified_model(src)?;
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {
@@ -276,11 +294,7 @@ fn write_dir_atomically<T>(
     out: &Path,
     write_model: impl FnOnce(&Path) -> Result<T>,
 ) -> Result<(T, usize)> {
-    if out.exists() {
-        return Err(SavedModelError::OutputExists {
-            path: out.to_path_buf(),
-        });
-    }
+    refuse_existing(out)?;
     let tmp = TempPath::new(out);
     fs::create_dir_all(tmp.path()).map_err(|e| SavedModelError::io(tmp.path(), e))?;
     let value = write_model(tmp.path())?;
@@ -290,6 +304,16 @@ fn write_dir_atomically<T>(
     crate::fingerprint::write_fingerprint(tmp.path(), &fingerprint)?;
     tmp.persist()?;
     Ok((value, copied))
+}
+
+/// Outputs are never overwritten: an existing `out` (even a dangling symlink) is refused.
+fn refuse_existing(out: &Path) -> Result<()> {
+    if fs::symlink_metadata(out).is_ok() {
+        return Err(SavedModelError::OutputExists {
+            path: out.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 /// Copies every file under `src` to `dst` (creating directories), skipping the model files and

@@ -72,6 +72,16 @@ fn main() -> ExitCode {
         Command::Optimize(args) => commands::optimize::run(args),
         Command::Layout(cmd) => commands::layout::run(cmd),
     };
+    let stale = unbound_io::take_removed_stale();
+    if !stale.is_empty() {
+        let names: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
+        errln!(
+            "unbound: note: removed {} temporar{} left by killed unbound runs: {}",
+            stale.len(),
+            if stale.len() == 1 { "y" } else { "ies" },
+            names.join(", ")
+        );
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -120,6 +120,21 @@ pub fn model_file(dir: &Path) -> Result<ModelFile> {
         })
 }
 
+/// The model files of `dir` that [`model_file`] passes over because one earlier in
+/// [`ModelFormat::SEARCH_ORDER`] exists (a `saved_model.pb` beside a `saved_model.cpb`):
+/// nothing reads them, which users should be told. Empty when there is no model file.
+pub fn unused_model_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(used) = model_file(dir) else {
+        return Vec::new();
+    };
+    ModelFormat::SEARCH_ORDER
+        .into_iter()
+        .filter(|&f| f != used.format)
+        .map(|f| dir.join(f.file_name()))
+        .filter(|p| fs::symlink_metadata(p).is_ok())
+        .collect()
+}
+
 /// A SavedModel proto as read by [`read_saved_model`].
 #[derive(Debug)]
 pub struct SavedModelFile {
@@ -191,6 +206,8 @@ pub fn split_dir(
     progress: &mut dyn FnMut(u64),
 ) -> Result<SplitReport> {
     refuse_existing(out)?;
+    model_file(src)?;
+    refuse_inside(src, out)?;
     let model = crate::verify::verified_model(src)?;
     write_model_dir(src, out, model, max_size, options, progress)
 }
@@ -251,6 +268,7 @@ pub fn merge_dir(
 ) -> Result<MergeReport> {
     refuse_existing(out)?;
     let file = model_file(src)?;
+    refuse_inside(src, out)?;
     if file.format == ModelFormat::Cpb {
         let (chunks, _) = FileChunks::open(&file.path)?;
         let declared = chunks.declared_bytes();
@@ -295,6 +313,7 @@ fn write_dir_atomically<T>(
     write_model: impl FnOnce(&Path) -> Result<T>,
 ) -> Result<(T, usize)> {
     refuse_existing(out)?;
+    refuse_inside(src, out)?;
     let tmp = TempPath::new(out);
     fs::create_dir_all(tmp.path()).map_err(|e| SavedModelError::io(tmp.path(), e))?;
     let value = write_model(tmp.path())?;
@@ -312,6 +331,24 @@ fn refuse_existing(out: &Path) -> Result<()> {
         return Err(SavedModelError::OutputExists {
             path: out.to_path_buf(),
         });
+    }
+    Ok(())
+}
+
+/// Refuses an `out` inside `src` (`split DIR DIR/sub`): the copy of `src` would take in its
+/// own temporary directory.
+fn refuse_inside(src: &Path, out: &Path) -> Result<()> {
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let (Ok(src_real), Ok(parent_real)) = (fs::canonicalize(src), fs::canonicalize(parent)) {
+        if parent_real.starts_with(&src_real) {
+            return Err(SavedModelError::OutputInsideInput {
+                out: out.to_path_buf(),
+                dir: src.to_path_buf(),
+            });
+        }
     }
     Ok(())
 }

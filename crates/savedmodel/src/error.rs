@@ -170,6 +170,19 @@ pub enum SavedModelError {
         /// What `verify` found.
         faults: Vec<crate::verify::Fault>,
     },
+    /// The output directory would be inside the directory being copied into it (its own
+    /// temporary would be copied into itself).
+    #[error(
+        "{}: the output is inside the SavedModel directory {} it copies; choose a path outside it",
+        out.display(),
+        dir.display()
+    )]
+    OutputInsideInput {
+        /// The output path.
+        out: PathBuf,
+        /// The source directory.
+        dir: PathBuf,
+    },
     /// The checkpoint's index is gone while a data shard remains: the variables exist but
     /// cannot be read (never "no variables").
     #[error(
@@ -231,7 +244,8 @@ impl SavedModelError {
             | Self::NotAModelOrCheckpoint { path: p }
             | Self::NoVariables { dir: p, .. }
             | Self::Unverified { dir: p, .. }
-            | Self::IndexMissing { index: p, .. } => Some(p),
+            | Self::IndexMissing { index: p, .. }
+            | Self::OutputInsideInput { out: p, .. } => Some(p),
             _ => None,
         }
     }

@@ -19,6 +19,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let report = fingerprint_report(&args.dir)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report.fingerprint)?)?;

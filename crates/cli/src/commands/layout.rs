@@ -549,6 +549,7 @@ fn save_components(
     comps: &[HostArray],
     descr: &str,
 ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    super::refuse_existing(dir)?;
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut files = Vec::with_capacity(comps.len());
     for (i, c) in comps.iter().enumerate() {
@@ -603,6 +604,7 @@ fn pack_cmd(a: PackArgs) -> CmdResult {
     };
     let global =
         pack(&comps, &sharding, &shape).map_err(|e| format!("{}: {e}", a.indir.display()))?;
+    super::refuse_existing(&a.out)?;
     save_array(&a.out, &global, &descr)?;
     if a.json {
         outln!(

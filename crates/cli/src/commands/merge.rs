@@ -18,6 +18,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let bar = bytes_bar(0, "merge");
     let report = dir::merge_dir(&args.dir, &args.out, &mut |n, total| {
         if bar.length() != Some(total) {

@@ -43,6 +43,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let mut paths = args.plugins.clone();
     for dir in &args.plugin_dir {
         paths.extend(plugins_in_dir(dir)?);

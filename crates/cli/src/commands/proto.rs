@@ -1,6 +1,6 @@
 //! `unbound proto split` / `unbound proto merge`: one message of any type in the pool.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use unbound_chunked::{read_pb, read_prefix, write_message, write_split, ChunkSink};
 use unbound_savedmodel::{
@@ -53,6 +53,11 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
             max_size,
             compression,
         } => {
+            for ext in ["cpb", "pb"] {
+                let mut path = out_prefix.clone().into_os_string();
+                path.push(format!(".{ext}"));
+                super::refuse_existing(Path::new(&path))?;
+            }
             let desc = message_descriptor(&type_name)?;
             let message = read_pb(&input, &desc)?;
             let total = message.encoded_len();
@@ -94,6 +99,7 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
             prefix,
             output,
         } => {
+            super::refuse_existing(&output)?;
             let desc = message_descriptor(&type_name)?;
             let read = read_prefix(&prefix, &desc)?;
             let size = read.message.encoded_len();

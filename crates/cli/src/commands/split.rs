@@ -25,6 +25,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let model_path = dir::model_file(&args.dir)?.path;
     let total = std::fs::metadata(&model_path).map(|m| m.len()).unwrap_or(0);
     let bar = bytes_bar(total, "split");

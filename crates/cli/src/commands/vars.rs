@@ -46,6 +46,7 @@ Exit codes: 0 success, 1 failure (bad input, unknown key, I/O), 2 usage error.";
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let Some(vars) = open_variables(&args.dir)? else {
         // A SavedModel without variables.
         if let Some(key) = &args.key {
@@ -70,6 +71,7 @@ pub fn run(args: Args) -> CmdResult {
         let opts = NpyOptions {
             raw_bits: args.raw_bits,
         };
+        super::refuse_existing(out)?;
         let report = vars.write_npy(key, out, opts)?;
         if args.json {
             outln!("{}", serde_json::to_string_pretty(&report)?)?;

@@ -16,6 +16,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let report = verify_dir(&args.dir);
     for fault in &report.faults {
         outln!("{fault}")?;

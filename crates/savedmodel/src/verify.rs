@@ -368,6 +368,22 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
     Some(message)
 }
 
+/// Checks `message` (read from `source_name`) against the schema of `desc` as verify checks a
+/// model: nested messages parse, every known field has a wire type its kind allows, strings
+/// are UTF-8, nesting is bounded. For `proto split` and `proto merge`, which take any type.
+pub fn check_schema(
+    message: &WireMessage,
+    desc: &MessageDescriptor,
+    source_name: &str,
+) -> Result<()> {
+    check_message(message, desc, 0).map_err(|fault| {
+        SavedModelError::invalid(
+            source_name,
+            format!("not a valid {}: {fault}", desc.full_name()),
+        )
+    })
+}
+
 /// Checks that `m` is a valid message of type `desc`: nested messages parse, every known
 /// field has a wire type its kind allows, strings are UTF-8. Unknown fields are allowed.
 fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Result<(), String> {

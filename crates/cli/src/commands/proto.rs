@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use unbound_chunked::{read_pb, read_prefix, write_message, write_split, ChunkSink};
+use unbound_savedmodel::verify::check_schema;
 use unbound_savedmodel::{
     dir::{message_descriptor, MAX_PROTO_SIZE},
     split::{split_graph_def_root, split_saved_model, SplitContext, DEFAULT_MAX_SIZE},
@@ -60,6 +61,7 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
             }
             let desc = message_descriptor(&type_name)?;
             let message = read_pb(&input, &desc)?;
+            check_schema(&message, &desc, &input.display().to_string())?;
             let total = message.encoded_len();
             let mut ctx = SplitContext::new(max_size);
             let split = match type_name.as_str() {
@@ -102,6 +104,7 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
             super::refuse_existing(&output)?;
             let desc = message_descriptor(&type_name)?;
             let read = read_prefix(&prefix, &desc)?;
+            check_schema(&read.message, &desc, &prefix.display().to_string())?;
             let size = read.message.encoded_len();
             if size > MAX_PROTO_SIZE {
                 return Err(format!(

@@ -17,6 +17,8 @@
 #   `unbound optimize` makes of it with a plugin (huge_model.sh), unless UNBOUND_SKIP_HUGE=1;
 # - DTensor on 8 logical CPU devices and `unbound layout` agree on meshes, layouts, OpShardings
 #   and array components (dtensor/check.sh).
+# - hostile inputs: what TensorFlow writes passes `unbound verify`, and on mutated model files
+#   verify, split and merge are never looser than TensorFlow's Merger (hostile_check.sh).
 #
 # usage: interop/run.sh     (needs scripts/tf-venv.sh's TensorFlow; builds what it needs)
 set -euo pipefail
@@ -84,6 +86,7 @@ grep -q ' 0 failed$' "$work/compare.out" || failed=$((failed + 1))
 bash interop/fingerprint_check.sh || failed=$((failed + 1))
 bash interop/bundle_check.sh || failed=$((failed + 1))
 bash interop/show_check.sh || failed=$((failed + 1))
+bash interop/hostile_check.sh || failed=$((failed + 1))
 echo "== graph-optimizer plugins"
 bash interop/grappler/probe_check.sh || failed=$((failed + 1))
 bash interop/grappler/shapes_check.sh || failed=$((failed + 1))

@@ -169,8 +169,13 @@ pub fn read_saved_model(dir: &Path) -> Result<SavedModelFile> {
 
 /// Parses a text-format message file.
 pub fn read_text(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
-    let text = fs::read_to_string(path).map_err(|e| SavedModelError::io(path, e))?;
-    let msg = DynamicMessage::parse_text_format(desc.clone(), &text).map_err(|e| {
+    // Mapped: a FIFO or device in its place is refused instead of read forever.
+    let bytes = unbound_io::map_file(path)?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| SavedModelError::TextFormat {
+        path: path.to_path_buf(),
+        fault: format!("not UTF-8 text: {e}"),
+    })?;
+    let msg = DynamicMessage::parse_text_format(desc.clone(), text).map_err(|e| {
         SavedModelError::TextFormat {
             path: path.to_path_buf(),
             fault: e.to_string(),

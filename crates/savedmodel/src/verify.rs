@@ -119,7 +119,13 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
         let path = dir.join(format.file_name());
         if format != file.format && std::fs::symlink_metadata(&path).is_ok() {
             let other = ModelFile { path, format };
-            if verify_model_file(&other, &mut report).is_some() {
+            let parsed = verify_model_file(&other, &mut report);
+            if parsed.as_ref().is_some_and(|m| !has_meta_graph(m)) {
+                report.fault(
+                    &other.path,
+                    "holds no MetaGraphDef (an unused model file, but an empty or stray one)",
+                );
+            } else if parsed.is_some() {
                 report.checked.push(format!(
                     "{} parses too (unused: {} is preferred)",
                     format.file_name(),
@@ -149,6 +155,13 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
         verify_other_commands(dir, &file, &mut report);
     }
     (report, model)
+}
+
+/// Whether the SavedModel `root` has a `meta_graphs` entry.
+fn has_meta_graph(root: &WireMessage) -> bool {
+    root.fields
+        .iter()
+        .any(|f| f.number == saved_model::META_GRAPHS)
 }
 
 /// Checks one model file by its format.

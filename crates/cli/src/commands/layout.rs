@@ -196,7 +196,10 @@ pub fn run(cmd: LayoutCommand) -> CmdResult {
 }
 
 fn read_file(path: &str) -> Result<Vec<u8>, String> {
-    fs::read(path).map_err(|e| format!("{path}: {e}"))
+    // Mapped: a FIFO or device is refused instead of read forever.
+    unbound_io::map_file(Path::new(path))
+        .map(|b| b.to_vec())
+        .map_err(|e| e.to_string())
 }
 
 /// Whether SPEC reads as a layout string: a layout prefix, `empty_layout`, or a space (a

@@ -113,7 +113,9 @@ pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
 /// TensorFlow's `HashCheckpointIndexFile`: `Fingerprint64` of `variables/variables.index`,
 /// or 0 when it cannot be read.
 pub fn checkpoint_hash(dir: &Path) -> u64 {
-    std::fs::read(dir.join("variables").join("variables.index"))
+    // Mapped, not read: a FIFO or a device (a symlink to /dev/zero) is refused, not read
+    // forever.
+    unbound_io::map_file(&dir.join("variables").join("variables.index"))
         .map(|data| farmhash::fingerprint64(&data))
         .unwrap_or(0)
 }
@@ -161,8 +163,9 @@ pub fn write_fingerprint(dir: &Path, def: &FingerprintDef) -> Result<()> {
 /// Reads `dir/fingerprint.pb`.
 pub fn read_fingerprint(dir: &Path) -> Result<FingerprintDef> {
     let path = dir.join(FINGERPRINT_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| SavedModelError::io(&path, e))?;
-    FingerprintDef::decode(bytes.as_slice())
+    // Mapped: a FIFO or device in its place is refused instead of read forever.
+    let bytes = unbound_io::map_file(&path)?;
+    FingerprintDef::decode(bytes)
         .map_err(|error| SavedModelError::BadFingerprintFile { path, error })
 }
 

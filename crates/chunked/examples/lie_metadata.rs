@@ -140,7 +140,7 @@ fn main() -> ExitCode {
                     format!("chunk {pick} dropped")
                 }
                 3 if n > 0 => {
-                    let c = m.chunks[pick].clone();
+                    let c = m.chunks[pick];
                     m.chunks.insert(pick, c);
                     format!("chunk {pick} duplicated")
                 }

@@ -191,8 +191,13 @@ fn out_path_exists(case: &Case) -> bool {
 
 /// A pipe whose read end is already closed.
 fn closed_pipe() -> Stdio {
-    let (reader, writer) = std::io::pipe().expect("a pipe");
-    drop(reader);
+    // The write end of the stdin pipe of a process that has exited: nobody can read it.
+    let mut gone = Command::new("true")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("true runs");
+    let writer = gone.stdin.take().expect("a pipe");
+    gone.wait().expect("true exits");
     writer.into()
 }
 

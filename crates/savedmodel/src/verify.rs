@@ -192,7 +192,7 @@ fn verify_model_file(file: &ModelFile, report: &mut VerifyReport) -> Option<Wire
 fn verify_fingerprint(dir: &Path, file: &ModelFile, model_ok: bool, report: &mut VerifyReport) {
     let path = dir.join(FINGERPRINT_FILE);
     let stored = if std::fs::symlink_metadata(&path).is_ok() {
-        match unbound_io::map_file(&path).map(|b| FingerprintDef::decode(b)) {
+        match unbound_io::map_file(&path).map(FingerprintDef::decode) {
             Ok(Ok(def)) => Some(def),
             Ok(Err(e)) => {
                 report.fault(&path, format!("not a FingerprintDef: {e}"));

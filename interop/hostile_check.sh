@@ -19,4 +19,4 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 echo "== hostile inputs against TensorFlow's readers"
-"$py" interop/hostile_check.py "$target/release/unbound" "$harness" "$target/debug/examples/lie_metadata" "$work" "${1:-100}"
+"$py" interop/hostile_check.py "$target/release/unbound" "$harness" "$target/debug/examples/lie_metadata" "$work" "${1:-60}"

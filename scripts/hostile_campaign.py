@@ -21,7 +21,8 @@ timeout, and these must hold:
     runs 20 s or more, or peaks at 1 GB of memory or more (getrusage of the child);
   - split and merge never exit 0 on a mutant verify rejects;
   - verify never exits 0 on a mutant another command rejects;
-  - what split writes, verify and merge accept.
+  - what split writes, verify and merge accept;
+  - every error line names a file (a path inside the mutant's directory).
 
 Usage: scripts/hostile_campaign.py [--unbound target/release/unbound] [--mutants 3000]
        [--seed 1] [--jobs 2] [--kinds flip,lie,...] [--report out.json]
@@ -236,6 +237,10 @@ def check_mutant(args, index):
                 violations.append(f"{where}: peak memory {peak} bytes")
             if code == 1 and "unbound: error:" not in err:
                 violations.append(f"{where}: exit 1 without an error message: {err.strip()[-300:]}")
+            elif code == 1 and any(
+                str(d) not in line for line in err.splitlines() if line.startswith("unbound: error:")
+            ):
+                violations.append(f"{where}: an error names no input file: {err.strip()[-300:]}")
         rejected = [n for n, c in results.items() if c != 0]
         if results.get("verify") != 0:
             for n in ("split", "merge"):

@@ -89,12 +89,35 @@ pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
     } else {
         pb::hashes(&file)
     }
-    .map_err(|e| match e {
-        SavedModelError::Fingerprint { fault, .. } => SavedModelError::Fingerprint {
-            path: file.clone(),
-            fault,
-        },
-        e => e,
+    .map_err(|e| {
+        // Every error names the model file (the hashing code names only the part at fault).
+        let named = |source_name: String| {
+            let file = file.display().to_string();
+            if source_name.starts_with(&file) {
+                source_name
+            } else {
+                format!("{file}: {source_name}")
+            }
+        };
+        match e {
+            SavedModelError::Fingerprint { fault, .. } => SavedModelError::Fingerprint {
+                path: file.clone(),
+                fault,
+            },
+            SavedModelError::Malformed { source_name, error } => SavedModelError::Malformed {
+                source_name: named(source_name),
+                error,
+            },
+            SavedModelError::InvalidModel { source_name, fault } => SavedModelError::InvalidModel {
+                source_name: named(source_name),
+                fault,
+            },
+            SavedModelError::TooDeep { source_name, limit } => SavedModelError::TooDeep {
+                source_name: named(source_name),
+                limit,
+            },
+            e => e,
+        }
     })?;
     Ok(FingerprintDef {
         saved_model_checksum: hashes.saved_model_checksum,

@@ -382,8 +382,9 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
 }
 
 /// Checks `message` (read from `source_name`) against the schema of `desc` as verify checks a
-/// model: nested messages parse, every known field has a wire type its kind allows, strings
-/// are UTF-8, nesting is bounded. For `proto split` and `proto merge`, which take any type.
+/// model, refusing what protobuf C++ refuses: nested messages that do not parse, broken packed
+/// runs, strings that are not UTF-8, nesting too deep. For `proto split` and `proto merge`,
+/// which take any type.
 pub fn check_schema(
     message: &WireMessage,
     desc: &MessageDescriptor,
@@ -397,8 +398,10 @@ pub fn check_schema(
     })
 }
 
-/// Checks that `m` is a valid message of type `desc`: nested messages parse, every known
-/// field has a wire type its kind allows, strings are UTF-8. Unknown fields are allowed.
+/// Checks that `m` is a valid message of type `desc` as TensorFlow's parser (protobuf C++)
+/// accepts it: nested messages parse, packed runs are whole, strings are UTF-8, nesting is
+/// bounded. Unknown fields are allowed, and so is a known field with a wire type its kind
+/// does not have (the parser keeps it as an unknown field).
 fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Result<(), String> {
     if depth > MAX_NESTING {
         return Err(format!("nested deeper than {MAX_NESTING} levels"));
@@ -431,25 +434,12 @@ fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Res
             (_, WireValue::Bytes(p)) if packed_ok => {
                 check_packed(&fd.kind(), p).map_err(in_field)?
             }
-            (kind, value) => {
-                return Err(in_field(format!(
-                    "a {} value where the schema has {kind:?}",
-                    wire_kind(value)
-                )))
-            }
+            // A value whose wire type the field's kind does not allow is an unknown field to
+            // TensorFlow's parser (protobuf C++ keeps it as such), not an error.
+            _ => {}
         }
     }
     Ok(())
-}
-
-fn wire_kind(v: &WireValue) -> &'static str {
-    match v {
-        WireValue::Varint(_) => "varint",
-        WireValue::Fixed64(_) => "64-bit",
-        WireValue::Fixed32(_) => "32-bit",
-        WireValue::Bytes(_) | WireValue::Message(_) => "length-delimited",
-        WireValue::Group(_) => "group",
-    }
 }
 
 /// A packed run of scalars of `kind`: whole fixed-width values, or varints that decode.

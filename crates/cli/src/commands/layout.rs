@@ -552,7 +552,10 @@ fn save_components(
     comps: &[HostArray],
     descr: &str,
 ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
-    super::refuse_existing(dir)?;
+    // Nothing is overwritten: an existing OUTDIR must be an empty directory.
+    if fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_some()) {
+        super::refuse_existing(dir)?;
+    }
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut files = Vec::with_capacity(comps.len());
     for (i, c) in comps.iter().enumerate() {

@@ -35,8 +35,9 @@ pub fn note_model_choice(dir: &std::path::Path) {
 }
 
 /// The one overwrite rule of every command that writes (`split`, `merge`, `optimize`, `proto
-/// split`/`merge`, `vars --npy`, `layout unpack`/`pack`/`relayout`): an output path that
-/// exists (file, directory or symlink) is refused, never replaced; remove it first.
+/// split`/`merge`, `vars --npy`, `layout pack`; `layout unpack`/`relayout` also accept an
+/// empty OUTDIR): an output path that exists (file, directory or symlink) is refused, never
+/// replaced; remove it first.
 pub fn refuse_existing(path: &std::path::Path) -> Result<(), unbound_savedmodel::SavedModelError> {
     if std::fs::symlink_metadata(path).is_ok() {
         return Err(unbound_savedmodel::SavedModelError::OutputExists {

@@ -18,10 +18,12 @@
 # - DTensor on 8 logical CPU devices and `unbound layout` agree on meshes, layouts, OpShardings
 #   and array components (dtensor/check.sh);
 # - DTensor checkpoints TensorFlow writes are read (every variable, random boxes) and resharded
-#   by unbound, and TensorFlow restores the results into DVariables (reshard/check.sh).
+#   by unbound, and TensorFlow restores the results into DVariables (reshard/check.sh);
 # - `unbound export-tpu` of TensorFlow-made models loads in TensorFlow with the TF2 and TF1
 #   loaders and fails only for want of TPU kernels, keeps {serve} running, and its --to-cpu
-#   reverse gives the original outputs bit for bit, batched or not (tpu/check.sh).
+#   reverse gives the original outputs bit for bit, batched or not (tpu/check.sh);
+# - hostile inputs: what TensorFlow writes passes `unbound verify`, and on mutated model files
+#   verify, split and merge are never looser than TensorFlow's Merger (hostile_check.sh).
 #
 # usage: interop/run.sh     (needs scripts/tf-venv.sh's TensorFlow; builds what it needs)
 set -euo pipefail
@@ -89,6 +91,7 @@ grep -q ' 0 failed$' "$work/compare.out" || failed=$((failed + 1))
 bash interop/fingerprint_check.sh || failed=$((failed + 1))
 bash interop/bundle_check.sh || failed=$((failed + 1))
 bash interop/show_check.sh || failed=$((failed + 1))
+bash interop/hostile_check.sh || failed=$((failed + 1))
 echo "== graph-optimizer plugins"
 bash interop/grappler/probe_check.sh || failed=$((failed + 1))
 bash interop/grappler/shapes_check.sh || failed=$((failed + 1))

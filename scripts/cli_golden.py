@@ -111,6 +111,7 @@ def collect(unbound, work):
             run.cli(f"{model}.vars.{key}.npy.stdout", "vars", src, key, "--npy", npy, "--raw-bits")
             with open(npy, "rb") as f:
                 run.add(f"{model}.vars.{key}.npy", f.read())
+            os.remove(npy)  # outputs are never overwritten: the next key writes a new file
         for comp in COMPRESSIONS:
             for max_size in MAX_SIZES:
                 name = f"{model}.split.{comp}.{max_size}"

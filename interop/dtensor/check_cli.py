@@ -130,6 +130,8 @@ class Checker:
         if not same(b_dir, case.get("to_components"), "relayout"):
             return
         out = os.path.join(work, "back.npy")
+        if os.path.exists(out):
+            os.remove(out)  # unbound never overwrites an output
         r = self.run("layout", "pack", "--layout", case["to"], b_dir, out,
                      "--global-shape", ",".join(map(str, shape)))
         if r.returncode != 0:

@@ -110,6 +110,7 @@ impl BundleReader {
                 faults.push(e.into());
             }
         }
+        faults.extend(self.slack_faults(&missing));
         for (shard, count) in missing {
             let fault = match self.data.get(shard) {
                 Err(f) => f,
@@ -123,6 +124,53 @@ impl BundleReader {
                     fault: format!("{fault} (data shard {shard}, {count} tensors stored there)"),
                 },
             );
+        }
+        faults
+    }
+
+    /// Bytes TensorFlow's reader skips but its writer never leaves, so a file that holds
+    /// them was changed after it was written: bytes in a data shard after the end of the
+    /// last tensor stored there, and non-zero bytes in the index footer's padding.
+    fn slack_faults(&self, missing: &BTreeMap<i32, usize>) -> Vec<BundleFault> {
+        let mut faults = Vec::new();
+        let mut ends: BTreeMap<i32, u64> = BTreeMap::new();
+        for key in self.keys() {
+            if let Some(e) = self.entry(key).filter(|e| e.slices.is_empty()) {
+                let end = ends.entry(e.shard_id).or_default();
+                // Negative values are the read's fault to report, not this check's.
+                let stored_end = e.offset.saturating_add(e.size).max(0) as u64;
+                *end = (*end).max(stored_end);
+            }
+        }
+        if self.num_shards() <= MAX_SHARDS_CHECKED {
+            for shard in (0..self.num_shards()).filter(|s| !missing.contains_key(s)) {
+                let Ok(data) = self.data.get(shard) else {
+                    continue;
+                };
+                let end = ends.get(&shard).copied().unwrap_or(0);
+                if data.len() as u64 > end {
+                    faults.push(BundleFault {
+                        file: self.data_path(shard),
+                        key: None,
+                        fault: format!(
+                            "{} bytes after the end of the last tensor stored there (at {end}): appended after the checkpoint was written",
+                            data.len() as u64 - end
+                        ),
+                    });
+                }
+            }
+        }
+        // Only a bundle read from files has an index file to look at again.
+        if let Ok(index) = unbound_io::map_file(self.index_path()) {
+            if let Some(at) = crate::sstable::footer_padding_fault(&index) {
+                faults.push(BundleFault {
+                    file: self.index_path().to_path_buf(),
+                    key: None,
+                    fault: format!(
+                        "non-zero byte at {at} in the table footer's padding (TensorFlow writes zeros): the index was changed after it was written"
+                    ),
+                });
+            }
         }
         faults
     }

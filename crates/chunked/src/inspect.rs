@@ -19,6 +19,12 @@ use crate::merger::FileChunks;
 pub struct InspectReport {
     /// `ChunkMetadata.chunks`: the chunks the metadata lists, in order.
     pub chunks: Vec<ChunkEntry>,
+    /// Every fault [`crate::check_chunks`] finds, as `verify` prints it (chunk data whose
+    /// hash, framing or compression is broken, record sizes that differ from the metadata):
+    /// a file with any is corrupt and `unbound inspect` exits 1 after printing the report.
+    /// Empty for a sound file, and then left out of the JSON.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
     /// The file, as given.
     pub file: String,
     /// Its size in bytes.
@@ -128,10 +134,17 @@ pub struct RiegeliChunk {
 }
 
 /// Reads the chunk metadata and Riegeli chunk list of the `.cpb` file at `path` (no chunk is
-/// merged; only the metadata record is decoded).
+/// merged). Every chunk's data is checked too ([`crate::check_chunks`], streamed, so memory
+/// stays small): what is corrupt is listed in [`InspectReport::faults`]. Fails when the
+/// metadata cannot be read or does not fit the file's records.
 pub fn inspect(path: &Path) -> Result<InspectReport> {
     let (chunks, metadata) = FileChunks::open(path)?;
     let reader = chunks.reader();
+    let faults = crate::check_chunks(reader)
+        .faults
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let riegeli_chunks = reader
         .chunks()
         .map(|c| {
@@ -162,6 +175,7 @@ pub fn inspect(path: &Path) -> Result<InspectReport> {
     let version = metadata.version.clone().unwrap_or_default();
     Ok(InspectReport {
         chunks: chunk_list,
+        faults,
         file: path.display().to_string(),
         file_size: reader.len(),
         message: MessageTree::from(&metadata.message.clone().unwrap_or_default()),

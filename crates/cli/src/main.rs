@@ -1,6 +1,9 @@
 //! The `unbound` command: parse arguments, call a library, print. Exit codes: 0 success,
-//! 1 the operation failed (bad input, I/O), 2 usage error.
+//! 1 the operation failed (bad input, I/O, standard output not writable), 2 usage error. A
+//! closed standard output pipe is not a failure (see [`output`]).
 
+#[macro_use]
+mod output;
 mod commands;
 mod progress;
 
@@ -61,7 +64,7 @@ fn main() -> ExitCode {
     // interrupted run leaves nothing behind (a kill -9 leaves only a hidden temporary name).
     let _ = ctrlc::set_handler(|| {
         unbound_io::remove_temporaries();
-        eprintln!("unbound: interrupted; partial output removed");
+        errln!("unbound: interrupted; partial output removed");
         std::process::exit(130);
     });
     let result = match cli.command {
@@ -79,10 +82,20 @@ fn main() -> ExitCode {
         Command::Tags(args) => commands::tags::run(args),
         Command::ExportTpu(args) => commands::export_tpu::run(args),
     };
+    let stale = unbound_io::take_removed_stale();
+    if !stale.is_empty() {
+        let names: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
+        errln!(
+            "unbound: note: removed {} temporar{} left by killed unbound runs: {}",
+            stale.len(),
+            if stale.len() == 1 { "y" } else { "ies" },
+            names.join(", ")
+        );
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("unbound: error: {e}");
+            errln!("unbound: error: {e}");
             ExitCode::from(1)
         }
     }

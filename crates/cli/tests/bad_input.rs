@@ -28,6 +28,10 @@ use unbound_test_support::chunks::{
 enum Inspect {
     /// The fault is in what inspect reads: it fails like the merges.
     Fails,
+    /// The fault is in chunk data: inspect prints its report with the fault listed (text:
+    /// a `FILE: FAULT` line; JSON: the `faults` list) and exits 1, or (when the damaged
+    /// Riegeli chunk also holds the metadata) fails like the merges.
+    Flags,
     /// The fault is in chunk contents or in how the metadata fits the schema, which inspect
     /// does not look at: it may succeed, or fail cleanly naming the file.
     MayPass,
@@ -92,6 +96,18 @@ fn check(f: &Fault) {
     let what = format!("{}: inspect", f.name);
     match f.inspect {
         Inspect::Fails => assert_clean_failure(&out, &needles, &what),
+        Inspect::Flags if out.stdout.is_empty() => assert_clean_failure(&out, &needles, &what),
+        Inspect::Flags => {
+            assert_clean_failure(&out, &[&cpb_name, "corrupt"], &what);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| needles.iter().all(|needle| l.contains(needle))),
+                "{what}: no fault line with all of {needles:?}\n{}",
+                describe(&out)
+            );
+        }
         Inspect::MayPass => {
             if !out.status.success() {
                 assert_clean_failure(&out, &[&cpb_name], &what);
@@ -102,6 +118,22 @@ fn check(f: &Fault) {
     let what = format!("{}: inspect --json", f.name);
     match f.inspect {
         Inspect::Fails => assert_clean_failure(&out, &needles, &what),
+        Inspect::Flags if out.stdout.is_empty() => assert_clean_failure(&out, &needles, &what),
+        Inspect::Flags => {
+            assert_clean_failure(&out, &[&cpb_name, "corrupt"], &what);
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{what}: not JSON: {e}\n{}", describe(&out)));
+            let faults = json["faults"].as_array().expect("a faults list");
+            for needle in needles.iter().skip(1) {
+                assert!(
+                    faults
+                        .iter()
+                        .any(|f| f.as_str().is_some_and(|f| f.contains(needle))),
+                    "{what}: no fault with {needle:?}\n{}",
+                    describe(&out)
+                );
+            }
+        }
         Inspect::MayPass => {
             if !out.status.success() {
                 assert_clean_failure(&out, &[&cpb_name], &what);
@@ -354,7 +386,7 @@ fn flipped_header_and_data_bytes() {
             format!("{compression}: flip in the root chunk's data"),
             flip(file, root + 40 + 3),
             &["chunk data hash mismatch", &format!("offset {root}")],
-            Inspect::MayPass,
+            Inspect::Flags,
         ));
         let meta = *begins.last().unwrap() as usize;
         cases.push(fault(
@@ -523,8 +555,12 @@ fn sizes_claiming_terabytes() {
     let mut root = fixture("none").chunks[0].to_vec();
     root.extend_from_slice(&[0x12, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]);
     let mut chunks = fixture("none").chunks.clone();
+    let root_len = root.len() as u64;
     chunks[0] = Bytes::from(root);
-    let file = write_cpb(&chunks, fixture("none").metadata.clone(), |_| {});
+    // The metadata states the chunk's true size: only the length inside it lies.
+    let file = write_cpb(&chunks, fixture("none").metadata.clone(), |m| {
+        m.chunks[0].size = root_len
+    });
     check(&fault(
         "root chunk field length of 4 TiB",
         file,

@@ -163,6 +163,8 @@ fn npy_of_every_variable_equals_the_stored_bytes() {
         .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
         .collect();
     assert_eq!((d.as_str(), values), ("<f4", vec![1.0, -2.0, 3.5]));
+    // Outputs are never overwritten: the bits go to a new file.
+    let out = dir.path().join("bf16_bits.npy");
     ok(&unbound(&[
         &"vars",
         &model("tf2_multi_sig"),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use serde::Serialize;
 use unbound_chunked::{
-    read_cpb, read_pb, write_message_with_progress, write_split, ReadMessage, Written,
+    read_cpb, read_pb, write_message_with_progress, write_split, FileChunks, ReadMessage, Written,
 };
 use unbound_io::TempPath;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
@@ -120,6 +120,21 @@ pub fn model_file(dir: &Path) -> Result<ModelFile> {
         })
 }
 
+/// The model files of `dir` that [`model_file`] passes over because one earlier in
+/// [`ModelFormat::SEARCH_ORDER`] exists (a `saved_model.pb` beside a `saved_model.cpb`):
+/// nothing reads them, which users should be told. Empty when there is no model file.
+pub fn unused_model_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(used) = model_file(dir) else {
+        return Vec::new();
+    };
+    ModelFormat::SEARCH_ORDER
+        .into_iter()
+        .filter(|&f| f != used.format)
+        .map(|f| dir.join(f.file_name()))
+        .filter(|p| fs::symlink_metadata(p).is_ok())
+        .collect()
+}
+
 /// A SavedModel proto as read by [`read_saved_model`].
 #[derive(Debug)]
 pub struct SavedModelFile {
@@ -154,8 +169,13 @@ pub fn read_saved_model(dir: &Path) -> Result<SavedModelFile> {
 
 /// Parses a text-format message file.
 pub fn read_text(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
-    let text = fs::read_to_string(path).map_err(|e| SavedModelError::io(path, e))?;
-    let msg = DynamicMessage::parse_text_format(desc.clone(), &text).map_err(|e| {
+    // Mapped: a FIFO or device in its place is refused instead of read forever.
+    let bytes = unbound_io::map_file(path)?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| SavedModelError::TextFormat {
+        path: path.to_path_buf(),
+        fault: format!("not UTF-8 text: {e}"),
+    })?;
+    let msg = DynamicMessage::parse_text_format(desc.clone(), text).map_err(|e| {
         SavedModelError::TextFormat {
             path: path.to_path_buf(),
             fault: e.to_string(),
@@ -179,7 +199,10 @@ pub struct SplitReport {
     pub model_bytes: u64,
 }
 
-/// Writes `out` as a split (image-format) copy of the SavedModel in `src`.
+/// Writes `out` as a split (image-format) copy of the SavedModel in `src`. The source is
+/// checked as `verify` checks it first ([`crate::verify::verified_model`]): a directory
+/// verify rejects is refused, so a damaged model is never split into one that reads back
+/// differently (or not at all).
 pub fn split_dir(
     src: &Path,
     out: &Path,
@@ -187,7 +210,10 @@ pub fn split_dir(
     options: WriterOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SplitReport> {
-    let model = read_saved_model(src)?.message;
+    refuse_existing(out)?;
+    model_file(src)?;
+    refuse_inside(src, out)?;
+    let model = crate::verify::verified_model(src)?;
     write_model_dir(src, out, model, max_size, options, progress)
 }
 
@@ -236,14 +262,29 @@ pub struct MergeReport {
 }
 
 /// Writes `out` as a copy of `src` with its model as one `saved_model.pb`. Refuses when the
-/// merged model would exceed what protobuf can parse (2 GiB - 1). `progress` is called with
-/// (bytes written now, total bytes).
+/// merged model would exceed what protobuf can parse (2 GiB - 1): for a `.cpb`, from the
+/// chunk sizes its metadata declares, before any chunk is decoded. Refuses a directory
+/// `verify` rejects ([`crate::verify::verified_model`]). `progress` is called with (bytes
+/// written now, total bytes).
 pub fn merge_dir(
     src: &Path,
     out: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<MergeReport> {
-    let model = read_saved_model(src)?.message;
+    refuse_existing(out)?;
+    let file = model_file(src)?;
+    refuse_inside(src, out)?;
+    if file.format == ModelFormat::Cpb {
+        let (chunks, _) = FileChunks::open(&file.path)?;
+        let declared = chunks.declared_bytes();
+        if declared > MAX_PROTO_SIZE {
+            return Err(SavedModelError::TooLargeToMerge {
+                dir: src.to_path_buf(),
+                size: declared,
+            });
+        }
+    }
+    let model = crate::verify::verified_model(src)?;
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {
@@ -276,11 +317,8 @@ fn write_dir_atomically<T>(
     out: &Path,
     write_model: impl FnOnce(&Path) -> Result<T>,
 ) -> Result<(T, usize)> {
-    if out.exists() {
-        return Err(SavedModelError::OutputExists {
-            path: out.to_path_buf(),
-        });
-    }
+    refuse_existing(out)?;
+    refuse_inside(src, out)?;
     let tmp = TempPath::new(out);
     fs::create_dir_all(tmp.path()).map_err(|e| SavedModelError::io(tmp.path(), e))?;
     let value = write_model(tmp.path())?;
@@ -290,6 +328,34 @@ fn write_dir_atomically<T>(
     crate::fingerprint::write_fingerprint(tmp.path(), &fingerprint)?;
     tmp.persist()?;
     Ok((value, copied))
+}
+
+/// Outputs are never overwritten: an existing `out` (even a dangling symlink) is refused.
+fn refuse_existing(out: &Path) -> Result<()> {
+    if fs::symlink_metadata(out).is_ok() {
+        return Err(SavedModelError::OutputExists {
+            path: out.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses an `out` inside `src` (`split DIR DIR/sub`): the copy of `src` would take in its
+/// own temporary directory.
+fn refuse_inside(src: &Path, out: &Path) -> Result<()> {
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let (Ok(src_real), Ok(parent_real)) = (fs::canonicalize(src), fs::canonicalize(parent)) {
+        if parent_real.starts_with(&src_real) {
+            return Err(SavedModelError::OutputInsideInput {
+                out: out.to_path_buf(),
+                dir: src.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Copies every file under `src` to `dst` (creating directories), skipping the model files and

@@ -155,6 +155,47 @@ pub enum SavedModelError {
         /// The path given.
         path: PathBuf,
     },
+    /// `split` or `merge` refused a directory that `verify` rejects: every problem found,
+    /// each naming its file (one per line).
+    #[error(
+        "{}: refused: the SavedModel does not verify ({} problem{}):{}",
+        dir.display(),
+        faults.len(),
+        if faults.len() == 1 { "" } else { "s" },
+        faults.iter().map(|f| format!("\n  {f}")).collect::<String>()
+    )]
+    Unverified {
+        /// The SavedModel directory.
+        dir: PathBuf,
+        /// What `verify` found.
+        faults: Vec<crate::verify::Fault>,
+    },
+    /// The output directory would be inside the directory being copied into it (its own
+    /// temporary would be copied into itself).
+    #[error(
+        "{}: the output is inside the SavedModel directory {} it copies; choose a path outside it",
+        out.display(),
+        dir.display()
+    )]
+    OutputInsideInput {
+        /// The output path.
+        out: PathBuf,
+        /// The source directory.
+        dir: PathBuf,
+    },
+    /// The checkpoint's index is gone while a data shard remains: the variables exist but
+    /// cannot be read (never "no variables").
+    #[error(
+        "{}: missing, but the data shard {} is there: the checkpoint is damaged",
+        index.display(),
+        shard.display()
+    )]
+    IndexMissing {
+        /// The missing `variables.index`.
+        index: PathBuf,
+        /// A data shard found beside it.
+        shard: PathBuf,
+    },
     /// A variable was asked for, but the SavedModel has no variables.
     #[error("{}: the model has no variables (no {key})", dir.display())]
     NoVariables {
@@ -201,7 +242,10 @@ impl SavedModelError {
             | Self::OutputExists { path: p }
             | Self::NotRegularFile { path: p }
             | Self::NotAModelOrCheckpoint { path: p }
-            | Self::NoVariables { dir: p, .. } => Some(p),
+            | Self::NoVariables { dir: p, .. }
+            | Self::Unverified { dir: p, .. }
+            | Self::IndexMissing { index: p, .. }
+            | Self::OutputInsideInput { out: p, .. } => Some(p),
             _ => None,
         }
     }

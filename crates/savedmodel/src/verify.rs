@@ -9,31 +9,38 @@
 //! - `variables/`: every tensor's size, offset and checksum, missing shards, a damaged index
 //!   ([`unbound_bundle::BundleReader::verify`]); that every variable the object graphs name exists in the bundle.
 //! - `assets/`: every file `asset_file_def` names exists.
-//! - `fingerprint.pb`: that it parses (its values are not compared here).
+//! - a second model file beside the one used (`saved_model.pb` beside `saved_model.cpb`):
+//!   that it parses too.
+//! - that the model holds at least one MetaGraphDef.
+//! - `fingerprint.pb`: that it parses and that every hash it stores (model checksum, graph,
+//!   signature and object-graph hashes, checkpoint hash) equals the one computed now.
+//! - that `show`, `fingerprint` and `vars` succeed: whatever another command refuses, verify
+//!   refuses.
+//!
+//! [`verified_model`] is the same check for `split` and `merge`, which refuse what verify
+//! rejects.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use prost::Message as _;
 use prost_reflect::{Kind, MessageDescriptor};
 use serde::Serialize;
+use unbound_chunked::check::check_chunks;
 use unbound_chunked::merger::{FileChunks, MAX_NESTING};
-use unbound_chunked::tags::steps;
 use unbound_chunked::Merger;
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
-use unbound_proto::tensorflow::proto_splitter::{
-    chunk_info::Type as ChunkType, ChunkMetadata, ChunkedMessage,
-};
 use unbound_proto::tensorflow::{saved_object::Kind as ObjectKind, FingerprintDef, MetaGraphDef};
-use unbound_records::{ChunkSummary, RecordReader};
+use unbound_records::RecordReader;
 use unbound_wire::scalar::{scalar_wire, ScalarWire};
 use unbound_wire::{Payload, WireMessage, WireValue};
 
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
+use crate::fingerprint::{fingerprint_dir, FINGERPRINT_FILE};
 use crate::show::{objects::checkpoint_keys_by_path, wire};
+use crate::{Result, SavedModelError};
 use unbound_bundle::BundleReader;
 
 /// One problem found.
@@ -76,48 +83,216 @@ impl VerifyReport {
 
 /// Checks everything in the SavedModel directory `dir`.
 pub fn verify_dir(dir: &Path) -> VerifyReport {
+    verify_with_model(dir).0
+}
+
+/// The SavedModel proto of `dir` (its `.cpb`, else `.pb`, else `.pbtxt`), read only when
+/// [`verify_dir`] finds no problem anywhere in the directory: what `split` and `merge` read,
+/// so they never write a model from a directory `verify` rejects
+/// ([`SavedModelError::Unverified`] lists what it found).
+pub fn verified_model(dir: &Path) -> Result<WireMessage> {
+    // A missing directory or model file keeps its own error.
+    model_file(dir)?;
+    match verify_with_model(dir) {
+        (report, Some(model)) if report.faults.is_empty() => Ok(model),
+        (report, _) => Err(SavedModelError::Unverified {
+            dir: dir.to_path_buf(),
+            faults: report.faults,
+        }),
+    }
+}
+
+/// [`verify_dir`], also returning the model proto when it could be read.
+fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
     let mut report = VerifyReport::default();
-    let meta_graphs = match model_file(dir) {
-        Ok(ModelFile {
-            path,
-            format: ModelFormat::Cpb,
-        }) => verify_cpb(&path, &mut report),
-        Ok(ModelFile {
-            path,
-            format: ModelFormat::Pb,
-        }) => verify_pb(&path, &mut report),
-        Ok(ModelFile {
-            path,
-            format: ModelFormat::Pbtxt,
-        }) => match saved_model_descriptor().and_then(|d| read_text(&path, &d)) {
-            Ok(m) => {
-                report.checked.push(format!("{} parses", path.display()));
-                Some(m)
+    let file = match model_file(dir) {
+        Ok(file) => file,
+        Err(e) => {
+            report.fault(dir, e);
+            return (report, None);
+        }
+    };
+    let model = verify_model_file(&file, &mut report);
+    // A model file TensorFlow ignores (a .pb beside the .cpb it prefers) is checked too: a
+    // damaged one is a problem the next tool to read it would meet.
+    for format in ModelFormat::SEARCH_ORDER {
+        let path = dir.join(format.file_name());
+        if format != file.format && std::fs::symlink_metadata(&path).is_ok() {
+            let other = ModelFile { path, format };
+            let parsed = verify_model_file(&other, &mut report);
+            if parsed.as_ref().is_some_and(|m| !has_meta_graph(m)) {
+                report.fault(
+                    &other.path,
+                    "holds no MetaGraphDef (an unused model file, but an empty or stray one)",
+                );
+            } else if parsed.is_some() {
+                report.checked.push(format!(
+                    "{} parses too (unused: {} is preferred)",
+                    format.file_name(),
+                    file.format.file_name()
+                ));
+            }
+        }
+    }
+    let meta_graphs = match &model {
+        Some(root) => {
+            let before = report.faults.len();
+            let meta_graphs = decode_meta_graphs(root, dir, &mut report);
+            if meta_graphs.is_empty() && report.faults.len() == before {
+                report.fault(
+                    &file.path,
+                    "holds no MetaGraphDef: there is no model to load",
+                );
+            }
+            meta_graphs
+        }
+        None => Vec::new(),
+    };
+    verify_variables(dir, &meta_graphs, &mut report);
+    verify_assets(dir, &meta_graphs, &mut report);
+    verify_fingerprint(dir, &file, model.is_some(), &mut report);
+    if report.faults.is_empty() {
+        verify_other_commands(dir, &file, &mut report);
+    }
+    (report, model)
+}
+
+/// Whether the SavedModel `root` has a `meta_graphs` entry.
+fn has_meta_graph(root: &WireMessage) -> bool {
+    root.fields
+        .iter()
+        .any(|f| f.number == saved_model::META_GRAPHS)
+}
+
+/// Checks one model file by its format.
+fn verify_model_file(file: &ModelFile, report: &mut VerifyReport) -> Option<WireMessage> {
+    match file.format {
+        ModelFormat::Cpb => verify_cpb(&file.path, report),
+        ModelFormat::Pb => verify_pb(&file.path, report),
+        ModelFormat::Pbtxt => {
+            match saved_model_descriptor().and_then(|d| read_text(&file.path, &d)) {
+                Ok(m) => {
+                    report
+                        .checked
+                        .push(format!("{} parses", file.path.display()));
+                    Some(m)
+                }
+                Err(e) => {
+                    report.fault(&file.path, e);
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// `fingerprint.pb`: it parses, and every hash it stores equals the one computed from the
+/// files now (TensorFlow's algorithm, [`fingerprint_dir`]); the fingerprint computation
+/// itself must succeed for a `.pb` or `.cpb` model (`unbound fingerprint` would fail).
+fn verify_fingerprint(dir: &Path, file: &ModelFile, model_ok: bool, report: &mut VerifyReport) {
+    let path = dir.join(FINGERPRINT_FILE);
+    let stored = if std::fs::symlink_metadata(&path).is_ok() {
+        match unbound_io::map_file(&path).map(FingerprintDef::decode) {
+            Ok(Ok(def)) => Some(def),
+            Ok(Err(e)) => {
+                report.fault(&path, format!("not a FingerprintDef: {e}"));
+                return;
             }
             Err(e) => {
                 report.fault(&path, e);
-                None
+                return;
             }
-        },
+        }
+    } else {
+        None
+    };
+    if file.format == ModelFormat::Pbtxt || !model_ok {
+        if stored.is_some() {
+            report.checked.push("fingerprint.pb parses".into());
+        }
+        return;
+    }
+    let computed = match fingerprint_dir(dir) {
+        Ok(def) => def,
         Err(e) => {
-            report.fault(dir, e);
-            None
+            let target = e
+                .path()
+                .map_or_else(|| file.path.clone(), Path::to_path_buf);
+            report.fault(&target, e);
+            return;
         }
     };
-    let meta_graphs = meta_graphs
-        .map(|root| decode_meta_graphs(&root, dir, &mut report))
-        .unwrap_or_default();
-    verify_variables(dir, &meta_graphs, &mut report);
-    verify_assets(dir, &meta_graphs, &mut report);
-    let fingerprint = dir.join("fingerprint.pb");
-    if fingerprint.is_file() {
-        match std::fs::read(&fingerprint).map(|b| FingerprintDef::decode(b.as_slice())) {
-            Ok(Ok(_)) => report.checked.push("fingerprint.pb parses".into()),
-            Ok(Err(e)) => report.fault(&fingerprint, format!("not a FingerprintDef: {e}")),
-            Err(e) => report.fault(&fingerprint, e),
+    let Some(stored) = stored else { return };
+    let fields = [
+        (
+            "saved_model_checksum",
+            stored.saved_model_checksum,
+            computed.saved_model_checksum,
+            file.path.clone(),
+        ),
+        (
+            "graph_def_program_hash",
+            stored.graph_def_program_hash,
+            computed.graph_def_program_hash,
+            file.path.clone(),
+        ),
+        (
+            "signature_def_hash",
+            stored.signature_def_hash,
+            computed.signature_def_hash,
+            file.path.clone(),
+        ),
+        (
+            "saved_object_graph_hash",
+            stored.saved_object_graph_hash,
+            computed.saved_object_graph_hash,
+            file.path.clone(),
+        ),
+        (
+            "checkpoint_hash",
+            stored.checkpoint_hash,
+            computed.checkpoint_hash,
+            dir.join("variables").join("variables.index"),
+        ),
+    ];
+    let before = report.faults.len();
+    for (name, stored, now, of) in fields {
+        if stored != now {
+            report.fault(
+                &path,
+                format!(
+                    "{name} is {stored}, but {} now hashes to {now}: changed after the fingerprint was written",
+                    of.display()
+                ),
+            );
         }
     }
-    report
+    if report.faults.len() == before {
+        report
+            .checked
+            .push("fingerprint.pb matches the model and checkpoint".into());
+    }
+}
+
+/// What the other reading commands (`show`, `vars`) make of the directory: anything they
+/// refuse, `verify` refuses too.
+fn verify_other_commands(dir: &Path, file: &ModelFile, report: &mut VerifyReport) {
+    if let Err(e) = crate::show::show(dir) {
+        let target = e
+            .path()
+            .map_or_else(|| file.path.clone(), Path::to_path_buf);
+        report.fault(&target, format!("`unbound show` fails: {e}"));
+    }
+    let listed = crate::vars::open_variables(dir).and_then(|vars| match vars {
+        Some(v) => v.report(None).map(drop).map_err(SavedModelError::from),
+        None => Ok(()),
+    });
+    if let Err(e) = listed {
+        let target = e
+            .path()
+            .map_or_else(|| dir.to_path_buf(), Path::to_path_buf);
+        report.fault(&target, format!("`unbound vars` fails: {e}"));
+    }
 }
 
 /// A `.pb`: it must parse as a `SavedModel`.
@@ -142,7 +317,8 @@ fn verify_pb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
     }
 }
 
-/// A `.cpb`: Riegeli chunks, metadata, merge, and the merged message.
+/// A `.cpb`: Riegeli chunks, metadata and layout ([`check_chunks`], the checker every
+/// command shares), merge, and the merged message.
 fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
     let reader = match RecordReader::open(path) {
         Ok(r) => Arc::new(r),
@@ -151,35 +327,16 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
             return None;
         }
     };
-    let records = check_riegeli_chunks(path, &reader, report);
-    let (metadata_position, metadata) = match reader.last_record() {
-        Ok((pos, bytes)) => match ChunkMetadata::decode(bytes) {
-            Ok(m) => (pos, m),
-            Err(e) => {
-                report.fault(path, format!("the last record is not a ChunkMetadata: {e}"));
-                return None;
-            }
-        },
-        Err(e) => {
-            let text = e.to_string();
-            let text = text
-                .strip_prefix(&format!("{}: ", path.display()))
-                .unwrap_or(&text)
-                .to_string();
-            report.fault(
-                path,
-                format!("the chunk metadata (the last record) cannot be read: {text}"),
-            );
-            return None;
-        }
-    };
-    let before = report.faults.len();
-    check_chunk_infos(path, &metadata, metadata_position, &records, report);
-    let tree = metadata.message.clone().unwrap_or_default();
-    check_tree(path, &tree, metadata.chunks.len(), 0, report);
-    if report.faults.len() > before {
+    let checked = check_chunks(&reader);
+    for fault in &checked.faults {
+        report.fault(path, fault);
+    }
+    let records = checked.record_lengths;
+    let (_, metadata) = checked.metadata?;
+    if !checked.faults.is_empty() {
         return None;
     }
+    let tree = metadata.message.clone().unwrap_or_default();
     let desc = saved_model_descriptor().ok()?;
     let merged = FileChunks::from_reader(reader.clone())
         .and_then(|(chunks, _)| Merger::new(&chunks).merge(&desc, &tree));
@@ -224,163 +381,27 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
     Some(message)
 }
 
-/// Decodes every Riegeli chunk (checking header and data hashes and decompression), on all
-/// cores, reporting each damaged chunk. Returns the record lengths by numeric position.
-fn check_riegeli_chunks(
-    path: &Path,
-    reader: &RecordReader,
-    report: &mut VerifyReport,
-) -> BTreeMap<u64, u64> {
-    let mut chunks = Vec::new();
-    for chunk in reader.chunks() {
-        match chunk {
-            Ok(c) if c.num_records > 0 => chunks.push(c),
-            Ok(_) => {}
-            Err(e) => {
-                report.fault(path, format!("the chunk sequence is broken: {e}"));
-                break;
-            }
-        }
-    }
-    let next = AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 4);
-    let mut results: Vec<(usize, Result<Vec<u64>, String>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(c) = chunks.get(i) else { break };
-                        out.push((i, record_lengths(reader, c)));
-                    }
-                    out
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_default())
-            .collect()
-    });
-    results.sort_by_key(|(i, _)| *i);
-    let mut records = BTreeMap::new();
-    for (i, result) in results {
-        let c = &chunks[i];
-        match result {
-            Ok(lens) => records.extend((c.begin..).zip(lens)),
-            Err(e) => report.fault(
-                path,
-                format!(
-                    "Riegeli chunk at offset {} ({:?}, {} records): {e}",
-                    c.begin, c.chunk_type, c.num_records
-                ),
-            ),
-        }
-    }
-    records
+/// Checks `message` (read from `source_name`) against the schema of `desc` as verify checks a
+/// model, refusing what protobuf C++ refuses: nested messages that do not parse, broken packed
+/// runs, strings that are not UTF-8, nesting too deep. For `proto split` and `proto merge`,
+/// which take any type.
+pub fn check_schema(
+    message: &WireMessage,
+    desc: &MessageDescriptor,
+    source_name: &str,
+) -> Result<()> {
+    check_message(message, desc, 0).map_err(|fault| {
+        SavedModelError::invalid(
+            source_name,
+            format!("not a valid {}: {fault}", desc.full_name()),
+        )
+    })
 }
 
-/// Decodes one chunk (verifying it) and returns the lengths of its records.
-fn record_lengths(reader: &RecordReader, c: &ChunkSummary) -> Result<Vec<u64>, String> {
-    let fault = |e: unbound_records::RecordsError| {
-        let text = e.to_string();
-        let prefix = format!("{}: ", reader.name());
-        text.strip_prefix(&prefix).unwrap_or(&text).to_string()
-    };
-    let (pos, first) = reader.read_record_at(c.begin).map_err(fault)?;
-    if pos != c.begin {
-        return Err(format!("its first record is at position {pos}"));
-    }
-    let mut lens = vec![first.len() as u64];
-    drop(first);
-    // The chunk is decoded and verified; the other lengths come from its size table.
-    for i in 1..c.num_records {
-        lens.push(reader.record_len_at(c.begin + i).map_err(fault)?);
-    }
-    Ok(lens)
-}
-
-/// Every `ChunkInfo`: a known type, a record position before the metadata that holds a record
-/// of the stated size.
-fn check_chunk_infos(
-    path: &Path,
-    metadata: &ChunkMetadata,
-    metadata_position: u64,
-    records: &BTreeMap<u64, u64>,
-    report: &mut VerifyReport,
-) {
-    for (i, info) in metadata.chunks.iter().enumerate() {
-        if info.r#type != ChunkType::Message as i32 && info.r#type != ChunkType::Bytes as i32 {
-            report.fault(
-                path,
-                format!("chunk {i}: invalid chunk type {}", info.r#type),
-            );
-        }
-        if info.offset >= metadata_position {
-            report.fault(
-                path,
-                format!(
-                    "chunk {i}: record position {} is not before the metadata record at {metadata_position}",
-                    info.offset
-                ),
-            );
-            continue;
-        }
-        match records.get(&info.offset) {
-            None => report.fault(
-                path,
-                format!("chunk {i}: no readable record at position {}", info.offset),
-            ),
-            Some(&len) if len != info.size => report.fault(
-                path,
-                format!(
-                    "chunk {i}: size {} in the metadata, but the record at position {} holds {len} bytes",
-                    info.size, info.offset
-                ),
-            ),
-            Some(_) => {}
-        }
-    }
-}
-
-/// The `ChunkedMessage` tree: chunk indices in range, field tags that decode, bounded depth.
-fn check_tree(
-    path: &Path,
-    cm: &ChunkedMessage,
-    chunks: usize,
-    depth: usize,
-    report: &mut VerifyReport,
-) {
-    if depth > MAX_NESTING {
-        report.fault(
-            path,
-            format!("chunk metadata nested deeper than {MAX_NESTING} levels"),
-        );
-        return;
-    }
-    if let Some(i) = cm.chunk_index {
-        if i >= chunks as u64 {
-            report.fault(
-                path,
-                format!("chunk index {i} is out of range for {chunks} chunks"),
-            );
-        }
-    }
-    for cf in &cm.chunked_fields {
-        if let Err(fault) = steps(&cf.field_tag) {
-            report.fault(path, format!("bad field tag {:?}: {fault}", cf.field_tag));
-        }
-        if let Some(child) = &cf.message {
-            check_tree(path, child, chunks, depth + 1, report);
-        }
-    }
-}
-
-/// Checks that `m` is a valid message of type `desc`: nested messages parse, every known
-/// field has a wire type its kind allows, strings are UTF-8. Unknown fields are allowed.
+/// Checks that `m` is a valid message of type `desc` as TensorFlow's parser (protobuf C++)
+/// accepts it: nested messages parse, packed runs are whole, strings are UTF-8, nesting is
+/// bounded. Unknown fields are allowed, and so is a known field with a wire type its kind
+/// does not have (the parser keeps it as an unknown field).
 fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Result<(), String> {
     if depth > MAX_NESTING {
         return Err(format!("nested deeper than {MAX_NESTING} levels"));
@@ -413,25 +434,12 @@ fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Res
             (_, WireValue::Bytes(p)) if packed_ok => {
                 check_packed(&fd.kind(), p).map_err(in_field)?
             }
-            (kind, value) => {
-                return Err(in_field(format!(
-                    "a {} value where the schema has {kind:?}",
-                    wire_kind(value)
-                )))
-            }
+            // A value whose wire type the field's kind does not allow is an unknown field to
+            // TensorFlow's parser (protobuf C++ keeps it as such), not an error.
+            _ => {}
         }
     }
     Ok(())
-}
-
-fn wire_kind(v: &WireValue) -> &'static str {
-    match v {
-        WireValue::Varint(_) => "varint",
-        WireValue::Fixed64(_) => "64-bit",
-        WireValue::Fixed32(_) => "32-bit",
-        WireValue::Bytes(_) | WireValue::Message(_) => "length-delimited",
-        WireValue::Group(_) => "group",
-    }
 }
 
 /// A packed run of scalars of `kind`: whole fixed-width values, or varints that decode.
@@ -510,8 +518,16 @@ fn verify_variables(dir: &Path, meta_graphs: &[MetaGraphDef], report: &mut Verif
                 .any(|n| matches!(n.kind, Some(ObjectKind::Variable(_))))
         })
     });
-    if !index.exists() {
-        if wants_variables {
+    if std::fs::symlink_metadata(&index).is_err() {
+        if let Some(shard) = crate::vars::orphan_data_shard(&prefix) {
+            report.fault(
+                &index,
+                SavedModelError::IndexMissing {
+                    index: index.clone(),
+                    shard,
+                },
+            );
+        } else if wants_variables {
             report.fault(&index, "missing, but the model has variables");
         }
         return;

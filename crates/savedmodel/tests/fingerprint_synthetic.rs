@@ -321,7 +321,11 @@ fn corner_cases_equal_tensorflow() {
         let dir = tmp.path().join(name);
         std::fs::create_dir_all(dir.join("variables")).unwrap();
         std::fs::write(dir.join("saved_model.pb"), &model.0).unwrap();
-        std::fs::write(dir.join("variables/variables.index"), name.repeat(50)).unwrap();
+        // A real (empty) checkpoint: split verifies its input, and a fake index fails that.
+        unbound_bundle::BundleWriter::create(&dir.join("variables/variables"))
+            .unwrap()
+            .finish()
+            .unwrap();
         check_serialization(&harness, &dir);
         assert_eq!(
             ours(&fingerprint_dir(&dir).unwrap()),

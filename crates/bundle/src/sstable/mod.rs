@@ -125,6 +125,19 @@ pub fn decode_footer(file: &[u8]) -> Result<(BlockHandle, BlockHandle), TableErr
     }
 }
 
+/// The offset of the first non-zero byte in the footer's padding (between the two block
+/// handles and the magic number), which the reader ignores and the writer zeroes; `None` when
+/// it is all zeros or the footer does not decode.
+pub fn footer_padding_fault(file: &[u8]) -> Option<u64> {
+    let start = file.len().checked_sub(FOOTER_SIZE)?;
+    let handles = &file[start..start + 40];
+    let mut pos = 0;
+    BlockHandle::decode(handles, &mut pos)?;
+    BlockHandle::decode(handles, &mut pos)?;
+    let at = handles[pos..].iter().position(|&b| b != 0)?;
+    Some((start + pos + at) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,11 +19,12 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let report = fingerprint_report(&args.dir)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.fingerprint)?);
+        outln!("{}", serde_json::to_string_pretty(&report.fingerprint)?)?;
     } else {
-        print!("{}", to_text(&report));
+        out!("{}", to_text(&report))?;
     }
     Ok(())
 }

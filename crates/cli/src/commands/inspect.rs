@@ -16,15 +16,24 @@ pub struct Args {
     json: bool,
 }
 
-/// Runs the command.
+/// Runs the command. A file whose chunk data is corrupt gets its report (with the faults, as
+/// `FILE: FAULT` lines in text, a `faults` list in JSON) and then exit code 1.
 pub fn run(args: Args) -> CmdResult {
     let report = inspect(&args.file)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", to_text(&report));
+        out!("{}", to_text(&report))?;
     }
-    Ok(())
+    match report.faults.len() {
+        0 => Ok(()),
+        n => Err(format!(
+            "{}: corrupt: {n} fault{} in its chunks (listed above)",
+            args.file.display(),
+            if n == 1 { "" } else { "s" }
+        )
+        .into()),
+    }
 }
 
 /// The text form: the file, version, chunk list, message tree and Riegeli chunks.
@@ -54,6 +63,12 @@ fn to_text(r: &InspectReport) -> String {
             c.decoded_size,
             c.compression.as_deref().unwrap_or("")
         );
+    }
+    if !r.faults.is_empty() {
+        out += &format!("faults: {}\n", r.faults.len());
+        for f in &r.faults {
+            out += &format!("  {}: {f}\n", r.file);
+        }
     }
     out
 }

@@ -196,7 +196,10 @@ pub fn run(cmd: LayoutCommand) -> CmdResult {
 }
 
 fn read_file(path: &str) -> Result<Vec<u8>, String> {
-    fs::read(path).map_err(|e| format!("{path}: {e}"))
+    // Mapped: a FIFO or device is refused instead of read forever.
+    unbound_io::map_file(Path::new(path))
+        .map(|b| b.to_vec())
+        .map_err(|e| e.to_string())
 }
 
 /// Whether SPEC reads as a layout string: a layout prefix, `empty_layout`, or a space (a
@@ -277,7 +280,7 @@ fn warn_all(warnings: &[String], strict: bool) -> CmdResult {
         return Err(format!("(--strict) {}", warnings.join("; ")).into());
     }
     for w in warnings {
-        eprintln!("unbound: warning: {w}");
+        errln!("unbound: warning: {w}");
     }
     Ok(())
 }
@@ -334,9 +337,9 @@ fn show(a: ShowArgs) -> CmdResult {
             warn_all(&warnings, a.strict)?;
             let report = MeshReport::new(&mesh, warnings);
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                print_mesh(&report, "");
+                print_mesh(&report, "")?;
             }
         }
         Shown::Layout(layout, warnings) => {
@@ -348,9 +351,9 @@ fn show(a: ShowArgs) -> CmdResult {
                 chunking(a.uneven),
             )?;
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                print_layout(&report);
+                print_layout(&report)?;
             }
         }
     }
@@ -361,11 +364,11 @@ fn list<T: ToString>(v: &[T]) -> String {
     v.iter().map(T::to_string).collect::<Vec<_>>().join(",")
 }
 
-fn print_mesh(m: &MeshReport, indent: &str) {
-    println!("{indent}mesh: {}", m.to_string);
+fn print_mesh(m: &MeshReport, indent: &str) -> Result<(), crate::output::StdoutError> {
+    outln!("{indent}mesh: {}", m.to_string)?;
     if m.is_single_device {
-        println!("{indent}  single device: {}", m.to_string);
-        return;
+        outln!("{indent}  single device: {}", m.to_string)?;
+        return Ok(());
     }
     let dims: Vec<String> = m
         .dim_names
@@ -373,58 +376,61 @@ fn print_mesh(m: &MeshReport, indent: &str) {
         .zip(&m.shape)
         .map(|(n, s)| format!("{n}={s}"))
         .collect();
-    println!("{indent}  name: {:?}", m.name);
-    println!(
+    outln!("{indent}  name: {:?}", m.name)?;
+    outln!(
         "{indent}  dims: {}   devices: {}   type: {}",
         dims.join(","),
         m.size,
         m.device_type
-    );
-    println!("{indent}  global ids: {}", list(&m.global_device_ids));
-    println!("{indent}  local ids:  {}", list(&m.local_device_ids));
-    println!(
+    )?;
+    outln!("{indent}  global ids: {}", list(&m.global_device_ids))?;
+    outln!("{indent}  local ids:  {}", list(&m.local_device_ids))?;
+    outln!(
         "{indent}  remote: {}   use_xla_spmd: {}   global devices listed: {}",
         m.is_remote,
         m.use_xla_spmd,
         m.global_devices.len()
-    );
+    )?;
+    Ok(())
 }
 
-fn print_layout(r: &LayoutReport) {
-    println!("layout: {}", r.to_string);
+fn print_layout(r: &LayoutReport) -> Result<(), crate::output::StdoutError> {
+    outln!("layout: {}", r.to_string)?;
     let shards: Vec<String> = r
         .num_shards
         .iter()
         .map(|n| n.map_or("?".into(), |v| v.to_string()))
         .collect();
-    println!(
+    outln!(
         "  type: {}   rank: {}   specs: [{}]   shards: [{}]",
         r.layout_type,
         r.rank,
         r.sharding_specs.join(", "),
         shards.join(", ")
-    );
-    println!(
+    )?;
+    outln!(
         "  fully replicated: {}   batch parallel: {}   single device: {}",
-        r.is_fully_replicated, r.is_batch_parallel, r.is_single_device
-    );
-    print_mesh(&r.mesh, "  ");
+        r.is_fully_replicated,
+        r.is_batch_parallel,
+        r.is_single_device
+    )?;
+    print_mesh(&r.mesh, "  ")?;
     let or_none = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".into());
-    println!("  xla OpSharding: {}", or_none(&r.op_sharding_hex));
-    println!("  HLO sharding:   {}", or_none(&r.hlo_sharding_text));
-    println!("  HLO iota form:  {}", or_none(&r.hlo_sharding_iota));
-    println!("  JAX:            {}", or_none(&r.partition_spec));
+    outln!("  xla OpSharding: {}", or_none(&r.op_sharding_hex))?;
+    outln!("  HLO sharding:   {}", or_none(&r.hlo_sharding_text))?;
+    outln!("  HLO iota form:  {}", or_none(&r.hlo_sharding_iota))?;
+    outln!("  JAX:            {}", or_none(&r.partition_spec))?;
     match &r.torch {
-        Some(t) => println!("  PyTorch:        {} {}", t.device_mesh, t.placements),
-        None => println!("  PyTorch:        (none)"),
+        Some(t) => outln!("  PyTorch:        {} {}", t.device_mesh, t.placements)?,
+        None => outln!("  PyTorch:        (none)")?,
     }
     if let (Some(g), Some(l)) = (&r.global_shape, &r.local_shape) {
-        println!("  global shape: [{}]   local shape: [{}]", list(g), list(l));
+        outln!("  global shape: [{}]   local shape: [{}]", list(g), list(l))?;
     }
     if let Some(devices) = &r.devices {
-        println!("  component  device id  position  location  offset  shape");
+        outln!("  component  device id  position  location  offset  shape")?;
         for d in devices {
-            println!(
+            outln!(
                 "  {:>9}  {:>9}  {:>8}  [{}]  [{}]  [{}]   {}",
                 d.component,
                 d.device_id,
@@ -433,9 +439,10 @@ fn print_layout(r: &LayoutReport) {
                 list(&d.shard.offset),
                 list(&d.shard.shape),
                 d.device
-            );
+            )?;
         }
     }
+    Ok(())
 }
 
 fn from_op_sharding(a: FromOpShardingArgs) -> CmdResult {
@@ -464,14 +471,14 @@ fn from_op_sharding(a: FromOpShardingArgs) -> CmdResult {
             "layouts": found.layouts.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
             "notes": found.notes,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
-        println!("sharding: {}", to_hlo_text(&sharding));
+        outln!("sharding: {}", to_hlo_text(&sharding))?;
         for l in &found.layouts {
-            println!("layout: {l}");
+            outln!("layout: {l}")?;
         }
         for n in &found.notes {
-            println!("note: {n}");
+            outln!("note: {n}")?;
         }
     }
     Ok(())
@@ -545,6 +552,10 @@ fn save_components(
     comps: &[HostArray],
     descr: &str,
 ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    // Nothing is overwritten: an existing OUTDIR must be an empty directory.
+    if fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_some()) {
+        super::refuse_existing(dir)?;
+    }
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut files = Vec::with_capacity(comps.len());
     for (i, c) in comps.iter().enumerate() {
@@ -570,14 +581,14 @@ fn unpack_cmd(a: UnpackArgs) -> CmdResult {
     if a.json {
         let out = json!({ "layout": sharding.describe(), "dtype": descr, "global_shape": global.shape(),
             "components": files.iter().zip(&shapes).map(|(f, s)| json!({"file": f, "shape": s})).collect::<Vec<_>>() });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
-        println!(
+        outln!(
             "wrote {} components of {:?} ({descr}) to {}",
             files.len(),
             global.shape(),
             a.outdir.display()
-        );
+        )?;
     }
     Ok(())
 }
@@ -599,16 +610,17 @@ fn pack_cmd(a: PackArgs) -> CmdResult {
     };
     let global =
         pack(&comps, &sharding, &shape).map_err(|e| format!("{}: {e}", a.indir.display()))?;
+    super::refuse_existing(&a.out)?;
     save_array(&a.out, &global, &descr)?;
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(
                 &json!({ "layout": sharding.describe(), "dtype": descr, "global_shape": shape, "file": a.out.display().to_string() })
             )?
-        );
+        )?;
     } else {
-        println!("wrote {:?} ({descr}) to {}", shape, a.out.display());
+        outln!("wrote {:?} ({descr}) to {}", shape, a.out.display())?;
     }
     Ok(())
 }
@@ -618,12 +630,12 @@ fn first_rank(dir: &Path) -> Option<usize> {
     read_npy(&dir.join("0.npy")).ok().map(|a| a.shape.len())
 }
 
-fn print_plan(plan: &RelayoutPlan) {
-    println!("relayout plan: {} steps", plan.steps.len());
-    println!("  from: {}", plan.from);
-    println!("  to:   {}", plan.to);
+fn print_plan(plan: &RelayoutPlan) -> Result<(), crate::output::StdoutError> {
+    outln!("relayout plan: {} steps", plan.steps.len())?;
+    outln!("  from: {}", plan.from)?;
+    outln!("  to:   {}", plan.to)?;
     if plan.steps.is_empty() {
-        println!("  (identical layouts: nothing to do)");
+        outln!("  (identical layouts: nothing to do)")?;
     }
     for (i, s) in plan.steps.iter().enumerate() {
         let on = if s.mesh_dims.is_empty() {
@@ -636,14 +648,15 @@ fn print_plan(plan: &RelayoutPlan) {
         } else {
             format!(" axes {}", list(&s.axes))
         };
-        println!(
+        outln!(
             "  {}. {}{on}{axes}: [{}] -> [{}]",
             i + 1,
             s.op,
             s.from_specs.join(", "),
             s.to_specs.join(", ")
-        );
+        )?;
     }
+    Ok(())
 }
 
 fn relayout_cmd(a: RelayoutArgs) -> CmdResult {
@@ -694,18 +707,18 @@ fn relayout_cmd(a: RelayoutArgs) -> CmdResult {
             "global_shape": written.as_ref().map(|w| w.1.clone()),
             "components": written.as_ref().map(|w| w.0.clone()),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
         if let Some(p) = &plan {
-            print_plan(p);
+            print_plan(p)?;
         }
         if let (Some((files, shape)), Some(outdir)) = (&written, &a.outdir) {
-            println!(
+            outln!(
                 "wrote {} components of {:?} to {}",
                 files.len(),
                 shape,
                 outdir.display()
-            );
+            )?;
         }
     }
     Ok(())

@@ -18,6 +18,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let bar = bytes_bar(0, "merge");
     let report = dir::merge_dir(&args.dir, &args.out, &mut |n, total| {
         if bar.length() != Some(total) {
@@ -29,11 +30,12 @@ pub fn run(args: Args) -> CmdResult {
         bar.inc(n);
     })?;
     bar.finish_and_clear();
-    println!(
+    outln!(
         "wrote {} ({} bytes) and {} other files",
         args.out.join("saved_model.pb").display(),
         report.model_bytes,
         report.copied_files
-    );
+    )
+    .map_err(|e| e.after_writing(&args.out))?;
     Ok(())
 }

@@ -17,3 +17,35 @@ pub mod verify;
 
 /// The error type subcommands return; printed by `main` with exit code 1.
 pub type CmdResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Says on standard error which model file of `dir` is read when it has several (TensorFlow's
+/// order: `saved_model.cpb`, then `.pb`, then `.pbtxt`), so a stale or damaged one beside it
+/// is not silently ignored. Every command reading a SavedModel directory calls this first.
+pub fn note_model_choice(dir: &std::path::Path) {
+    let unused = unbound_savedmodel::dir::unused_model_files(dir);
+    if unused.is_empty() {
+        return;
+    }
+    if let Ok(used) = unbound_savedmodel::model_file(dir) {
+        for path in unused {
+            errln!(
+                "unbound: note: {} is not read: {} is preferred (as TensorFlow does)",
+                path.display(),
+                used.path.display()
+            );
+        }
+    }
+}
+
+/// The one overwrite rule of every command that writes (`split`, `merge`, `optimize`, `proto
+/// split`/`merge`, `vars --npy`, `layout pack`; `layout unpack`/`relayout` also accept an
+/// empty OUTDIR): an output path that exists (file, directory or symlink) is refused, never
+/// replaced; remove it first.
+pub fn refuse_existing(path: &std::path::Path) -> Result<(), unbound_savedmodel::SavedModelError> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Err(unbound_savedmodel::SavedModelError::OutputExists {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}

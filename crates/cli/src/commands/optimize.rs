@@ -43,6 +43,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let mut paths = args.plugins.clone();
     for dir in &args.plugin_dir {
         paths.extend(plugins_in_dir(dir)?);
@@ -58,17 +59,17 @@ pub fn run(args: Args) -> CmdResult {
     };
     let mut plugins = PluginSet::load(&paths, options)?;
     for (path, device_type) in plugins.plugins() {
-        println!("loaded {} (device type {device_type})", path.display());
+        outln!("loaded {} (device type {device_type})", path.display())?;
     }
     let configs = plugins.combined_configs();
     for line in configs.to_string().lines() {
-        println!("built-in optimizer config: {line}");
+        outln!("built-in optimizer config: {line}")?;
     }
     for conflict in &configs.conflicts {
-        eprintln!("unbound: warning: plugins have conflicting configs: {conflict}");
+        errln!("unbound: warning: plugins have conflicting configs: {conflict}");
     }
     for invalid in &configs.invalid {
-        eprintln!("unbound: warning: {invalid}");
+        errln!("unbound: warning: {invalid}");
     }
     let report = optimize_saved_model(
         &args.dir,
@@ -84,7 +85,7 @@ pub fn run(args: Args) -> CmdResult {
             tags.join(",")
         };
         for skipped in &pass.skipped {
-            println!("[{tags}] skipped {skipped}");
+            outln!("[{tags}] skipped {skipped}")?;
         }
         for call in &pass.calls {
             let what = match &call.result {
@@ -93,27 +94,27 @@ pub fn run(args: Args) -> CmdResult {
                 CallResult::Identical => "returned the graph it was given",
                 CallResult::Failed(_) => "failed, kept the previous graph",
             };
-            println!(
+            outln!(
                 "[{tags}] {} {}: {} -> {} nodes, {:.3} s, {what}",
                 call.plugin,
                 call.graph,
                 call.nodes_before,
                 call.nodes_after,
                 call.elapsed.as_secs_f64()
-            );
+            )?;
             if let CallResult::Failed(message) = &call.result {
-                eprintln!(
+                errln!(
                     "unbound: warning: plugin {} failed on the {}: {message}; kept the previous graph",
                     call.plugin, call.graph
                 );
             }
         }
         for warning in &pass.warnings {
-            eprintln!("unbound: warning: {warning}");
+            errln!("unbound: warning: {warning}");
         }
     }
     let w = &report.written.written;
-    println!(
+    outln!(
         "wrote {} ({}) and {} other files",
         w.path.display(),
         if w.chunked {
@@ -122,6 +123,6 @@ pub fn run(args: Args) -> CmdResult {
             format!("{} bytes", w.data_bytes)
         },
         report.written.copied_files
-    );
+    )?;
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! `unbound proto split` / `unbound proto merge`: one message of any type in the pool.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use unbound_chunked::{read_pb, read_prefix, write_message, write_split, ChunkSink};
+use unbound_savedmodel::verify::check_schema;
 use unbound_savedmodel::{
     dir::{message_descriptor, MAX_PROTO_SIZE},
     split::{split_graph_def_root, split_saved_model, SplitContext, DEFAULT_MAX_SIZE},
@@ -53,8 +54,14 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
             max_size,
             compression,
         } => {
+            for ext in ["cpb", "pb"] {
+                let mut path = out_prefix.clone().into_os_string();
+                path.push(format!(".{ext}"));
+                super::refuse_existing(Path::new(&path))?;
+            }
             let desc = message_descriptor(&type_name)?;
             let message = read_pb(&input, &desc)?;
+            check_schema(&message, &desc, &input.display().to_string())?;
             let total = message.encoded_len();
             let mut ctx = SplitContext::new(max_size);
             let split = match type_name.as_str() {
@@ -73,7 +80,7 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
                 }
             };
             for w in &ctx.warnings {
-                eprintln!("unbound: warning: {w}");
+                errln!("unbound: warning: {w}");
             }
             let bar = bytes_bar(total, "split");
             let written =
@@ -81,11 +88,12 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
                     bar.inc(n)
                 })?;
             bar.finish_and_clear();
-            println!(
+            outln!(
                 "wrote {} ({} chunks)",
                 written.path.display(),
                 written.chunks
-            );
+            )
+            .map_err(|e| e.after_writing(&written.path))?;
             Ok(())
         }
         ProtoCommand::Merge {
@@ -93,8 +101,10 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
             prefix,
             output,
         } => {
+            super::refuse_existing(&output)?;
             let desc = message_descriptor(&type_name)?;
             let read = read_prefix(&prefix, &desc)?;
+            check_schema(&read.message, &desc, &prefix.display().to_string())?;
             let size = read.message.encoded_len();
             if size > MAX_PROTO_SIZE {
                 return Err(format!(
@@ -104,7 +114,8 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
                 .into());
             }
             write_message(&output, &read.message)?;
-            println!("wrote {} ({size} bytes)", output.display());
+            outln!("wrote {} ({size} bytes)", output.display())
+                .map_err(|e| e.after_writing(&output))?;
             Ok(())
         }
     }

@@ -19,11 +19,12 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let info = show(&args.dir)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        outln!("{}", serde_json::to_string_pretty(&info)?)?;
     } else {
-        print!("{}", text::render(&info));
+        out!("{}", text::render(&info))?;
     }
     Ok(())
 }

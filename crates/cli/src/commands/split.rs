@@ -25,6 +25,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let model_path = dir::model_file(&args.dir)?.path;
     let total = std::fs::metadata(&model_path).map(|m| m.len()).unwrap_or(0);
     let bar = bytes_bar(total, "split");
@@ -37,24 +38,25 @@ pub fn run(args: Args) -> CmdResult {
     )?;
     bar.finish_and_clear();
     for w in &report.warnings {
-        eprintln!("unbound: warning: {w}");
+        errln!("unbound: warning: {w}");
     }
     let w = &report.written;
-    if w.chunked {
-        println!(
+    let printed = if w.chunked {
+        outln!(
             "wrote {} ({} chunks, {} bytes of model data) and {} other files",
             w.path.display(),
             w.chunks,
             report.model_bytes,
             report.copied_files
-        );
+        )
     } else {
-        println!(
+        outln!(
             "wrote {} ({} bytes; nothing needed splitting) and {} other files",
             w.path.display(),
             w.data_bytes,
             report.copied_files
-        );
-    }
+        )
+    };
+    printed.map_err(|e| e.after_writing(&args.out))?;
     Ok(())
 }

@@ -56,6 +56,7 @@ Exit codes: 0 success, 1 failure (bad input, unknown key, I/O), 2 usage error.";
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let Some(vars) = open_variables(&args.dir)? else {
         // A SavedModel without variables.
         if let Some(key) = &args.key {
@@ -67,35 +68,36 @@ pub fn run(args: Args) -> CmdResult {
         }
         if args.json {
             let report = VarsReport::no_variables();
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            outln!("{}", serde_json::to_string_pretty(&report)?)?;
         } else {
-            println!("{}: no variables", args.dir.display());
+            outln!("{}: no variables", args.dir.display())?;
         }
         return Ok(());
     };
     for w in &vars.warnings {
-        eprintln!("unbound: warning: {w}");
+        errln!("unbound: warning: {w}");
     }
     if let (Some(key), Some(out)) = (&args.key, &args.npy) {
         let opts = NpyOptions {
             raw_bits: args.raw_bits,
         };
+        super::refuse_existing(out)?;
         let report = match &args.region {
             Some(region) => vars.write_box_npy(key, region, out, opts)?,
             None => vars.write_npy(key, out, opts)?,
         };
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            outln!("{}", serde_json::to_string_pretty(&report)?)?;
         } else {
-            print!("{}", npy_text(&report));
+            out!("{}", npy_text(&report)).map_err(|e| e.after_writing(out))?;
         }
         return Ok(());
     }
     let report = vars.report(args.key.as_deref())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", table_text(&report));
+        out!("{}", table_text(&report))?;
     }
     Ok(())
 }

@@ -16,13 +16,14 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    super::note_model_choice(&args.dir);
     let report = verify_dir(&args.dir);
     for fault in &report.faults {
-        println!("{fault}");
+        outln!("{fault}")?;
     }
     match report.faults.len() {
         0 => {
-            println!("OK: {}: {}", args.dir.display(), report.checked.join("; "));
+            outln!("OK: {}: {}", args.dir.display(), report.checked.join("; "))?;
             Ok(())
         }
         n => Err(format!(

@@ -90,12 +90,35 @@ pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
     } else {
         pb::hashes(&file)
     }
-    .map_err(|e| match e {
-        SavedModelError::Fingerprint { fault, .. } => SavedModelError::Fingerprint {
-            path: file.clone(),
-            fault,
-        },
-        e => e,
+    .map_err(|e| {
+        // Every error names the model file (the hashing code names only the part at fault).
+        let named = |source_name: String| {
+            let file = file.display().to_string();
+            if source_name.starts_with(&file) {
+                source_name
+            } else {
+                format!("{file}: {source_name}")
+            }
+        };
+        match e {
+            SavedModelError::Fingerprint { fault, .. } => SavedModelError::Fingerprint {
+                path: file.clone(),
+                fault,
+            },
+            SavedModelError::Malformed { source_name, error } => SavedModelError::Malformed {
+                source_name: named(source_name),
+                error,
+            },
+            SavedModelError::InvalidModel { source_name, fault } => SavedModelError::InvalidModel {
+                source_name: named(source_name),
+                fault,
+            },
+            SavedModelError::TooDeep { source_name, limit } => SavedModelError::TooDeep {
+                source_name: named(source_name),
+                limit,
+            },
+            e => e,
+        }
     })?;
     Ok(FingerprintDef {
         saved_model_checksum: hashes.saved_model_checksum,
@@ -114,7 +137,9 @@ pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
 /// TensorFlow's `HashCheckpointIndexFile`: `Fingerprint64` of `variables/variables.index`,
 /// or 0 when it cannot be read.
 pub fn checkpoint_hash(dir: &Path) -> u64 {
-    std::fs::read(dir.join("variables").join("variables.index"))
+    // Mapped, not read: a FIFO or a device (a symlink to /dev/zero) is refused, not read
+    // forever.
+    unbound_io::map_file(&dir.join("variables").join("variables.index"))
         .map(|data| farmhash::fingerprint64(&data))
         .unwrap_or(0)
 }
@@ -162,8 +187,9 @@ pub fn write_fingerprint(dir: &Path, def: &FingerprintDef) -> Result<()> {
 /// Reads `dir/fingerprint.pb`.
 pub fn read_fingerprint(dir: &Path) -> Result<FingerprintDef> {
     let path = dir.join(FINGERPRINT_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| SavedModelError::io(&path, e))?;
-    FingerprintDef::decode(bytes.as_slice())
+    // Mapped: a FIFO or device in its place is refused instead of read forever.
+    let bytes = unbound_io::map_file(&path)?;
+    FingerprintDef::decode(bytes)
         .map_err(|error| SavedModelError::BadFingerprintFile { path, error })
 }
 

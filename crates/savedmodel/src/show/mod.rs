@@ -223,8 +223,10 @@ pub fn show(dir: &Path) -> Result<SavedModelInfo> {
     let (variables_bytes, variables_files) = dir_size(&dir.join("variables"));
     let checkpoint = checkpoint::read_checkpoint(dir);
     let mut meta_graphs = Vec::new();
+    // Errors name the model file with its directory, as every error names its input.
+    let model_path = dir.join(&model.file_name).display().to_string();
     for mg in &model.meta_graphs {
-        let mut info = read::meta_graph_info(mg, &model.file_name)?;
+        let mut info = read::meta_graph_info(mg, &model_path)?;
         if let (Some(og), Some(ck)) = (&mut info.object_graph, &checkpoint) {
             objects::attach_checkpoint_keys(og, &ck.object_graph);
         }

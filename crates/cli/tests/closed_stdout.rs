@@ -159,6 +159,46 @@ fn cases(i: &Inputs, fresh: &Path) -> Vec<Case> {
             os(&[&"layout", &"unpack", &"--layout", &layout, &i.npy, &out]),
             Some(&out),
         ),
+        case("tags", os(&[&"tags", &i.pb_dir]), None),
+        case("tags --json", os(&[&"tags", &i.pb_dir, &"--json"]), None),
+        case(
+            "tags --duplicate",
+            os(&[&"tags", &i.pb_dir, &out, &"--duplicate", &"serve=serve,gpu"]),
+            Some(&out),
+        ),
+        case(
+            "export-tpu --list-functions",
+            os(&[&"export-tpu", &"--list-functions", &i.pb_dir]),
+            None,
+        ),
+        case(
+            "export-tpu",
+            os(&[&"export-tpu", &i.pb_dir, &out]),
+            Some(&out),
+        ),
+        case(
+            "reshard",
+            os(&[
+                &"reshard",
+                &i.pb_dir.join("variables").join("variables"),
+                &fresh.join("ckpt"),
+                &"--mesh",
+                &"x=1",
+            ]),
+            Some(&fresh.join("ckpt")),
+        ),
+        case(
+            "reshard --dry-run",
+            os(&[
+                &"reshard",
+                &i.pb_dir.join("variables").join("variables"),
+                &fresh.join("ckpt"),
+                &"--mesh",
+                &"x=1",
+                &"--dry-run",
+            ]),
+            None,
+        ),
         case(
             "layout relayout --plan",
             os(&[
@@ -185,8 +225,11 @@ fn run_with(args: &[OsString], stdout: Stdio) -> Output {
         .expect("the unbound binary runs")
 }
 
+/// Whether the case's output exists (for a checkpoint prefix: its index).
 fn out_path_exists(case: &Case) -> bool {
-    case.writes.as_ref().is_some_and(|p| p.exists())
+    case.writes.as_ref().is_some_and(|p| {
+        p.exists() || std::path::PathBuf::from(format!("{}.index", p.display())).exists()
+    })
 }
 
 /// A pipe whose read end is already closed.
@@ -282,7 +325,11 @@ fn every_subcommand_reports_a_full_stdout_and_shrugs_off_a_closed_pipe() {
                 assert!(!stderr.contains("error"), "{what}\n{}", describe(&out));
             }
             if let Some(written) = &case.writes {
-                assert!(written.exists(), "{what}: {} missing", written.display());
+                assert!(
+                    out_path_exists(&case),
+                    "{what}: {} missing",
+                    written.display()
+                );
             }
         }
     }

@@ -91,9 +91,9 @@ pub fn run(args: Args) -> CmdResult {
         let (tags, list) = functions(&args.dir, source.as_deref())?;
         if args.json {
             let json = serde_json::json!({ "tags": tags, "functions": list });
-            println!("{}", serde_json::to_string_pretty(&json)?);
+            outln!("{}", serde_json::to_string_pretty(&json)?)?;
         } else {
-            print!("{}", functions_text(&tags, &list));
+            out!("{}", functions_text(&tags, &list))?;
         }
         return Ok(());
     }
@@ -106,11 +106,12 @@ pub fn run(args: Args) -> CmdResult {
             args.max_size,
             args.compression.writer_options(),
         )?;
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+        let printed = if args.json {
+            outln!("{}", serde_json::to_string_pretty(&report)?)
         } else {
-            print!("{}", cpu_text(&report));
-        }
+            out!("{}", cpu_text(&report))
+        };
+        printed.map_err(|e| e.after_writing(&out))?;
         return Ok(());
     }
     let topology = match &args.topology {
@@ -141,11 +142,12 @@ pub fn run(args: Args) -> CmdResult {
         writer: args.compression.writer_options(),
     };
     let report = export_tpu(&args.dir, &out, &options)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let printed = if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?)
     } else {
-        print!("{}", export_text(&report));
-    }
+        out!("{}", export_text(&report))
+    };
+    printed.map_err(|e| e.after_writing(&out))?;
     Ok(())
 }
 

@@ -71,14 +71,14 @@ pub fn run_cmd(args: Args) -> CmdResult {
     };
     let src = Variables::open(&args.src)?;
     for w in &src.warnings {
-        eprintln!("unbound: warning: {w}");
+        errln!("unbound: warning: {w}");
     }
     let plan = plan(&src, &options)?;
     if args.dry_run {
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&plan)?);
+            outln!("{}", serde_json::to_string_pretty(&plan)?)?;
         } else {
-            print!("{}", plan_text(&plan));
+            out!("{}", plan_text(&plan))?;
         }
         return Ok(());
     }
@@ -104,8 +104,8 @@ pub fn run_cmd(args: Args) -> CmdResult {
     #[cfg(not(feature = "mpi"))]
     let report = run(&src, &plan, &args.dst, &options, &|n| bar.inc(n))?;
     bar.finish_and_clear();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let printed = if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?)
     } else {
         let dims: Vec<String> = options
             .mesh
@@ -113,7 +113,7 @@ pub fn run_cmd(args: Args) -> CmdResult {
             .iter()
             .map(|d| format!("{}={}", d.name, d.size))
             .collect();
-        println!(
+        outln!(
             "wrote {}: {} variables ({} on mesh {}), {} data shards, {} bytes in {:.2} s ({:.2} GB/s)",
             report.dst,
             report.variables,
@@ -123,8 +123,9 @@ pub fn run_cmd(args: Args) -> CmdResult {
             report.bytes,
             report.seconds,
             report.gb_per_s
-        );
-    }
+        )
+    };
+    printed.map_err(|e| e.after_writing(&args.dst))?;
     Ok(())
 }
 

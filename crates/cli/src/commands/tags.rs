@@ -72,18 +72,18 @@ pub fn run(args: Args) -> CmdResult {
             args.compression.writer_options(),
         )?;
         if !args.json {
-            println!("wrote {}", report.written.display());
+            outln!("wrote {}", report.written.display()).map_err(|e| e.after_writing(out))?;
         }
         report.tag_sets
     };
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "tag_sets": tag_sets }))?
-        );
+        )?;
     } else {
         for tags in &tag_sets {
-            println!("{}", tags.join(", "));
+            outln!("{}", tags.join(", "))?;
         }
     }
     Ok(())

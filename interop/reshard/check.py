@@ -208,6 +208,9 @@ def check_reads(name, prefix, spec, values):
     for var, (dtype, shape, _) in spec[1].items():
         key = key_of(var)
         out = f"{WORK}/v.npy"
+        # unbound never overwrites an output: clear it before each read.
+        if os.path.exists(out):
+            os.remove(out)
         r = unbound("vars", prefix, key, "--npy", out)
         if r.returncode:
             report(f"{name}/{var}/read", r.stderr.strip())
@@ -219,6 +222,8 @@ def check_reads(name, prefix, spec, values):
             ln = [int(rng.integers(1, d - s + 1)) for d, s in zip(shape, lo)]
             text = " ".join(str(d) for d in shape) + " " + ":".join(
                 "-" if (s == 0 and n == d and k == 2) else f"{s},{n}" for s, n, d in zip(lo, ln, shape))
+            if os.path.exists(out):
+                os.remove(out)
             r = unbound("vars", prefix, key, "--box", text, "--npy", out)
             if r.returncode:
                 report(f"{name}/{var}/box {text!r}", r.stderr.strip())

@@ -115,10 +115,13 @@ fn reshard_round_trips_and_boxes_read_back() {
         &"3",
     ]));
     for prefix in [&src, &mid, &back] {
+        // Outputs are never overwritten: a fresh name per read.
         let npy = dir.path().join("w.npy");
+        let _ = std::fs::remove_file(&npy);
         ok(&unbound(&[&"vars", prefix, &"w", &"--npy", &npy]));
         let a = unbound_bundle::npy::read_npy(&npy).unwrap();
         assert_eq!(a.data, values(0..8, 0..16));
+        std::fs::remove_file(&npy).unwrap();
         ok(&unbound(&[
             &"vars",
             prefix,

@@ -33,6 +33,10 @@
 //! With the cargo feature `mpi`, `run_mpi` (under `mpirun`) splits the target shards
 //! between the ranks and has rank 0 write the index once every rank's shards are in place.
 //!
+//! [`run_safetensors`] writes a plan as one safetensors file per device of the mesh (the
+//! mesh and layouts in the headers' metadata) and [`import_safetensors`] reads such files,
+//! or plain safetensors files, back as a checkpoint to reshard.
+//!
 //! Invariants: a target is written only after the whole plan is made and every source piece
 //! it needs is checked against the index and the data files' sizes; slices that overlap or
 //! leave a gap are errors naming the variable, never filled; every byte read is covered by a
@@ -43,6 +47,8 @@ mod distributed;
 mod engine;
 mod error;
 mod plan;
+mod safetensors_in;
+mod safetensors_out;
 mod state;
 
 #[cfg(feature = "mpi")]
@@ -52,5 +58,9 @@ pub use error::{ReshardError, Result};
 pub use plan::{
     parse_mesh, parse_specs, plan, LayoutRule, Plan, ReshardOptions, ShardPlan, TargetItem,
     VariablePlan,
+};
+pub use safetensors_in::{import_safetensors, stage_safetensors, Staged};
+pub use safetensors_out::{
+    device_file_name, run_safetensors, SafetensorsReport, META_DEVICE, META_LAYOUTS, META_MESH,
 };
 pub use state::write_checkpoint_state;

@@ -1,6 +1,7 @@
 //! `unbound reshard SRC DST --mesh MESH [--layout KEY_OR_REGEX=SPECS ...] [--default SPECS]
-//! [--jobs N] [--json] [--dry-run]`: a checkpoint rewritten for other layouts on another
-//! mesh, streamed.
+//! [--jobs N] [--json] [--dry-run] [--to tf|safetensors] [--from tf|safetensors]`: a
+//! checkpoint rewritten for other layouts on another mesh, streamed; or one safetensors file
+//! per device, and back.
 
 use std::path::PathBuf;
 
@@ -17,8 +18,20 @@ pub struct Args {
     /// The source checkpoint prefix (reads SRC.index and SRC.data-*): a DTensor checkpoint
     /// or a plain one.
     src: PathBuf,
-    /// The output prefix (writes DST.index and DST.data-*; DST.index must not exist).
+    /// The output prefix (writes DST.index and DST.data-*; DST.index must not exist); with
+    /// `--to safetensors`, a new directory (must not exist).
     dst: PathBuf,
+    /// Output format: `tf` (a checkpoint) or `safetensors` (DST is a directory of one
+    /// device_NNNN.safetensors file per device of the mesh, in mesh position order, each
+    /// holding that device's local shard of every variable; the mesh and layouts are in each
+    /// header's metadata).
+    #[arg(long, value_enum, default_value_t = Format::Tf)]
+    to: Format,
+    /// Input format: `tf` (a checkpoint prefix) or `safetensors` (SRC is a directory of
+    /// .safetensors files: as written by `--to safetensors`, or plain ones, e.g. from
+    /// PyTorch or JAX, whose tensors are taken whole and replicated).
+    #[arg(long, value_enum, default_value_t = Format::Tf)]
+    from: Format,
     /// The target mesh: TensorFlow's mesh string (|x=4,y=2|0,...|...|...), or its short form
     /// |x=4,y=2|*CPU, or only the dimensions x=4,y=2.
     #[arg(long)]
@@ -57,6 +70,15 @@ place.
 
 Exit codes: 0 success, 1 failure (bad input, a layout that does not fit, I/O), 2 usage error.";
 
+/// A checkpoint format `reshard` reads or writes.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// A TensorFlow checkpoint (bundle).
+    Tf,
+    /// safetensors files.
+    Safetensors,
+}
+
 /// Runs the command.
 pub fn run_cmd(args: Args) -> CmdResult {
     let options = ReshardOptions {
@@ -69,7 +91,16 @@ pub fn run_cmd(args: Args) -> CmdResult {
         default: args.default.as_deref().map(parse_specs),
         jobs: args.jobs.max(1),
     };
-    let src = Variables::open(&args.src)?;
+    // safetensors input is first written as a checkpoint in a temporary directory beside
+    // DST (removed when done), then resharded as any checkpoint.
+    let staged = match args.from {
+        Format::Safetensors => Some(unbound_reshard::stage_safetensors(&args.src, &args.dst)?),
+        Format::Tf => None,
+    };
+    let src_prefix = staged
+        .as_ref()
+        .map_or_else(|| args.src.clone(), |s| s.prefix());
+    let src = Variables::open(&src_prefix)?;
     for w in &src.warnings {
         errln!("unbound: warning: {w}");
     }
@@ -80,6 +111,28 @@ pub fn run_cmd(args: Args) -> CmdResult {
         } else {
             out!("{}", plan_text(&plan))?;
         }
+        return Ok(());
+    }
+    if args.to == Format::Safetensors {
+        let bar = bytes_bar(plan.bytes(), "reshard");
+        let report =
+            unbound_reshard::run_safetensors(&src, &plan, &args.dst, options.jobs, &|n| {
+                bar.inc(n)
+            })?;
+        bar.finish_and_clear();
+        let printed = if args.json {
+            outln!("{}", serde_json::to_string_pretty(&report)?)
+        } else {
+            outln!(
+                "wrote {}: {} safetensors files (one per device of mesh {}), {} tensors each, {} bytes",
+                report.dst,
+                report.files,
+                plan.mesh,
+                report.tensors,
+                report.bytes
+            )
+        };
+        printed.map_err(|e| e.after_writing(&args.dst))?;
         return Ok(());
     }
     let bar = bytes_bar(plan.bytes(), "reshard");

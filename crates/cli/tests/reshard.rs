@@ -268,3 +268,191 @@ fn damaged_sources_fail_without_output() {
         fails_cleanly(&out, &["tensor w", needle], &npy);
     }
 }
+
+/// A checkpoint with `w` as in [`sliced_checkpoint`] and a whole int64 scalar `step` (no
+/// strings, so safetensors can hold it).
+fn numeric_checkpoint(prefix: &Path) {
+    let mut w = BundleWriter::with_shards(prefix, 2).unwrap();
+    for i in 0..2 {
+        for j in 0..4 {
+            let slice = SliceSpec::new(vec![(4 * i, Some(4)), (4 * j, Some(4))]);
+            let r = 4 * i as usize;
+            let c = 4 * j as usize;
+            let t = Tensor::raw(DataType::DtFloat, vec![4, 4], values(r..r + 4, c..c + 4));
+            w.add_slice(j as i32 % 2, "w", &[8, 16], &slice, &t)
+                .unwrap();
+        }
+    }
+    w.add(
+        "step",
+        &Tensor::raw(DataType::DtInt64, vec![], 7i64.to_le_bytes().to_vec()),
+    )
+    .unwrap();
+    w.finish().unwrap();
+}
+
+/// A safetensors file parsed here, independently of the crate: its JSON header and data.
+fn parse_safetensors(path: &Path) -> (serde_json::Value, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    (header, bytes[8 + n..].to_vec())
+}
+
+/// The bytes of tensor `name` of a parsed safetensors file.
+fn tensor_bytes<'a>(header: &serde_json::Value, data: &'a [u8], name: &str) -> &'a [u8] {
+    let offsets = &header[name]["data_offsets"];
+    let (a, b) = (
+        offsets[0].as_u64().unwrap() as usize,
+        offsets[1].as_u64().unwrap() as usize,
+    );
+    &data[a..b]
+}
+
+#[test]
+fn safetensors_per_device_and_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src/ckpt");
+    numeric_checkpoint(&src);
+    let st = dir.path().join("st");
+    let text = ok(&unbound(&[
+        &"reshard",
+        &src,
+        &"--to",
+        &"safetensors",
+        &st,
+        &"--mesh",
+        &"x=2,y=4",
+        &"--default",
+        &"x,y",
+    ]));
+    assert!(text.contains("8 safetensors files"), "{text}");
+    let mut names: Vec<String> = std::fs::read_dir(&st)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    let want: Vec<String> = (0..8)
+        .map(|i| format!("device_{i:04}.safetensors"))
+        .collect();
+    assert_eq!(names, want);
+    // Mesh position 5 on x=2,y=4 is x=1, y=1: rows 4..8, columns 4..8 of w.
+    let (header, data) = parse_safetensors(&st.join("device_0005.safetensors"));
+    assert_eq!(header["w"]["dtype"], "F32");
+    assert_eq!(header["w"]["shape"], serde_json::json!([4, 4]));
+    assert_eq!(tensor_bytes(&header, &data, "w"), values(4..8, 4..8));
+    assert_eq!(header["step"]["dtype"], "I64");
+    assert_eq!(tensor_bytes(&header, &data, "step"), 7i64.to_le_bytes());
+    let meta = &header["__metadata__"];
+    assert_eq!(meta["unbound.device"], "5");
+    assert!(meta["unbound.mesh"].as_str().unwrap().contains("x=2,y=4"));
+    let layouts: serde_json::Value =
+        serde_json::from_str(meta["unbound.layouts"].as_str().unwrap()).unwrap();
+    assert_eq!(layouts["w"], serde_json::json!(["x", "y"]));
+    assert_eq!(layouts["step"], serde_json::json!([]));
+    // An existing output directory is refused.
+    let again = unbound(&[
+        &"reshard",
+        &src,
+        &"--to",
+        &"safetensors",
+        &st,
+        &"--mesh",
+        &"x=2,y=4",
+    ]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+
+    // Back to a checkpoint with another layout: the same values.
+    let back = dir.path().join("back/ckpt");
+    ok(&unbound(&[
+        &"reshard",
+        &"--from",
+        &"safetensors",
+        &st,
+        &back,
+        &"--mesh",
+        &"x=4,y=2",
+        &"--layout",
+        &"w=y,unsharded",
+    ]));
+    let listing = ok(&unbound(&[&"vars", &back]));
+    assert!(listing.contains("grid 2x1"), "{listing}");
+    let npy = dir.path().join("w.npy");
+    ok(&unbound(&[&"vars", &back, &"w", &"--npy", &npy]));
+    assert_eq!(
+        unbound_bundle::npy::read_npy(&npy).unwrap().data,
+        values(0..8, 0..16)
+    );
+    let npy = dir.path().join("step.npy");
+    ok(&unbound(&[&"vars", &back, &"step", &"--npy", &npy]));
+    assert_eq!(
+        unbound_bundle::npy::read_npy(&npy).unwrap().data,
+        7i64.to_le_bytes()
+    );
+    // No staging directory is left beside the output.
+    let left: Vec<_> = std::fs::read_dir(back.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| !n.starts_with("ckpt."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn plain_safetensors_are_whole_and_strings_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // A plain file as PyTorch writes it: no metadata, one float32 [2, 3] tensor.
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let header = br#"{"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}}"#;
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header);
+    file.extend_from_slice(&values(0..1, 0..6));
+    std::fs::write(plain.join("model.safetensors"), &file).unwrap();
+    let out = dir.path().join("out/ckpt");
+    ok(&unbound(&[
+        &"reshard",
+        &"--from",
+        &"safetensors",
+        &plain,
+        &out,
+        &"--mesh",
+        &"x=2",
+        &"--layout",
+        &"a=x,unsharded",
+    ]));
+    let npy = dir.path().join("a.npy");
+    ok(&unbound(&[&"vars", &out, &"a", &"--npy", &npy]));
+    let a = unbound_bundle::npy::read_npy(&npy).unwrap();
+    assert_eq!((a.shape, a.data), (vec![2, 3], values(0..1, 0..6)));
+
+    // A truncated file: exit 1 naming it.
+    std::fs::write(plain.join("model.safetensors"), &file[..file.len() - 4]).unwrap();
+    let bad = dir.path().join("bad/ckpt");
+    let out = unbound(&[
+        &"reshard",
+        &"--from",
+        &"safetensors",
+        &plain,
+        &bad,
+        &"--mesh",
+        &"x=2",
+    ]);
+    fails_cleanly(&out, &["model.safetensors"], &bad);
+
+    // Strings have no safetensors dtype: the key is named, nothing is written.
+    let src = dir.path().join("src/ckpt");
+    sliced_checkpoint(&src);
+    let st = dir.path().join("st/out");
+    let out = unbound(&[
+        &"reshard",
+        &src,
+        &"--to",
+        &"safetensors",
+        &st,
+        &"--mesh",
+        &"x=2,y=4",
+    ]);
+    fails_cleanly(&out, &["names", "no string dtype"], &st);
+}

@@ -299,15 +299,10 @@ impl<'a> BoxReader<'a> {
                     )
                 })
             };
-            let mut runs = Vec::new();
-            for_each_box_run(&inner, &piece.extents, region, |s, d, n| {
-                runs.push((s * elem, d * elem, n * elem))
-            });
+            let (runs, gather) = piece_runs(&inner, &piece.extents, region, elem);
             let (first, last) = (runs[0], runs[runs.len() - 1]);
-            let span = last.0 + last.2 - first.0;
-            let data: u64 = runs.iter().map(|r| r.2).sum();
-            // Small runs, or runs that fill most of their span: one read of the span.
-            if span <= MAX_SPAN && (first.2 < SMALL_RUN || span <= data + data / 2) {
+            if gather {
+                let span = last.0 + last.2 - first.0;
                 scratch.resize(span as usize, 0);
                 read_at(&mut scratch, first.0)?;
                 self.record(piece, first.0, &scratch);
@@ -428,6 +423,62 @@ impl<'a> BoxReader<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// The runs (start in the piece, start in the box, length; in bytes) that copy the
+/// intersection `inner` of a piece with extents `extents` into a box `region`, and whether
+/// they are read as one span (small runs, or runs that fill most of their span) rather than
+/// one by one. The one rule [`BoxReader::read_into`] and [`StoredVariable::read_ranges`]
+/// follow.
+fn piece_runs(
+    inner: &[(u64, u64)],
+    extents: &[(u64, u64)],
+    region: &[(u64, u64)],
+    elem: u64,
+) -> (Vec<(u64, u64, u64)>, bool) {
+    let mut runs = Vec::new();
+    for_each_box_run(inner, extents, region, |s, d, n| {
+        runs.push((s * elem, d * elem, n * elem))
+    });
+    let gather = match (runs.first(), runs.last()) {
+        (Some(first), Some(last)) => {
+            let span = last.0 + last.2 - first.0;
+            let data: u64 = runs.iter().map(|r| r.2).sum();
+            span <= MAX_SPAN && (first.2 < SMALL_RUN || span <= data + data / 2)
+        }
+        _ => false,
+    };
+    (runs, gather)
+}
+
+impl StoredVariable {
+    /// The byte ranges of the stored pieces that streaming `region` of this fixed-size
+    /// variable in blocks of `budget` bytes ([`BoxReader::stream`]) reads: (index into
+    /// [`Self::pieces`], start within the piece's data, length). Nothing is read; this is
+    /// what a dry run counts as the bytes read. `None` for values of no fixed size.
+    pub fn read_ranges(
+        &self,
+        region: &[(u64, u64)],
+        budget: usize,
+    ) -> Option<Vec<(usize, u64, u64)>> {
+        let elem = self.element_size()? as u64;
+        let mut out = Vec::new();
+        for block in blocks(region, elem, budget as u64) {
+            for (i, piece) in self.pieces.iter().enumerate() {
+                let Some(inner) = intersect(&piece.extents, &block) else {
+                    continue;
+                };
+                let (runs, gather) = piece_runs(&inner, &piece.extents, &block, elem);
+                match (gather, runs.first(), runs.last()) {
+                    (true, Some(first), Some(last)) => {
+                        out.push((i, first.0, last.0 + last.2 - first.0))
+                    }
+                    _ => out.extend(runs.iter().map(|r| (i, r.0, r.2))),
+                }
+            }
+        }
+        Some(out)
     }
 }
 

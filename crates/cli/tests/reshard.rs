@@ -456,3 +456,64 @@ fn plain_safetensors_are_whole_and_strings_are_refused() {
     ]);
     fails_cleanly(&out, &["names", "no string dtype"], &st);
 }
+
+#[test]
+fn dry_run_reports_read_amplification() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src/ckpt");
+    numeric_checkpoint(&src);
+    let dry = |mesh: &str, default: &str| -> serde_json::Value {
+        let out = ok(&unbound(&[
+            &"reshard",
+            &src,
+            &dir.path().join("dry/ckpt"),
+            &"--mesh",
+            &mesh,
+            &"--default",
+            &default,
+            &"--dry-run",
+            &"--json",
+        ]));
+        serde_json::from_str(&out).unwrap()
+    };
+    // The same 2x4 grid: every slice is one stored piece read once, nothing more.
+    let same = dry("x=2,y=4", "x,y");
+    assert_eq!(same["bytes"], 8 * 16 * 4 + 8);
+    assert_eq!(same["read"], same["bytes"]);
+    assert_eq!(same["checksum_read"], 0);
+    assert_eq!(same["read_amplification"], 1.0);
+    for s in same["shards"].as_array().unwrap() {
+        assert_eq!(s["read"], s["bytes"], "{s}");
+    }
+    // Columns of 2 out of pieces 4 wide: each small run is gathered with the span around
+    // it, 56 bytes for 32 (rows of 16 bytes: 3 * 16 + 8), and all pieces end up read whole.
+    let cut = dry("x=8", "unsharded,x");
+    assert_eq!(cut["checksum_read"], 0);
+    for s in &cut["shards"].as_array().unwrap()[1..] {
+        assert_eq!(
+            (s["bytes"].as_u64(), s["read"].as_u64()),
+            (Some(64), Some(112))
+        );
+    }
+    let total = cut["read_amplification"].as_f64().unwrap();
+    assert!(
+        (total - (8.0 * 112.0 + 8.0) / (8.0 * 64.0 + 8.0)).abs() < 1e-9,
+        "{total}"
+    );
+    // Text: totals and each shard.
+    let text = ok(&unbound(&[
+        &"reshard",
+        &src,
+        &dir.path().join("dry/ckpt"),
+        &"--mesh",
+        &"x=8",
+        &"--default",
+        &"unsharded,x",
+        &"--dry-run",
+    ]));
+    assert!(text.contains("read amplification 1.74"), "{text}");
+    assert!(
+        text.contains("shard 1: 1 entries, 64 bytes, reads 112 bytes (amplification 1.75)"),
+        "{text}"
+    );
+}

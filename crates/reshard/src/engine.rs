@@ -20,7 +20,7 @@ use crate::error::{ReshardError, Result};
 use crate::plan::{Plan, ReshardOptions, TargetItem};
 
 /// Bytes read and written per block: what bounds the memory of each worker.
-const BLOCK: usize = 8 << 20;
+pub(crate) const BLOCK: usize = 8 << 20;
 
 /// What a reshard did. Fields serialize in this (name) order.
 #[derive(Debug, Clone, Serialize)]

@@ -42,6 +42,7 @@
 //! leave a gap are errors naming the variable, never filled; every byte read is covered by a
 //! checksum check before the output is renamed into place.
 
+mod amplification;
 #[cfg(feature = "mpi")]
 mod distributed;
 mod engine;
@@ -56,7 +57,7 @@ pub use distributed::{run_mpi, MpiWorld};
 pub use engine::{run, ReshardReport};
 pub use error::{ReshardError, Result};
 pub use plan::{
-    parse_mesh, parse_specs, plan, LayoutRule, Plan, ReshardOptions, ShardPlan, TargetItem,
+    parse_mesh, parse_specs, plan, ratio, LayoutRule, Plan, ReshardOptions, ShardPlan, TargetItem,
     VariablePlan,
 };
 pub use safetensors_in::{import_safetensors, stage_safetensors, Staged};

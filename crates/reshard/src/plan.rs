@@ -107,6 +107,8 @@ pub struct ShardPlan {
     pub items: Vec<TargetItem>,
     /// Bytes of data it will hold (for strings, an estimate: the source bytes).
     pub bytes: u64,
+    /// Bytes of the source read to write it (see [`Plan::read_amplification`]).
+    pub read: u64,
 }
 
 /// One variable placed.
@@ -140,12 +142,34 @@ pub struct Plan {
     pub variables: Vec<VariablePlan>,
     /// The shards.
     pub shards: Vec<ShardPlan>,
+    /// Source bytes read once more to check the checksums of pieces read only in part.
+    pub checksum_read: u64,
 }
 
 impl Plan {
     /// Total bytes to write.
     pub fn bytes(&self) -> u64 {
         self.shards.iter().map(|s| s.bytes).sum()
+    }
+
+    /// Total source bytes read: every shard's reads and the checksum re-reads.
+    pub fn read(&self) -> u64 {
+        self.shards.iter().map(|s| s.read).sum::<u64>() + self.checksum_read
+    }
+
+    /// Read amplification: source bytes read per byte written (in total; 0 when nothing is
+    /// written). Counted from the plan, by the rules the engine reads by.
+    pub fn read_amplification(&self) -> f64 {
+        ratio(self.read(), self.bytes())
+    }
+}
+
+/// `read / written`, or 0 when nothing is written.
+pub fn ratio(read: u64, written: u64) -> f64 {
+    if written == 0 {
+        0.0
+    } else {
+        read as f64 / written as f64
     }
 }
 
@@ -167,6 +191,7 @@ pub fn plan(src: &Variables, options: &ReshardOptions) -> Result<Plan> {
             shard: i as i32,
             items: Vec::new(),
             bytes: 0,
+            read: 0,
         })
         .collect();
     let reader = &src.reader;
@@ -255,12 +280,15 @@ pub fn plan(src: &Variables, options: &ReshardOptions) -> Result<Plan> {
             options.rules[i].specs.join(",")
         )));
     }
-    Ok(Plan {
+    let mut plan = Plan {
         mesh: mesh.to_string(),
         num_shards: n as i32 + 1,
         variables,
         shards,
-    })
+        checksum_read: 0,
+    };
+    crate::amplification::count_reads(&mut plan, reader);
+    Ok(plan)
 }
 
 /// A box: start and length per dimension.

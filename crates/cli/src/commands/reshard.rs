@@ -107,7 +107,17 @@ pub fn run_cmd(args: Args) -> CmdResult {
     let plan = plan(&src, &options)?;
     if args.dry_run {
         if args.json {
-            outln!("{}", serde_json::to_string_pretty(&plan)?)?;
+            // The plan, with the total reads and the read amplification beside it.
+            let mut json = serde_json::to_value(&plan)?;
+            if let Some(o) = json.as_object_mut() {
+                o.insert("bytes".into(), plan.bytes().into());
+                o.insert("read".into(), plan.read().into());
+                o.insert(
+                    "read_amplification".into(),
+                    plan.read_amplification().into(),
+                );
+            }
+            outln!("{}", serde_json::to_string_pretty(&json)?)?;
         } else {
             out!("{}", plan_text(&plan))?;
         }
@@ -185,11 +195,14 @@ pub fn run_cmd(args: Args) -> CmdResult {
 /// The plan as text: one line per variable, then one per shard.
 fn plan_text(plan: &Plan) -> String {
     let mut out = format!(
-        "plan: {} variables onto mesh {}, {} data shards, {} bytes\n",
+        "plan: {} variables onto mesh {}, {} data shards, {} bytes; reads {} source bytes ({} to check checksums), read amplification {:.2}\n",
         plan.variables.len(),
         plan.mesh,
         plan.num_shards,
-        plan.bytes()
+        plan.bytes(),
+        plan.read(),
+        plan.checksum_read,
+        plan.read_amplification()
     );
     for v in &plan.variables {
         let to =
@@ -202,10 +215,12 @@ fn plan_text(plan: &Plan) -> String {
     }
     for s in &plan.shards {
         out += &format!(
-            "  shard {}: {} entries, {} bytes\n",
+            "  shard {}: {} entries, {} bytes, reads {} bytes (amplification {:.2})\n",
             s.shard,
             s.items.len(),
-            s.bytes
+            s.bytes,
+            s.read,
+            unbound_reshard::ratio(s.read, s.bytes)
         );
     }
     out

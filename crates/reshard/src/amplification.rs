@@ -1,0 +1,104 @@
+//! Read amplification of a plan: how many source bytes writing each target shard reads,
+//! counted without reading anything, by the same rules the engine reads by
+//! ([`unbound_bundle::StoredVariable::read_ranges`]).
+
+use std::collections::BTreeMap;
+
+use unbound_bundle::dtype::{storage, Storage};
+use unbound_bundle::BundleReader;
+
+use crate::engine::BLOCK;
+use crate::plan::{Plan, TargetItem, VariablePlan};
+
+/// Fills each shard's `read` and the plan's `checksum_read`: the data copies of a shard read
+/// the ranges its slices need (whole pieces for strings, whole entries for tensors copied
+/// whole); a source piece whose ranges, over the whole plan, do not cover it is read once
+/// more in full to check its checksum (counted once, in the total, not per shard).
+pub(crate) fn count_reads(plan: &mut Plan, reader: &BundleReader) {
+    // Per source piece (by key): its size and the ranges read from it.
+    let mut pieces: BTreeMap<Vec<u8>, (u64, Vec<(u64, u64)>)> = BTreeMap::new();
+    for shard in &mut plan.shards {
+        let mut read = 0u64;
+        for item in &shard.items {
+            match item {
+                TargetItem::Whole { key } => {
+                    read += reader.stored_bytes(key.as_bytes()).unwrap_or(0);
+                }
+                TargetItem::Slice { variable, region } => {
+                    read += slice_reads(&plan.variables[*variable], region, &mut pieces);
+                }
+            }
+        }
+        shard.read = read;
+    }
+    plan.checksum_read = pieces
+        .values()
+        .filter(|(size, ranges)| !covers(*size, ranges))
+        .map(|(size, _)| size)
+        .sum();
+}
+
+/// Bytes read to write `region` of `var`, each range recorded under its piece.
+fn slice_reads(
+    var: &VariablePlan,
+    region: &[(u64, u64)],
+    pieces: &mut BTreeMap<Vec<u8>, (u64, Vec<(u64, u64)>)>,
+) -> u64 {
+    let stored = &var.stored;
+    match storage(stored.dtype) {
+        Storage::Fixed(_) => {
+            let ranges = stored.read_ranges(region, BLOCK).unwrap_or_default();
+            let mut read = 0;
+            for (i, start, len) in ranges {
+                let p = &stored.pieces[i];
+                pieces
+                    .entry(p.key.clone())
+                    .or_insert_with(|| (p.entry.size.max(0) as u64, Vec::new()))
+                    .1
+                    .push((start, len));
+                read += len;
+            }
+            read
+        }
+        // Strings: every intersecting piece is decoded whole (its own checksums checked).
+        _ => stored
+            .pieces
+            .iter()
+            .filter(|p| {
+                p.extents
+                    .iter()
+                    .zip(region)
+                    .all(|(&(a, m), &(b, n))| a < b + n && b < a + m)
+            })
+            .map(|p| p.entry.size.max(0) as u64)
+            .sum(),
+    }
+}
+
+/// Whether `ranges` (start, length) cover `0..size`.
+fn covers(size: u64, ranges: &[(u64, u64)]) -> bool {
+    let mut r: Vec<(u64, u64)> = ranges.to_vec();
+    r.sort_unstable();
+    let mut end = 0;
+    for (s, l) in r {
+        if s > end {
+            return false;
+        }
+        end = end.max(s + l);
+    }
+    end >= size
+}
+
+#[cfg(test)]
+mod tests {
+    use super::covers;
+
+    #[test]
+    fn coverage_needs_no_gap() {
+        assert!(covers(10, &[(5, 5), (0, 5)]));
+        assert!(covers(10, &[(0, 7), (3, 7)]));
+        assert!(!covers(10, &[(0, 4), (5, 5)]));
+        assert!(!covers(10, &[(0, 9)]));
+        assert!(covers(0, &[]));
+    }
+}

@@ -10,13 +10,15 @@ use unbound_bundle::BundleReader;
 use crate::engine::BLOCK;
 use crate::plan::{Plan, TargetItem, VariablePlan};
 
+/// Per source piece (by key): its size and the ranges (start, length) read from it.
+type PieceReads = BTreeMap<Vec<u8>, (u64, Vec<(u64, u64)>)>;
+
 /// Fills each shard's `read` and the plan's `checksum_read`: the data copies of a shard read
 /// the ranges its slices need (whole pieces for strings, whole entries for tensors copied
 /// whole); a source piece whose ranges, over the whole plan, do not cover it is read once
 /// more in full to check its checksum (counted once, in the total, not per shard).
 pub(crate) fn count_reads(plan: &mut Plan, reader: &BundleReader) {
-    // Per source piece (by key): its size and the ranges read from it.
-    let mut pieces: BTreeMap<Vec<u8>, (u64, Vec<(u64, u64)>)> = BTreeMap::new();
+    let mut pieces: PieceReads = BTreeMap::new();
     for shard in &mut plan.shards {
         let mut read = 0u64;
         for item in &shard.items {
@@ -42,7 +44,7 @@ pub(crate) fn count_reads(plan: &mut Plan, reader: &BundleReader) {
 fn slice_reads(
     var: &VariablePlan,
     region: &[(u64, u64)],
-    pieces: &mut BTreeMap<Vec<u8>, (u64, Vec<(u64, u64)>)>,
+    pieces: &mut PieceReads,
 ) -> u64 {
     let stored = &var.stored;
     match storage(stored.dtype) {

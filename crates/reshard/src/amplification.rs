@@ -41,11 +41,7 @@ pub(crate) fn count_reads(plan: &mut Plan, reader: &BundleReader) {
 }
 
 /// Bytes read to write `region` of `var`, each range recorded under its piece.
-fn slice_reads(
-    var: &VariablePlan,
-    region: &[(u64, u64)],
-    pieces: &mut PieceReads,
-) -> u64 {
+fn slice_reads(var: &VariablePlan, region: &[(u64, u64)], pieces: &mut PieceReads) -> u64 {
     let stored = &var.stored;
     match storage(stored.dtype) {
         Storage::Fixed(_) => {

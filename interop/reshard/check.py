@@ -12,9 +12,15 @@ replicated-only one; a plain tf.Variable one; `.write` and `.save`):
     into DVariables of the target layouts; every component equals the one TensorFlow's own
     restore of the source checkpoint into the same DVariables gives (and, where TensorFlow's
     cross-layout restore fails, the full value cut by the layout in NumPy), and
-    load_checkpoint of the result gives every full value back.
+    load_checkpoint of the result gives every full value back;
+(d) `unbound reshard --to safetensors` of a TensorFlow DTensor checkpoint: every device file,
+    parsed here by a small reader of the format, holds the NumPy cut of TensorFlow's value for
+    that device; `--from safetensors` back to a checkpoint on another mesh restores equal;
+(e) checkpoints unbound writes from scratch (the example make_random_checkpoint: random mesh,
+    layouts, shapes and values, every dtype) are restored by TensorFlow into DVariables of
+    those layouts, and load_checkpoint gives the values written.
 
-usage: python check.py UNBOUND WORKDIR
+usage: python check.py UNBOUND WORKDIR MAKE_RANDOM_CHECKPOINT
 Prints `ok NAME` / `FAIL NAME: why` and `reshard check: N passed, M failed`; exit 1 on failure.
 """
 
@@ -308,10 +314,152 @@ def check_reshards(name, prefix, spec, values):
             report(f"{label}/{var}", problem)
 
 
+# --- safetensors (issue 12): per-device files, read here by a tiny independent reader ---
+
+ST_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "I8": np.int8, "I16": np.int16,
+             "I32": np.int32, "I64": np.int64, "U8": np.uint8, "U16": np.uint16, "U32": np.uint32,
+             "U64": np.uint64, "BOOL": np.bool_, "BF16": np.uint16}
+
+
+def read_safetensors(path):
+    """{name: (dtype code, array)} and the metadata: 8-byte little-endian header length,
+    JSON header, raw data (BF16 as its uint16 bits)."""
+    import json
+    with open(path, "rb") as f:
+        data = f.read()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    body = data[8 + n:]
+    out = {}
+    for name, info in header.items():
+        a, b = info["data_offsets"]
+        arr = np.frombuffer(body[a:b], dtype=ST_DTYPES[info["dtype"]]).reshape(info["shape"])
+        out[name] = (info["dtype"], arr)
+    return out, meta
+
+
+def raw_bits(a):
+    """bfloat16 as its uint16 bits; everything else unchanged."""
+    a = np.asarray(a)
+    return a.view(np.uint16) if a.dtype.name == "bfloat16" else a
+
+
+ST_CKPT = ([("x", 2), ("y", 4)], {
+    "w": (tf.float32, (8, 16), ["x", "y"]),
+    "p": (tf.float32, (8, 16), ["unsharded", "y"]),
+    "r": (tf.float64, (2, 4), ["unsharded", "unsharded"]),
+    "h": (tf.float16, (8, 4), ["x", "unsharded"]),
+    "b": (tf.bfloat16, (4, 8), ["unsharded", "y"]),
+    "t": (tf.bool, (8, 4), ["y", "unsharded"]),
+    "i": (tf.int64, (16,), ["y"]),
+    "u": (tf.uint8, (4, 2), ["y", "x"]),
+}, "write")
+
+
+def check_safetensors():
+    import json
+    name = "st_mesh2x4"
+    prefix, values = make_checkpoint(name, ST_CKPT)
+    dims, variables, _ = ST_CKPT
+    out = f"{WORK}/{name}_st"
+    r = unbound("reshard", prefix, "--to", "safetensors", out, "--mesh", "x=2,y=4")
+    if r.returncode:
+        report(f"{name}/to-safetensors", r.stderr.strip())
+        return
+    files = sorted(os.listdir(out))
+    report(f"{name}/files", None if files == [f"device_{i:04d}.safetensors" for i in range(8)] else str(files))
+    for pos, fname in enumerate(files):
+        tensors, meta = read_safetensors(f"{out}/{fname}")
+        layouts = json.loads(meta.get("unbound.layouts", "{}"))
+        problem = None if meta.get("unbound.device") == str(pos) else f"device metadata {meta}"
+        for var, (dtype, shape, specs) in variables.items():
+            key = key_of(var)
+            if key not in tensors:
+                problem = problem or f"{var} missing"
+                continue
+            want_specs = specs if any(s != "unsharded" for s in specs) else ["unsharded"] * len(shape)
+            problem = problem or (None if layouts.get(key) == want_specs else f"{var} layout {layouts.get(key)}")
+            expect = expected_components(values[var], specs, dims)[pos]
+            problem = problem or same(tensors[key][1], raw_bits(expect))
+        report(f"{name}/safetensors device {pos}", problem)
+    # Back to a TF checkpoint on another mesh: load_checkpoint and DVariable restores agree.
+    back = f"{WORK}/{name}_back/ckpt"
+    tdims = [("x", 4), ("y", 2)]
+    layouts = {"w": "y,unsharded", "p": "x,y", "r": "unsharded,y", "h": "y,unsharded", "b": "x,unsharded",
+               "t": "unsharded,y", "i": "x", "u": "x,unsharded"}
+    args = ["reshard", "--from", "safetensors", out, back, "--mesh", "x=4,y=2"]
+    for var, specs in layouts.items():
+        args += ["--layout", f"{key_of(var)}={specs}"]
+    r = unbound(*args)
+    if r.returncode:
+        report(f"{name}/from-safetensors", r.stderr.strip())
+        return
+    reader = tf.train.load_checkpoint(back)
+    full = {var: sp.split(",") for var, sp in layouts.items()}
+    ours = restore_into(back, ST_CKPT, mesh_of(tdims), full)
+    for var in variables:
+        problem = same(tf_get(reader, key_of(var), values[var]), values[var])
+        expect = expected_components(values[var], full[var], tdims)
+        for i, comp in enumerate(ours[var]):
+            problem = problem or same(comp, expect[i])
+        report(f"{name}/safetensors round trip/{var}", problem)
+
+
+# --- a bundle written from scratch by unbound (random layouts, every dtype) ---
+
+NP_OF = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "int8": np.int8,
+         "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "uint16": np.uint16,
+         "uint32": np.uint32, "uint64": np.uint64, "bool": np.bool_, "complex64": np.complex64,
+         "complex128": np.complex128, "bfloat16": np.uint16}
+
+
+def check_random_bundles(maker, seeds):
+    import json
+    for seed in seeds:
+        prefix = f"{WORK}/random{seed}/ckpt"
+        os.makedirs(os.path.dirname(prefix), exist_ok=True)
+        r = subprocess.run([maker, prefix, str(seed)], capture_output=True, text=True)
+        if r.returncode:
+            report(f"random{seed}/make", r.stderr.strip())
+            continue
+        with open(prefix + ".manifest.json") as f:
+            manifest = json.load(f)
+        dims = [(n, s) for n, s in manifest["mesh"]]
+        values, spec = {}, {}
+        for var, info in manifest["vars"].items():
+            dtype = tf.as_dtype(info["dtype"])
+            shape = tuple(info["shape"])
+            if info["dtype"] == "string":
+                v = np.array([bytes.fromhex(h) for h in info["hex"]], dtype=object).reshape(shape)
+            else:
+                v = np.frombuffer(bytes.fromhex(info["hex"]), dtype=NP_OF[info["dtype"]]).reshape(shape)
+            values[var] = v
+            spec[var] = (dtype, shape, info["specs"])
+        full = {var: s[2] for var, s in spec.items()}
+        try:
+            ours = restore_into(prefix, (dims, spec, None), mesh_of(dims), full)
+        except Exception as e:  # noqa: BLE001
+            report(f"random{seed}/restore", f"TensorFlow failed to restore: {e}")
+            continue
+        reader = tf.train.load_checkpoint(prefix)
+        for var, (dtype, shape, specs) in spec.items():
+            expect = expected_components(values[var], specs, dims)
+            problem = None
+            for i, comp in enumerate(ours[var]):
+                problem = problem or same(raw_bits(comp), expect[i])
+            got = tf_get(reader, key_of(var), None)
+            if got is not None:
+                problem = problem or same(raw_bits(got), values[var])
+            report(f"random{seed}/{var} {'x'.join(str(s) for _, s in dims)} {','.join(specs)}", problem)
+
+
 for name, spec in CKPTS.items():
     prefix, values = make_checkpoint(name, spec)
     check_reads(name, prefix, spec, values)
     check_reshards(name, prefix, spec, values)
+check_safetensors()
+check_random_bundles(sys.argv[3], [1, 2, 3, 4])
 
 print(f"(TensorFlow failed to read {results['tf_failed_boxes']} values or boxes unbound read; compared with NumPy)")
 print(f"reshard check: {results['passed']} passed, {results['failed']} failed")

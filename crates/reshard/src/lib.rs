@@ -63,5 +63,6 @@ pub use plan::{
 pub use safetensors_in::{import_safetensors, stage_safetensors, Staged};
 pub use safetensors_out::{
     device_file_name, run_safetensors, SafetensorsReport, META_DEVICE, META_LAYOUTS, META_MESH,
+    META_OBJECT_GRAPH,
 };
 pub use state::write_checkpoint_state;

@@ -17,7 +17,7 @@ use unbound_dtensor::{Chunking, Layout, Mesh, Sharding};
 use unbound_proto::tensorflow::DataType;
 
 use crate::error::{ReshardError, Result};
-use crate::safetensors_out::{META_DEVICE, META_LAYOUTS, META_MESH};
+use crate::safetensors_out::{META_DEVICE, META_LAYOUTS, META_MESH, META_OBJECT_GRAPH};
 
 /// The TensorFlow dtype of a safetensors dtype; `None` for those TensorFlow checkpoints do
 /// not hold the same way (8-bit floats, ...).
@@ -178,6 +178,19 @@ fn import_sharded(
             return Err(bad(path, format!("device {pos} is in another file too")));
         }
     }
+    if let Some(text) = metas[0].get(META_OBJECT_GRAPH) {
+        let graph = unhex(text).ok_or_else(|| {
+            bad(
+                &files[0],
+                format!("metadata {META_OBJECT_GRAPH} is not hex"),
+            )
+        })?;
+        writer.add_to_shard(
+            0,
+            unbound_bundle::OBJECT_GRAPH_KEY,
+            &Tensor::strings(vec![], [graph]),
+        )?;
+    }
     let parsed = maps
         .iter()
         .zip(files)
@@ -280,4 +293,32 @@ pub fn stage_safetensors(dir: &Path, dst: &Path) -> Result<Staged> {
     let staged = Staged { dir: tmp };
     import_safetensors(dir, &staged.prefix())?;
     Ok(staged)
+}
+
+/// The bytes of lowercase or uppercase hex `text`; `None` when it is not hex.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    let b = text.as_bytes();
+    if b.len() % 2 != 0 {
+        return None;
+    }
+    b.chunks(2)
+        .map(|p| {
+            let s = std::str::from_utf8(p).ok()?;
+            u8::from_str_radix(s, 16).ok()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex_round_trips() {
+        let bytes = [0u8, 1, 0xab, 0xff];
+        assert_eq!(
+            super::unhex(&crate::safetensors_out::hex(&bytes)).unwrap(),
+            bytes
+        );
+        assert!(super::unhex("abc").is_none());
+        assert!(super::unhex("zz").is_none());
+    }
 }

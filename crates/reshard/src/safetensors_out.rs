@@ -10,7 +10,10 @@
 //! The header's `__metadata__` says how to read the files back: `unbound.mesh` (the mesh
 //! string), `unbound.device` (the mesh position), and `unbound.layouts` (a JSON object from
 //! each key to its layout specs, e.g. `["x","unsharded"]`; a variable kept whole has all
-//! `unsharded` specs: it is replicated on every device).
+//! `unsharded` specs: it is replicated on every device), and, when the source has one,
+//! `unbound.object_graph` (the checkpoint's object graph, a serialized
+//! `TrackableObjectGraph`, in hex) so that a checkpoint made back from the files restores
+//! into objects as the source did.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -32,6 +35,13 @@ pub const META_MESH: &str = "unbound.mesh";
 pub const META_DEVICE: &str = "unbound.device";
 /// Metadata key of the JSON object of layouts (checkpoint key to specs).
 pub const META_LAYOUTS: &str = "unbound.layouts";
+/// Metadata key of the source's object graph (serialized, in lowercase hex).
+pub const META_OBJECT_GRAPH: &str = "unbound.object_graph";
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// The file name of the device at mesh position `pos`.
 pub fn device_file_name(pos: usize) -> String {
@@ -119,6 +129,18 @@ pub fn run_safetensors(
     for (i, specs, _) in &vars {
         layouts.insert(plan.variables[*i].key.clone(), specs.clone());
     }
+    let object_graph = match src.reader.entry(OBJECT_GRAPH_KEY.as_bytes()) {
+        Some(_) => match src.reader.read(OBJECT_GRAPH_KEY.as_bytes())?.data {
+            unbound_bundle::TensorData::Strings(v) if v.len() == 1 => Some(hex(&v[0])),
+            _ => {
+                return Err(ReshardError::Variable {
+                    key: OBJECT_GRAPH_KEY.into(),
+                    fault: "not one string".into(),
+                })
+            }
+        },
+        None => None,
+    };
     let layouts_json = serde_json::to_string(&layouts)
         .map_err(|e| ReshardError::Usage(format!("layouts metadata: {e}")))?;
     let parent = dst
@@ -145,11 +167,14 @@ pub fn run_safetensors(
                 if pos >= n {
                     return;
                 }
-                let meta = HashMap::from([
+                let mut meta = HashMap::from([
                     (META_MESH.to_string(), plan.mesh.clone()),
                     (META_DEVICE.to_string(), pos.to_string()),
                     (META_LAYOUTS.to_string(), layouts_json.clone()),
                 ]);
+                if let Some(g) = &object_graph {
+                    meta.insert(META_OBJECT_GRAPH.to_string(), g.clone());
+                }
                 let path = tmp.path.join(device_file_name(pos));
                 match write_device(plan, &vars, &mesh, pos, &boxes, meta, &path) {
                     Ok(b) => {

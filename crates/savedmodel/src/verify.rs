@@ -20,7 +20,7 @@
 //! [`verified_model`] is the same check for `split` and `merge`, which refuse what verify
 //! rejects.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -406,27 +406,37 @@ fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Res
     if depth > MAX_NESTING {
         return Err(format!("nested deeper than {MAX_NESTING} levels"));
     }
-    let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
-    for f in &m.fields {
+    for (i, f) in m.fields.iter().enumerate() {
         let Some(fd) = desc.get_field(f.number) else {
             continue;
         };
-        let n = seen.entry(f.number).or_default();
-        let at = if fd.is_list() || fd.is_map() {
-            format!("{}[{n}]", fd.name())
-        } else {
-            fd.name().to_string()
+        // The field's name for messages, with its occurrence for repeated fields: worked out
+        // only when there is a fault to report.
+        let at = || {
+            if fd.is_list() || fd.is_map() {
+                let n = m.fields[..i]
+                    .iter()
+                    .filter(|g| g.number == f.number)
+                    .count();
+                format!("{}[{n}]", fd.name())
+            } else {
+                fd.name().to_string()
+            }
         };
-        *n += 1;
-        let in_field = |e: String| format!("{at}: {e}");
+        let in_field = |e: String| format!("{}: {e}", at());
         let packed_ok = fd.is_list();
         match (fd.kind(), &f.value) {
             (Kind::Message(sub), WireValue::Message(inner)) => {
-                check_message(inner, &sub, depth + 1).map_err(|e| format!("{at}.{e}"))?
+                check_message(inner, &sub, depth + 1).map_err(|e| format!("{}.{e}", at()))?
             }
             (Kind::Message(sub), WireValue::Bytes(p)) => {
-                let inner = wire::parse(p, &at).map_err(|e| in_field(e.to_string()))?;
-                check_message(&inner, &sub, depth + 1).map_err(|e| format!("{at}.{e}"))?
+                // Scanned in place first (no message built per node); only a fault takes the
+                // slower path, which finds and words it.
+                let valid = p.bytes().is_ok_and(|b| valid_in_place(&b, &sub, depth + 1));
+                if !valid {
+                    let inner = wire::parse(p, &at()).map_err(|e| in_field(e.to_string()))?;
+                    check_message(&inner, &sub, depth + 1).map_err(|e| format!("{}.{e}", at()))?
+                }
             }
             (Kind::String, WireValue::Bytes(p)) => check_utf8(p).map_err(in_field)?,
             (Kind::Bytes, WireValue::Bytes(_)) => {}
@@ -442,6 +452,39 @@ fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Res
     Ok(())
 }
 
+/// Whether serialized `buf` passes [`check_message`] as a message of type `desc`, scanned in
+/// place: the same rules, without building a message per level, and without saying why not.
+fn valid_in_place(buf: &[u8], desc: &MessageDescriptor, depth: usize) -> bool {
+    if depth > MAX_NESTING {
+        return false;
+    }
+    let mut pos = 0;
+    while pos < buf.len() {
+        let Ok(f) = unbound_wire::codec::read_field(buf, &mut pos) else {
+            return false;
+        };
+        let Some(fd) = desc.get_field(f.number) else {
+            continue;
+        };
+        if f.wire_type != unbound_wire::codec::WireType::Len {
+            // Scalars, groups and wrong wire types all pass check_message.
+            continue;
+        }
+        let value = &buf[f.start..f.end];
+        let ok = match fd.kind() {
+            Kind::Message(sub) => valid_in_place(value, &sub, depth + 1),
+            Kind::String => std::str::from_utf8(value).is_ok(),
+            Kind::Bytes => true,
+            kind if fd.is_list() => packed_run_ok(&kind, value).is_ok(),
+            _ => true,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
 /// A packed run of scalars of `kind`: whole fixed-width values, or varints that decode.
 /// Whether a fixed-width or varint value has the wire layout of `kind`.
 fn wire_fits(kind: &Kind, value: &WireValue) -> bool {
@@ -455,6 +498,11 @@ fn wire_fits(kind: &Kind, value: &WireValue) -> bool {
 
 fn check_packed(kind: &Kind, p: &Payload) -> Result<(), String> {
     let bytes = p.bytes().map_err(|e| e.to_string())?;
+    packed_run_ok(kind, &bytes)
+}
+
+/// [`check_packed`] on the run's bytes.
+fn packed_run_ok(kind: &Kind, bytes: &[u8]) -> Result<(), String> {
     let width = match scalar_wire(kind) {
         Some(ScalarWire::Fixed64) => 8,
         Some(ScalarWire::Fixed32) => 4,
@@ -474,7 +522,7 @@ fn check_packed(kind: &Kind, p: &Payload) -> Result<(), String> {
     }
     let mut pos = 0;
     while pos < bytes.len() {
-        unbound_wire::codec::read_varint(&bytes, &mut pos).map_err(|e| e.to_string())?;
+        unbound_wire::codec::read_varint(bytes, &mut pos).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

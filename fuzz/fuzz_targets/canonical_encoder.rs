@@ -1,0 +1,44 @@
+//! Arbitrary bytes as a message the fingerprint serializes deterministically (a `NodeDef`, a
+//! `FunctionDef`, a `MetaGraphDef` or a whole `SavedModel`, chosen by the first byte), and as a
+//! `SavedModel` verify checks against its schema. Differential: the encoder with its
+//! already-canonical fast path gives exactly the bytes of the full re-encoding, or both fail;
+//! verify's schema check (scanned in place first) never panics.
+//!
+//! Seed it with `testdata/models/*/saved_model.pb` (prefixed by a type byte, or not).
+
+#![no_main]
+
+use bytes::Bytes;
+use libfuzzer_sys::fuzz_target;
+use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
+use unbound_wire::WireMessage;
+
+const TYPES: [&str; 4] = [
+    "tensorflow.SavedModel",
+    "tensorflow.MetaGraphDef",
+    "tensorflow.NodeDef",
+    "tensorflow.FunctionDef",
+];
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let pool = unbound_proto::descriptor_pool();
+    let desc = pool
+        .get_message_by_name(TYPES[usize::from(pick) % TYPES.len()])
+        .unwrap();
+    let bytes = Bytes::copy_from_slice(rest);
+    let encode = |mut enc: Encoder| {
+        enc.encode(&[Source::Raw(bytes.clone())], &desc)
+            .and_then(|rope| rope.to_vec())
+            .ok()
+    };
+    let fast = encode(Encoder::new());
+    let full = encode(Encoder::without_fast_path());
+    assert_eq!(fast, full, "the fast path changed the deterministic encoding");
+
+    if let Ok(message) = WireMessage::parse(&bytes, Some(desc.clone())) {
+        let _ = unbound_savedmodel::verify::check_schema(&message, &desc, "fuzz input");
+    }
+});

@@ -1,10 +1,12 @@
 //! Atomic output: write to a temporary name beside the target, sync, then rename, so an
 //! interrupted run never leaves a partial file or directory under the final name.
 
+use std::cell::RefCell;
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::error::IoError;
 
@@ -39,6 +41,37 @@ pub fn remove_temporaries() {
     // waiting for a writer that holds the lock for a moment is safe.
     let list = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
     list.iter().for_each(|p| remove_path(p));
+}
+
+thread_local! {
+    /// The cancel token of the work running on this thread, if its caller gave one.
+    static CANCEL_TOKEN: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Gives the work that runs next on this thread a cancel token: once the token is set, every
+/// [`TempPath`] (and so every [`write_atomically`]) created on this thread refuses to become
+/// its target, and is removed instead. An embedding that runs a long operation on a worker
+/// thread (the Python package, on Ctrl-C) sets the token to abandon it without leaving output.
+pub fn set_cancel_token(token: Option<Arc<AtomicBool>>) {
+    CANCEL_TOKEN.with(|t| *t.borrow_mut() = token);
+}
+
+fn current_cancel_token() -> Option<Arc<AtomicBool>> {
+    CANCEL_TOKEN.with(|t| t.borrow().clone())
+}
+
+fn is_cancelled(token: &Option<Arc<AtomicBool>>) -> bool {
+    token.as_ref().is_some_and(|t| t.load(Ordering::SeqCst))
+}
+
+fn cancelled_error(target: &Path) -> IoError {
+    IoError::os(
+        target,
+        std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "cancelled; output not written",
+        ),
+    )
 }
 
 /// What every temporary name holds between the target's name and `PID-NANOS`.
@@ -209,6 +242,7 @@ pub struct TempPath {
     target: PathBuf,
     persisted: bool,
     stale: Vec<PathBuf>,
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl TempPath {
@@ -224,6 +258,7 @@ impl TempPath {
             target: target.to_path_buf(),
             persisted: false,
             stale,
+            cancel: current_cancel_token(),
         }
     }
 
@@ -244,7 +279,12 @@ impl TempPath {
 
     /// Renames the temporary over the target and syncs the parent directory. The caller syncs
     /// the temporary's contents first (files: `File::sync_all`).
+    /// Refuses (and removes the temporary) when the thread's cancel token was set
+    /// ([`set_cancel_token`]).
     pub fn persist(mut self) -> Result<(), IoError> {
+        if is_cancelled(&self.cancel) {
+            return Err(cancelled_error(&self.target));
+        }
         fs::rename(&self.tmp, &self.target).map_err(|e| IoError::os(&self.target, e))?;
         self.persisted = true;
         sync_parent(&self.target);
@@ -273,6 +313,9 @@ pub fn write_atomically<T, E: From<IoError>>(
     let file = File::create(tmp.path()).map_err(|e| IoError::os(path, e))?;
     let mut out = BufWriter::with_capacity(BUFFER_SIZE, file);
     let value = write(&mut out)?;
+    if is_cancelled(&tmp.cancel) {
+        return Err(cancelled_error(path).into());
+    }
     let file = out
         .into_inner()
         .map_err(|e| IoError::os(path, e.into_error()))?;
@@ -299,6 +342,25 @@ pub fn sync_parent(path: &Path) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cancelled_thread_never_persists() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.bin");
+        let token = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        super::set_cancel_token(Some(token.clone()));
+        let tmp = super::TempPath::new(&path);
+        std::fs::write(tmp.path(), b"partial").unwrap();
+        token.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(tmp.persist().is_err());
+        let written = super::write_atomically(&path, |out| {
+            std::io::Write::write_all(out, b"x").map_err(crate::io_err(&path))
+        });
+        assert!(written.is_err());
+        super::set_cancel_token(None);
+        assert!(!path.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
     use std::io::Write;
 
     use super::*;

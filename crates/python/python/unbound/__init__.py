@@ -1,0 +1,15 @@
+"""unbound: TensorFlow model artifacts of any size, from Python.
+
+The `unbound` CLI's toolkit as functions returning typed reports, checkpoints as NumPy arrays,
+the chunked protobuf format (TensorFlow's Splitter and Merger) for any message, DTensor layouts,
+and, in :mod:`unbound.tensorflow`, the SavedModel image format (`saved_model.cpb`) for
+open-source TensorFlow, past 2 GiB. TensorFlow is never required to import this package.
+"""
+
+from __future__ import annotations
+
+from unbound._unbound import __version__
+from unbound._errors import *  # noqa: F401,F403
+from unbound._errors import __all__ as _errors_all
+
+__all__ = ["__version__", *_errors_all]

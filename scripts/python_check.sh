@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The Python package: builds the `unbound` wheel with maturin, installs it into the cached
+# TensorFlow 2.21 virtual environment (scripts/tf-venv.sh), runs its pytest suite there, then
+# checks the README's install line in a fresh virtual environment with no TensorFlow.
+#
+# usage: scripts/python_check.sh   (UNBOUND_SKIP_FRESH_VENV=1 skips the fresh-venv check)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+venv="$(scripts/tf-venv.sh | tail -n 1)"
+py="$venv/bin/python"
+"$py" -m pip install --disable-pip-version-check --quiet "maturin>=1.9,<2" pytest ml_dtypes
+rm -rf target/wheels
+"$venv/bin/maturin" build --quiet --release -m crates/python/Cargo.toml -i "$py" -o target/wheels
+"$py" -m pip install --disable-pip-version-check --quiet --force-reinstall --no-deps target/wheels/unbound-*.whl
+echo "== pytest (crates/python/tests, in $venv)"
+(cd crates/python && TF_CPP_MIN_LOG_LEVEL=2 "$py" -m pytest -q -p no:cacheprovider tests)
+
+if [[ "${UNBOUND_SKIP_FRESH_VENV:-0}" != 1 ]]; then
+  echo "== the README's install line in a fresh virtual environment (no TensorFlow)"
+  fresh="$(mktemp -d)"
+  trap 'rm -rf "$fresh"' EXIT
+  python3 -m venv "$fresh/venv"
+  "$fresh/venv/bin/pip" install --disable-pip-version-check --quiet ./crates/python
+  "$fresh/venv/bin/python" -c "import unbound, sys; print('unbound', unbound.__version__); sys.exit('tensorflow' in sys.modules)"
+fi

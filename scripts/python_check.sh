@@ -3,7 +3,8 @@
 # TensorFlow 2.21 virtual environment (scripts/tf-venv.sh), runs its pytest suite there, then
 # checks the README's install line in a fresh virtual environment with no TensorFlow.
 #
-# usage: scripts/python_check.sh   (UNBOUND_SKIP_FRESH_VENV=1 skips the fresh-venv check)
+# usage: scripts/python_check.sh   (UNBOUND_SKIP_FRESH_VENV=1 skips the fresh-venv check;
+#        UNBOUND_PY_SITE=DIR installs the wheel into DIR instead of the venv)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -12,7 +13,16 @@ py="$venv/bin/python"
 "$py" -m pip install --disable-pip-version-check --quiet "maturin>=1.9,<2" pytest ml_dtypes
 rm -rf target/wheels
 "$venv/bin/maturin" build --quiet --release -m crates/python/Cargo.toml -i "$py" -o target/wheels
-"$py" -m pip install --disable-pip-version-check --quiet --force-reinstall --no-deps target/wheels/unbound-*.whl
+wheel="$(ls target/wheels/unbound-*.whl)"
+if [[ -n "${UNBOUND_PY_SITE:-}" ]]; then
+  # A private install (for parallel work trees sharing the cached venv): the wheel goes to
+  # UNBOUND_PY_SITE, which leads PYTHONPATH for the tests and every Python they start.
+  rm -rf "$UNBOUND_PY_SITE"
+  "$py" -m pip install --disable-pip-version-check --quiet --no-deps --target "$UNBOUND_PY_SITE" "$wheel"
+  export PYTHONPATH="$UNBOUND_PY_SITE${PYTHONPATH:+:$PYTHONPATH}"
+else
+  "$py" -m pip install --disable-pip-version-check --quiet --force-reinstall --no-deps "$wheel"
+fi
 echo "== pytest (crates/python/tests, in $venv)"
 (cd crates/python && TF_CPP_MIN_LOG_LEVEL=2 "$py" -m pytest -q -p no:cacheprovider tests)
 

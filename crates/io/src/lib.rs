@@ -35,4 +35,4 @@ pub use atomic::{
     take_removed_stale, temp_path_for, write_atomically, TempPath, BUFFER_SIZE, MAX_FILE_NAME,
 };
 pub use error::{io_err, IoError};
-pub use map::{map_file, regular_file_len};
+pub use map::{map_file, regular_file_len, release_pages};

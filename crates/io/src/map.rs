@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::path::Path;
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 
@@ -53,12 +54,87 @@ pub fn map_file(path: &Path) -> Result<Bytes, IoError> {
     // not be truncated by another process while the map (or a slice of it) is alive; unbound
     // never writes to a file it has mapped (outputs go to fresh temporaries).
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| IoError::os(path, e))?;
-    Ok(Bytes::from_owner(map))
+    let map = Arc::new(map);
+    let mut live = LIVE_MAPS.lock().unwrap_or_else(|e| e.into_inner());
+    live.retain(|m| m.strong_count() > 0);
+    live.push(Arc::downgrade(&map));
+    Ok(Bytes::from_owner(SharedMap(map)))
+}
+
+/// A mapping shared between the [`Bytes`] that own it and the registry of live maps.
+struct SharedMap(Arc<memmap2::Mmap>);
+
+impl AsRef<[u8]> for SharedMap {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// The maps [`map_file`] made that may still be alive: [`release_pages`] acts only inside one.
+static LIVE_MAPS: Mutex<Vec<Weak<memmap2::Mmap>>> = Mutex::new(Vec::new());
+
+/// Tells the kernel that `bytes`, a part of a file [`map_file`] mapped, will not be read again
+/// soon: its whole pages leave this process's resident memory (they stay in the page cache, and
+/// a later read maps them back with the same contents). A scan over a file larger than the
+/// memory it should use releases what it has passed, so its peak is a window, not the file.
+///
+/// Does nothing when `bytes` is not inside a live map (a decompressed chunk, a heap buffer):
+/// releasing heap pages would zero them, so the range is checked against the maps first.
+/// Returns the number of bytes released.
+pub fn release_pages(bytes: &[u8]) -> usize {
+    let start = bytes.as_ptr() as usize;
+    let end = start + bytes.len();
+    let live = LIVE_MAPS.lock().unwrap_or_else(|e| e.into_inner());
+    for map in live.iter().filter_map(Weak::upgrade) {
+        let base = map.as_ptr() as usize;
+        if start < base || end > base + map.len() {
+            continue;
+        }
+        let page = page_size();
+        let first = (start - base).div_ceil(page) * page;
+        let last = (end - base) / page * page;
+        if last <= first {
+            return 0;
+        }
+        // SAFETY: the range lies inside this read-only private file mapping, which is alive
+        // (we hold a strong reference). `DontNeed` on such a mapping drops the pages from this
+        // process; a later access faults them in again from the file, so every `Bytes` over the
+        // range still reads the same contents (the file is not modified while mapped, as for
+        // the mapping itself). No heap or anonymous memory can be in the range.
+        let advised = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, first, last - first)
+        };
+        return if advised.is_ok() { last - first } else { 0 };
+    }
+    0
+}
+
+/// The size of a memory page.
+fn page_size() -> usize {
+    // Every platform unbound runs on uses 4 KiB pages or a multiple of them; releasing on a
+    // 4 KiB grid inside a larger page only makes the kernel round, never release outside.
+    4096
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn released_pages_read_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let map = map_file(&path).unwrap();
+        let released = release_pages(&map[10..900_000]);
+        assert!(released >= 800_000, "released {released}");
+        assert_eq!(&map[..], &data[..]);
+        // Heap memory is never released.
+        let heap = vec![7u8; 1 << 20];
+        assert_eq!(release_pages(&heap), 0);
+        assert!(heap.iter().all(|&b| b == 7));
+    }
 
     #[test]
     fn maps_a_file_and_an_empty_one() {

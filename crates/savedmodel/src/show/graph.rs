@@ -47,41 +47,25 @@ pub struct NodeOps {
 /// (no message built per node) and only distinct [`NodeOps`] are kept, per function and for
 /// the graph, which is all [`ops_used`] and [`load_order`] need (both work on sets).
 pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
-    let mut nodes = Distinct::default();
-    let mut node_count = 0u64;
-    let mut functions: Vec<(String, Vec<NodeOps>)> = Vec::new();
-    let mut function_nodes = 0u64;
-    let mut producer = 0;
-    for graph in messages(mg, meta_graph_def::GRAPH_DEF, file) {
-        let graph = graph?;
-        for field in graph.fields.iter().filter(|f| f.number == graph_def::NODE) {
-            node_count += 1;
-            nodes.add(&field.value, file, false)?;
-        }
-        for library in messages(&graph, graph_def::LIBRARY, file) {
-            let library = library?;
-            for function in messages(&library, function_def_library::FUNCTION, file) {
-                let function = function?;
-                let mut name = String::new();
-                for sig in messages(&function, function_def::SIGNATURE, file) {
-                    name = string(&*sig?, op_def::NAME)?;
-                }
-                let mut body = Distinct::default();
-                for field in function
-                    .fields
-                    .iter()
-                    .filter(|f| f.number == function_def::NODE_DEF)
-                {
-                    function_nodes += 1;
-                    body.add(&field.value, file, true)?;
-                }
-                functions.push((name, body.list));
-            }
-        }
-        for versions in messages(&graph, graph_def::VERSIONS, file) {
-            producer = varint(&*versions?, version_def::PRODUCER) as i64;
+    let mut stats = Collected::default();
+    for field in mg
+        .fields
+        .iter()
+        .filter(|f| f.number == meta_graph_def::GRAPH_DEF)
+    {
+        match &field.value {
+            WireValue::Bytes(p) => stats.scan_graph(&p.bytes()?, file)?,
+            WireValue::Message(graph) => stats.add_graph(graph, file)?,
+            _ => return Err(scalar_for_message(meta_graph_def::GRAPH_DEF, file)),
         }
     }
+    let Collected {
+        nodes,
+        node_count,
+        functions,
+        function_nodes,
+        producer,
+    } = stats;
     Ok(GraphStats {
         nodes: node_count,
         producer,
@@ -90,6 +74,143 @@ pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
         functions: functions.iter().map(|(n, _)| n.clone()).collect(),
         function_nodes,
     })
+}
+
+/// Bytes scanned between two [`unbound_io::release_pages`] calls: the resident window of a
+/// scan over a mapped `.pb`.
+const RELEASE_STEP: usize = 16 << 20;
+
+/// A scan over serialized bytes that gives back the pages it has passed, so that the scan of a
+/// mapped model file holds a window of it, not all of it (only pages of a mapped file are
+/// released; see [`unbound_io::release_pages`]).
+struct Passed<'a> {
+    bytes: &'a [u8],
+    released: usize,
+}
+
+impl<'a> Passed<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, released: 0 }
+    }
+
+    /// Everything before `pos` has been read.
+    fn at(&mut self, pos: usize) {
+        if pos - self.released >= RELEASE_STEP {
+            unbound_io::release_pages(&self.bytes[self.released..pos]);
+            self.released = pos;
+        }
+    }
+}
+
+fn scalar_for_message(number: u32, file: &str) -> SavedModelError {
+    SavedModelError::invalid(
+        file,
+        format!("field {number} holds a scalar where a message was expected"),
+    )
+}
+
+/// What [`graph_stats`] gathers over every occurrence of `graph_def`.
+#[derive(Default)]
+struct Collected {
+    nodes: Distinct,
+    node_count: u64,
+    functions: Vec<(String, Vec<NodeOps>)>,
+    function_nodes: u64,
+    producer: i64,
+}
+
+impl Collected {
+    /// A serialized GraphDef, scanned in place: no field list is built for its nodes (a
+    /// million-node graph would need 48 MB for it), and the pages passed are released.
+    fn scan_graph(&mut self, graph: &bytes::Bytes, file: &str) -> Result<()> {
+        let mut passed = Passed::new(graph);
+        for field in raw_fields(graph) {
+            let field = field.map_err(|e| SavedModelError::malformed(file, e))?;
+            let value = &graph[field.start..field.end];
+            let is_len = field.wire_type == WireType::Len;
+            match field.number {
+                graph_def::NODE if is_len => {
+                    self.node_count += 1;
+                    self.nodes.add_serialized(value, file, false)?;
+                }
+                graph_def::NODE => {
+                    return Err(SavedModelError::invalid(
+                        file,
+                        "a node holds a scalar where a message was expected",
+                    ))
+                }
+                graph_def::LIBRARY if is_len => {
+                    self.scan_library(&graph.slice(field.start..field.end), file)?
+                }
+                graph_def::VERSIONS if is_len => {
+                    let versions = WireMessage::parse(&graph.slice(field.start..field.end), None)
+                        .map_err(|e| SavedModelError::malformed(file, e))?;
+                    self.producer = varint(&versions, version_def::PRODUCER) as i64;
+                }
+                graph_def::LIBRARY | graph_def::VERSIONS => {
+                    return Err(scalar_for_message(field.number, file))
+                }
+                _ => {}
+            }
+            passed.at(field.end);
+        }
+        Ok(())
+    }
+
+    /// A serialized FunctionDefLibrary, one function at a time.
+    fn scan_library(&mut self, library: &bytes::Bytes, file: &str) -> Result<()> {
+        let mut passed = Passed::new(library);
+        for field in raw_fields(library) {
+            let field = field.map_err(|e| SavedModelError::malformed(file, e))?;
+            if field.number != function_def_library::FUNCTION {
+                continue;
+            }
+            if field.wire_type != WireType::Len {
+                return Err(scalar_for_message(field.number, file));
+            }
+            let function = WireMessage::parse(&library.slice(field.start..field.end), None)
+                .map_err(|e| SavedModelError::malformed(file, e))?;
+            self.add_function(&function, file)?;
+            passed.at(field.end);
+        }
+        Ok(())
+    }
+
+    /// A GraphDef already decoded one level (from a `.cpb`'s chunks).
+    fn add_graph(&mut self, graph: &WireMessage, file: &str) -> Result<()> {
+        for field in graph.fields.iter().filter(|f| f.number == graph_def::NODE) {
+            self.node_count += 1;
+            self.nodes.add(&field.value, file, false)?;
+        }
+        for library in messages(graph, graph_def::LIBRARY, file) {
+            let library = library?;
+            for function in messages(&library, function_def_library::FUNCTION, file) {
+                self.add_function(&*function?, file)?;
+            }
+        }
+        for versions in messages(graph, graph_def::VERSIONS, file) {
+            self.producer = varint(&*versions?, version_def::PRODUCER) as i64;
+        }
+        Ok(())
+    }
+
+    fn add_function(&mut self, function: &WireMessage, file: &str) -> Result<()> {
+        let mut name = String::new();
+        for sig in messages(function, function_def::SIGNATURE, file) {
+            name = string(&*sig?, op_def::NAME)?;
+        }
+        let mut body = Distinct::default();
+        for field in function
+            .fields
+            .iter()
+            .filter(|f| f.number == function_def::NODE_DEF)
+        {
+            self.function_nodes += 1;
+            body.add(&field.value, file, true)?;
+        }
+        self.functions.push((name, body.list));
+        Ok(())
+    }
 }
 
 /// The distinct [`NodeOps`] of a list of nodes, in first-seen order.
@@ -107,9 +228,24 @@ impl Distinct {
     /// message).
     fn add(&mut self, value: &WireValue, file: &str, all_funcs: bool) -> Result<()> {
         let ops = match value {
-            WireValue::Bytes(p) => {
-                let bytes = p.bytes()?;
-                match scan_node(&bytes, all_funcs) {
+            WireValue::Bytes(p) => return self.add_serialized(&p.bytes()?, file, all_funcs),
+            WireValue::Message(m) => node_ops(m, file, all_funcs)?,
+            _ => {
+                return Err(SavedModelError::invalid(
+                    file,
+                    "a node holds a scalar where a message was expected",
+                ))
+            }
+        };
+        self.insert(ops);
+        Ok(())
+    }
+
+    /// Adds a serialized node, scanned in place.
+    fn add_serialized(&mut self, bytes: &[u8], file: &str, all_funcs: bool) -> Result<()> {
+        let ops = {
+            {
+                match scan_node(bytes, all_funcs) {
                     Ok(Scanned::Plain(op)) => {
                         if self.plain.contains(op) {
                             return Ok(());
@@ -125,18 +261,15 @@ impl Distinct {
                     Err(error) => return Err(SavedModelError::malformed(file, error)),
                 }
             }
-            WireValue::Message(m) => node_ops(m, file, all_funcs)?,
-            _ => {
-                return Err(SavedModelError::invalid(
-                    file,
-                    "a node holds a scalar where a message was expected",
-                ))
-            }
         };
+        self.insert(ops);
+        Ok(())
+    }
+
+    fn insert(&mut self, ops: NodeOps) {
         if self.seen.insert(ops.clone()) {
             self.list.push(ops);
         }
-        Ok(())
     }
 }
 

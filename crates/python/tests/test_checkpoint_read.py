@@ -99,8 +99,16 @@ def _assert_equal_to_tf(tf, prefix):
     ck = unbound.Checkpoint(prefix)
     assert sorted(ck.keys()) == sorted(shapes)
     assert len(ck) == len(shapes)
+    compared = 0
     for key in shapes:
-        expected = np.asarray(ref.get_tensor(key))
+        try:
+            expected = np.asarray(ref.get_tensor(key))
+        except ValueError as e:
+            # TensorFlow's Python reader cannot assemble a partitioned string tensor
+            # ("Dtype string not supported"); the tests compare that one with its source.
+            assert "string" in str(e) and not ck.is_stored_whole(key), key
+            continue
+        compared += 1
         if expected.dtype.kind == "S":  # a scalar string comes back as bytes
             expected = np.asarray(expected.item(), dtype=object)
         got = ck[key]
@@ -113,6 +121,7 @@ def _assert_equal_to_tf(tf, prefix):
             assert got.tobytes() == np.ascontiguousarray(expected).tobytes(), key
         else:
             np.testing.assert_array_equal(got, expected, err_msg=key)
+    assert compared >= len(shapes) - 1
     return ck
 
 

@@ -32,11 +32,13 @@ PathLike = Union[str, "os.PathLike[str]"]
 class Mesh:
     """A DTensor mesh.
 
-    ``Mesh("x=2,y=4")`` (CPU devices 0 to 7), ``Mesh([("x", 2), ("y", 4)], device_type="GPU")``,
-    or any of TensorFlow's mesh strings: the full ``|x=2,y=4|0,...|0,...|/job:...,...`` that
-    ``Mesh.to_string()`` prints, or the short ``|x=2,y=4|*CPU``. The same forms ``unbound
-    reshard --mesh`` and ``unbound layout`` accept. A bad mesh raises
-    :class:`unbound.LayoutError` with TensorFlow's message.
+    ``Mesh([("x", 2), ("y", 4)], device_type="GPU")`` (or a dict) is the mesh
+    ``dtensor.create_mesh([("x", 2), ("y", 4)], device_type="GPU")`` makes in a single client
+    (devices ``/job:localhost/replica:0/task:0/device:GPU:0`` to ``:7``). A string is read as
+    ``unbound reshard --mesh`` reads it: TensorFlow's full mesh string
+    (``|x=2,y=4|0,...|0,...|/job:...,...``, what ``Mesh.to_string()`` prints), its short test
+    form ``|x=2,y=4|*CPU``, or only ``"x=2,y=4"`` (meaning ``|x=2,y=4|*CPU``). A bad mesh
+    raises :class:`unbound.LayoutError` with TensorFlow's message.
     """
 
     def __init__(
@@ -52,8 +54,14 @@ class Mesh:
             text = dims
         else:
             items = list(dims.items()) if isinstance(dims, Mapping) else list(dims)
+            # The string `dtensor.create_mesh(dims, device_type=...)` gives for one client.
             spec = ",".join(f"{n}={int(s)}" for n, s in items)
-            text = f"{name}|{spec}|*{device_type}"
+            count = 1
+            for _, size in items:
+                count *= int(size)
+            ids = ",".join(str(i) for i in range(count))
+            devices = ",".join(f"/job:localhost/replica:0/task:0/device:{device_type}:{i}" for i in range(count))
+            text = f"{name}|{spec}|{ids}|{ids}|{devices}"
         info = _unbound.mesh_info(text)
         self._info: Dict[str, Any] = info
 

@@ -1,5 +1,5 @@
 //! Bindings for checkpoints (tensor bundles): `CheckpointReader`, the native side of
-//! `unbound.Checkpoint`, and `CheckpointWriter` ([`crate::checkpoint_writer`]).
+//! `unbound.Checkpoint`, and `CheckpointWriter` (in `checkpoint_writer.rs`).
 //!
 //! The reader hands tensors to Python as `(dtype name, shape, kind, payload)`, where kind is
 //! `"view"` (a read-only `uint8` array over the mapped data file), `"copy"` (an owned `uint8`

@@ -7,14 +7,12 @@
 //! Arrays cross as `(shape, itemsize, uint8 array)` for fixed-size elements, or
 //! `(shape, 0, list of bytes)` for strings.
 
-use std::path::PathBuf;
-
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use unbound_dtensor::{Chunking, Layout, LayoutType, Mesh, Sharding};
 
 use crate::background;
-use crate::errors::{py_err, raise, Kind};
+use crate::errors::py_err;
 
 #[path = "dtensor_arrays.rs"]
 mod dtensor_arrays;
@@ -73,7 +71,9 @@ fn layout_info<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>>
 #[pyfunction]
 fn layout_new(specs: Vec<String>, mesh: &str) -> PyResult<String> {
     let mesh = parse_mesh(mesh)?;
-    Ok(Layout::new(LayoutType::Static, specs, mesh).map_err(py_err)?.to_string())
+    Ok(Layout::new(LayoutType::Static, specs, mesh)
+        .map_err(py_err)?
+        .to_string())
 }
 
 /// The (even, as DTensor shards) sharding of a layout string.
@@ -136,12 +136,4 @@ fn dtensor_relayout<'py>(
     })?
     .map_err(py_err)?;
     dtensor_arrays::list_to_python(py, moved)
-}
-
-/// Refuses an empty path argument (a common slip when building prefixes).
-fn non_empty(path: &PathBuf, what: &str) -> PyResult<()> {
-    if path.as_os_str().is_empty() {
-        return Err(raise(Kind::InvalidArgument, format!("{what}: an empty path")));
-    }
-    Ok(())
 }

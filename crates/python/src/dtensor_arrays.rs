@@ -23,9 +23,10 @@ pub fn from_python(value: &Bound<'_, PyAny>) -> PyResult<HostArray> {
 pub fn to_python(py: Python<'_>, array: HostArray) -> PyResult<Bound<'_, PyAny>> {
     let (shape, elements) = array.into_parts();
     let (itemsize, payload): (usize, Bound<'_, PyAny>) = match elements {
-        Elements::Fixed { itemsize, bytes } => {
-            (itemsize, PyArray1::from_vec(py, bytes.into_vec()).into_any())
-        }
+        Elements::Fixed { itemsize, bytes } => (
+            itemsize,
+            PyArray1::from_vec(py, bytes.into_vec()).into_any(),
+        ),
         Elements::Strings(values) => {
             let items = values.iter().map(|b| PyBytes::new(py, b));
             (0, PyList::new(py, items)?.into_any())

@@ -1,7 +1,7 @@
 //! `unbound.reshard`: a checkpoint rewritten for other layouts on another mesh, as
 //! `unbound reshard` does (TensorFlow checkpoints in and out).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pyo3::prelude::*;
 use unbound_bundle::Variables;
@@ -26,8 +26,8 @@ pub fn reshard(
     jobs: usize,
     dry_run: bool,
 ) -> PyResult<String> {
-    super::non_empty(&src, "source prefix")?;
-    super::non_empty(&dst, "output prefix")?;
+    non_empty(&src, "source prefix")?;
+    non_empty(&dst, "output prefix")?;
     let options = ReshardOptions {
         mesh: parse_mesh(mesh).map_err(py_err)?,
         rules: layouts
@@ -60,4 +60,15 @@ pub fn reshard(
 
 fn json_err(e: serde_json::Error) -> PyErr {
     raise(Kind::Other, format!("cannot render the report: {e}"))
+}
+
+/// Refuses an empty path argument (a common slip when building prefixes).
+fn non_empty(path: &Path, what: &str) -> PyResult<()> {
+    if path.as_os_str().is_empty() {
+        return Err(raise(
+            Kind::InvalidArgument,
+            format!("{what}: an empty path"),
+        ));
+    }
+    Ok(())
 }

@@ -165,3 +165,5 @@ def test_reshard_output_reads_back_in_tensorflow(tmp_path):
     np.testing.assert_array_equal(ck.read_box("w/.ATTRIBUTES/VARIABLE_VALUE", "8 12 4,4:6,6"), values["w/.ATTRIBUTES/VARIABLE_VALUE"][4:, 6:])
     with pytest.raises(unbound.OutputExistsError):
         unbound.reshard(src, dst, mesh)
+    with pytest.raises(unbound.LayoutError, match="does not divide"):  # 4 strings on 8 devices
+        unbound.reshard(src, str(tmp_path / "bad" / "ckpt"), "x=8", {"names/.*": "x"})

@@ -3,6 +3,7 @@ scalars, empty tensors, partitioned (sliced) variables, zero-copy views, damaged
 
 import os
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -235,3 +236,13 @@ def test_truncated_data_file_is_a_format_error(saved, tmp_path):
             assert str(data) in str(e)
             errors += 1
     assert errors > 0
+
+
+def test_bfloat16_without_ml_dtypes_is_unsupported_naming_it(saved, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # makes `import ml_dtypes` fail
+    ck = unbound.Checkpoint(saved["raw"])
+    with pytest.raises(unbound.UnsupportedError, match="ml_dtypes"):
+        ck["bfloat16/mat"]
+    with pytest.raises(NotImplementedError):
+        ck.dtype("bfloat16/mat")
+    assert ck["float32/mat"].dtype == np.float32

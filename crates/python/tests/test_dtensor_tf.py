@@ -53,6 +53,14 @@ TF_SIDE = textwrap.dedent(
             for j, c in enumerate(comps):
                 v = c.numpy()
                 saved[f"comp_{i}_{dt}_{j}"] = v.view(np.uint16) if dt == "bfloat16" else v
+    # A DTensor checkpoint: a variable sharded x,y on the 2x4 mesh, one replicated.
+    mesh = dtensor.create_mesh([("x", 2), ("y", 4)], device_type="CPU")
+    g = np.arange(8 * 12, dtype=np.float32).reshape(8, 12)
+    def dvar(value, specs):
+        t = dtensor.copy_to_mesh(tf.constant(value), dtensor.Layout.replicated(mesh, value.ndim))
+        return dtensor.DVariable(dtensor.relayout(t, dtensor.Layout(specs, mesh)))
+    ckpt = tf.train.Checkpoint(w=dvar(g, ["x", "y"]), r=dvar(g[:2], ["unsharded", "unsharded"]))
+    saved["dtensor_prefix"] = np.array(ckpt.write(out[:-4] + "_ckpt"))
     np.savez(out, **saved)
     """
 )
@@ -120,6 +128,20 @@ def test_relayout_gives_the_target_components(tf_side):
             moved = unbound.relayout(comps, _layout(a), _layout(b))
             for j, c in enumerate(moved):
                 np.testing.assert_array_equal(c, tf_side[f"comp_{b}_int64_{j}"], err_msg=f"{a}->{b} {j}")
+
+
+def test_dtensor_checkpoints_read_whole(tf_side):
+    prefix = str(tf_side["dtensor_prefix"])
+    ck = unbound.Checkpoint(prefix)
+    g = np.arange(8 * 12, dtype=np.float32).reshape(8, 12)
+    w = "w/.ATTRIBUTES/VARIABLE_VALUE"
+    assert not ck.is_stored_whole(w)
+    np.testing.assert_array_equal(ck[w], g)
+    np.testing.assert_array_equal(ck["r/.ATTRIBUTES/VARIABLE_VALUE"], g[:2])
+    np.testing.assert_array_equal(ck.read_box(w, "8 12 3,4:5,7"), g[3:7, 5:12])
+    # The components of its layout are what DTensor held.
+    comps = unbound.pack(ck[w], unbound.Layout(["x", "y"], unbound.Mesh([("x", 2), ("y", 4)])))
+    assert [c.shape for c in comps] == [(4, 3)] * 8
 
 
 def test_strings_and_bad_layouts():

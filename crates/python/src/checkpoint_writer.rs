@@ -3,8 +3,10 @@
 //!
 //! Values go to a temporary data file as they are written; `close` renames it into place and
 //! writes the index last, atomically, so a reader never sees a partial checkpoint. A writer
-//! dropped (or interrupted) before `close` leaves no file behind. The prefix is refused when
-//! its index or its one data file exists already.
+//! dropped (or interrupted) before `close` leaves no file behind. An interrupt during `close`
+//! itself can come after the data file was renamed into place: the index is then not written,
+//! so no checkpoint appears, but the data file stays. The prefix is refused when its index or
+//! its one data file exists already.
 
 use std::path::PathBuf;
 use std::sync::Mutex;

@@ -196,7 +196,9 @@ class CheckpointWriter:
     Use it as a context manager: ``with unbound.CheckpointWriter(prefix) as w:
     w.write("w", array)``. :meth:`close` (on leaving the block without an exception) renames
     the data file into place and writes the index last, atomically; an exception in the block
-    (or Ctrl-C) abandons the checkpoint and leaves no file. An existing prefix is refused
+    (or Ctrl-C during a write) abandons the checkpoint and leaves no file (Ctrl-C during
+    :meth:`close` may leave the data file without an index: still no checkpoint). An existing
+    prefix is refused
     (:class:`unbound.OutputExistsError`): unbound never overwrites. The index is what
     TensorFlow's own writer writes for the same tensors.
 

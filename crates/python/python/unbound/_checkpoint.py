@@ -198,9 +198,8 @@ class CheckpointWriter:
     the data file into place and writes the index last, atomically; an exception in the block
     (or Ctrl-C during a write) abandons the checkpoint and leaves no file (Ctrl-C during
     :meth:`close` may leave the data file without an index: still no checkpoint). An existing
-    prefix is refused
-    (:class:`unbound.OutputExistsError`): unbound never overwrites. The index is what
-    TensorFlow's own writer writes for the same tensors.
+    prefix is refused (:class:`unbound.OutputExistsError`): unbound never overwrites. The
+    index is what TensorFlow's own writer writes for the same tensors.
 
     :meth:`write` takes any array of the dtypes :class:`Checkpoint` reads (numeric, bool,
     complex, float16, ``ml_dtypes.bfloat16``; ``bytes``/``str`` arrays or ``object`` arrays of

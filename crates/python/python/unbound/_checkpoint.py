@@ -85,7 +85,7 @@ def _to_array(dtype_name: str, shape: List[int], kind: str, payload: Any) -> np.
 class Checkpoint:
     """A TensorFlow checkpoint opened for reading, as a read-only mapping from keys to arrays.
 
-    ``Checkpoint(prefix)`` opens ``prefix.index`` (for a SavedModel, pass
+    ``Checkpoint(prefix)`` opens ``prefix.index`` (for a SavedModel, pass its directory or
     ``DIR/variables/variables``); data files are memory-mapped when first read. Keys are
     TensorFlow's checkpoint keys (``dense/kernel/.ATTRIBUTES/VARIABLE_VALUE``), including
     ``_CHECKPOINTABLE_OBJECT_GRAPH``; a partitioned or DTensor-sharded variable appears once,
@@ -117,8 +117,14 @@ class Checkpoint:
     """
 
     def __init__(self, prefix: PathLike, *, verify: bool = True) -> None:
-        """Opens the checkpoint at ``prefix``; ``verify`` is the default of :meth:`read`."""
-        self._reader = _unbound.CheckpointReader(os.fspath(prefix))
+        """Opens the checkpoint at ``prefix`` (a SavedModel directory stands for its
+        ``variables/variables``, as in ``unbound vars``); ``verify`` is the default of
+        :meth:`read`."""
+        path = os.fspath(prefix)
+        saved_model = os.path.join(path, "variables", "variables")
+        if os.path.isdir(path) and os.path.exists(saved_model + ".index"):
+            path = saved_model
+        self._reader = _unbound.CheckpointReader(path)
         self._verify = verify
 
     @property

@@ -171,6 +171,26 @@ impl BundleReader {
         }
     }
 
+    /// The stored bytes of tensor `key`, stored whole (not partitioned), as a slice of its
+    /// mapped data file: no copy is made. Dtype, shape, shard, offset and size are checked
+    /// against the index and the file; with `verify`, the bytes' CRC32C is checked too (which
+    /// reads every byte once). For zero-copy readers such as the Python package's views.
+    pub fn mapped(&self, key: impl AsRef<[u8]>, verify: bool) -> Result<Bytes> {
+        let key = key.as_ref();
+        let entry = self.lookup(key)?;
+        if !entry.slices.is_empty() {
+            return Err(BundleError::Unsupported {
+                key: crate::display_key(key),
+                what: format!("stored in {} slices, not whole", entry.slices.len()),
+            });
+        }
+        let (path, bytes) = self.checked_bytes(key, entry)?;
+        if verify {
+            check_crc(&path, key, entry, crc::crc32c(&bytes))?;
+        }
+        Ok(bytes)
+    }
+
     /// The object graph of an object-based checkpoint (`_CHECKPOINTABLE_OBJECT_GRAPH`), or
     /// `None` for a name-based one.
     pub fn object_graph(&self) -> Result<Option<TrackableObjectGraph>> {

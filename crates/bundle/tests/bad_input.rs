@@ -293,3 +293,30 @@ fn streaming_a_multi_piece_tensor_checks_the_checksum_at_the_end() {
     .unwrap_err();
     assert_eq!(seen, bytes.len());
 }
+
+#[test]
+fn mapped_gives_the_stored_bytes_and_checks_the_checksum_only_when_asked() {
+    let (_dir, prefix) = tf2_copy();
+    let r = BundleReader::open(&prefix).unwrap();
+    let read = r.read(var("w_f32")).unwrap();
+    let mapped = r.mapped(var("w_f32"), true).unwrap();
+    assert_eq!(read.as_raw(), Some(&mapped));
+    // A copy: the mapping itself would see the flip below.
+    let mapped = mapped.to_vec();
+    let entry = r.entry(var("w_f32")).unwrap().clone();
+    let data = data_path(&prefix, 0, 1);
+    flip(&data, entry.offset as u64 + 2);
+    let r = BundleReader::open(&prefix).unwrap();
+    let e = r.mapped(var("w_f32"), true).unwrap_err().to_string();
+    assert!(
+        e.contains(&data.display().to_string()) && e.contains("checksum"),
+        "{e}"
+    );
+    let unverified = r.mapped(var("w_f32"), false).unwrap();
+    assert_eq!(unverified.len(), mapped.len());
+    assert_ne!(unverified.as_ref(), mapped.as_slice());
+    assert!(matches!(
+        r.mapped("no such key", true),
+        Err(unbound_bundle::BundleError::NotFound { .. })
+    ));
+}

@@ -184,6 +184,8 @@ impl ToPyErr for unbound_reshard::ReshardError {
             E::Io(e) => e.to_py_err(),
             E::Exists { .. } => raise(Kind::Exists, self),
             E::Usage(_) => raise(Kind::InvalidArgument, self),
+            // A layout that does not fit a variable (a shape that does not divide, say).
+            E::Variable { .. } => raise(Kind::Layout, self),
             _ => raise(os_kind(self).unwrap_or(Kind::Other), self),
         }
     }

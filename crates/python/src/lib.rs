@@ -18,6 +18,9 @@
 //! every Rust error becomes one of the package's exceptions ([`errors`]), named after the
 //! fault, with the message the CLI would print.
 
+// The manual above links the binding files, which are private: the crate is a cdylib.
+#![allow(rustdoc::private_intra_doc_links)]
+
 mod background;
 mod checkpoint;
 mod dtensor;

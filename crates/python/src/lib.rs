@@ -23,8 +23,12 @@ mod checkpoint;
 mod dtensor;
 mod errors;
 mod splitter;
+mod splitter_sink;
+mod splitter_types;
 mod tensorflow;
 mod toolkit;
+mod toolkit_message;
+mod toolkit_options;
 
 use pyo3::prelude::*;
 

@@ -11,5 +11,7 @@ from __future__ import annotations
 from unbound._unbound import __version__
 from unbound._errors import *  # noqa: F401,F403
 from unbound._errors import __all__ as _errors_all
+from unbound._toolkit import *  # noqa: F401,F403
+from unbound._toolkit import __all__ as _toolkit_all
 
-__all__ = ["__version__", *_errors_all]
+__all__ = ["__version__", *_errors_all, *_toolkit_all]

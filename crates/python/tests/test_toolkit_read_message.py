@@ -1,0 +1,89 @@
+"""`unbound.read_message`: TensorFlow's `Merger::Read` from Python, bytes or a message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import unbound
+from _toolkit_support import MODELS, cli, tf_read
+
+FROZEN = MODELS / "frozen_graph"
+
+
+def test_pb_reads_back_its_bytes():
+    data = unbound.read_message(FROZEN, "tensorflow.GraphDef", as_bytes=True)
+    assert data == (MODELS / "frozen_graph.pb").read_bytes()
+
+
+def test_cpb_reads_as_tensorflow_reads_it(tmp_path):
+    cli("proto", "split", "--type", "tensorflow.GraphDef", MODELS / "frozen_graph.pb", tmp_path / "g",
+        "--max-size", "1000")
+    assert (tmp_path / "g.cpb").exists()
+    ours = unbound.read_message(tmp_path / "g", "tensorflow.GraphDef", as_bytes=True)
+    assert ours == tf_read("tensorflow.GraphDef", tmp_path / "g", tmp_path / "tf.pb")
+    for name in ("tf1_large_consts", "tf2_multi_sig"):
+        cli("split", MODELS / name, tmp_path / name, "--max-size", "2000")
+        prefix = tmp_path / name / "saved_model"
+        ours = unbound.read_message(prefix, "tensorflow.SavedModel", as_bytes=True)
+        assert ours == tf_read("tensorflow.SavedModel", prefix, tmp_path / f"{name}.tf.pb")
+
+
+def run_python(code: str) -> str:
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_bytes_without_tensorflow_and_never_imports_it():
+    out = run_python(f"""
+        import sys, unbound
+        r = unbound.read_message({str(FROZEN)!r}, "tensorflow.GraphDef")
+        print(type(r).__name__, 'tensorflow' in sys.modules)
+    """)
+    assert out.split() == ["bytes", "False"]
+
+
+def test_a_message_once_tensorflow_is_imported():
+    out = run_python(f"""
+        import tensorflow as tf, unbound
+        from tensorflow.core.framework import graph_pb2
+        r = unbound.read_message({str(FROZEN)!r}, "tensorflow.GraphDef")
+        assert isinstance(r, graph_pb2.GraphDef), type(r)
+        expected = graph_pb2.GraphDef.FromString(open({str(MODELS / 'frozen_graph.pb')!r}, 'rb').read())
+        print(r == expected, len(r.node))
+        print(type(unbound.read_message({str(FROZEN)!r}, "tensorflow.GraphDef", as_bytes=True)).__name__)
+    """)
+    lines = out.split("\n")
+    assert lines[0].split()[0] == "True" and int(lines[0].split()[1]) > 0
+    assert lines[1] == "bytes"
+
+
+def _mem_available() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@pytest.mark.skipif(_mem_available() < 8 << 30, reason="needs 8 GiB of free memory")
+def test_past_two_gib_is_too_large():
+    # Two 1.1 GiB BYTES chunks concatenated into TensorProto.tensor_content (field 4): the merged
+    # message passes 2 GiB - 1, which Python's protobuf cannot parse. The chunk is shared, not
+    # copied, on its way to Rust.
+    from tensorflow.core.framework import tensor_pb2
+
+    from unbound._splitter import chunked_message_class
+
+    cm = chunked_message_class()(chunk_index=0)
+    for chunk in (1, 2):
+        field = cm.chunked_fields.add()
+        field.field_tag.add(field=4)
+        field.message.chunk_index = chunk
+    big = bytes(1100 << 20)
+    with pytest.raises(unbound.TooLargeError, match="2147483647"):
+        unbound.Merger.merge([b"", big, big], cm, tensor_pb2.TensorProto())

@@ -19,8 +19,10 @@ class ConstantSplitter(unbound.Splitter):
 
     def build_chunks(self) -> None:
         for i, node in enumerate(self._proto.node):
+            if node.op != "Const":  # (reading node.attr["value"] would add an entry)
+                continue
             tensor = node.attr["value"].tensor
-            if node.op == "Const" and len(tensor.tensor_content) > self.threshold:
+            if len(tensor.tensor_content) > self.threshold:
                 self.add_chunk(tensor.tensor_content, ["node", i, "attr", "value", "tensor", "tensor_content"])
                 tensor.ClearField("tensor_content")
 

@@ -23,7 +23,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(tmp) / "split"
-        split = unbound.split(model, out, max_size=64 << 10)
+        split = unbound.split(model, out, max_size=4 << 10)
         print(f"split: wrote {split.path} ({split.chunks} chunks, {split.model_bytes} bytes of model)")
         if split.chunked:
             cpb = unbound.inspect(split.path)

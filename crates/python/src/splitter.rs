@@ -24,7 +24,9 @@ use crate::background;
 use crate::errors::{py_err, raise, Kind};
 use crate::splitter_sink::PyChunkSink;
 use crate::splitter_types::message_type;
-use crate::toolkit_message::{message_segments, read_message_bytes, to_py_bytes, MessageError};
+use crate::toolkit_message::{
+    check_size, message_segments, read_message_bytes, to_py_bytes, MessageError,
+};
 use crate::toolkit_options::{checked_max_size, writer_options, DEFAULT_COMPRESSION};
 
 /// Adds this file's functions and classes to the extension module.
@@ -203,6 +205,7 @@ fn merge_chunks<'py>(
         let desc = message_type(&type_name, schema.as_deref())?;
         let source = MemoryChunks::new("chunks", chunks);
         let merged = Merger::new(&source).merge(&desc, &root)?;
+        check_size(&merged, "the merged chunks")?;
         unbound_savedmodel::verify::check_schema(&merged, &desc, "the merged chunks")?;
         message_segments(&merged, "the merged chunks")
     };

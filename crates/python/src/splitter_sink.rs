@@ -44,13 +44,16 @@ impl PyChunkSink {
     }
 
     /// Places a new chunk at `path` (field names, numbers, indices and map keys from the root
-    /// message), appended, or inserted at position `index` of the chunk list.
+    /// message), appended, or inserted at position `index` of the chunk list. Returns whether
+    /// the path ends at a repeated element or a map value: TensorFlow's C++ Merger aborts on a
+    /// bytes chunk there (it takes bytes only for singular fields).
     #[pyo3(signature = (path, index = None))]
-    fn add_chunk(&self, path: Vec<Bound<'_, PyAny>>, index: Option<usize>) -> PyResult<()> {
+    fn add_chunk(&self, path: Vec<Bound<'_, PyAny>>, index: Option<usize>) -> PyResult<bool> {
         let path = path.iter().map(path_elem).collect::<PyResult<Vec<_>>>()?;
         let mut guard = self.sink.lock().map_err(|_| poisoned())?;
         let sink = guard.as_mut().ok_or_else(finished)?;
         let placeholder = Chunk::from(Bytes::new());
+        let element = ends_at_element(sink.descriptor(), &path);
         sink.add_chunk(placeholder, &path, index)
             .map_err(|e| match e {
                 ChunkedError::Schema { .. } => {
@@ -58,7 +61,7 @@ impl PyChunkSink {
                 }
                 other => py_err(other),
             })?;
-        Ok(())
+        Ok(element)
     }
 
     /// Number of chunks placed so far, the message itself included when it is chunk 0.
@@ -125,4 +128,17 @@ fn path_elem(item: &Bound<'_, PyAny>) -> PyResult<PathElem> {
             item.get_type().name()?
         ),
     ))
+}
+
+/// Whether `path` (valid or not) ends at an element of a repeated or map field: its field
+/// tags end with an index or a map key.
+fn ends_at_element(desc: &prost_reflect::MessageDescriptor, path: &[PathElem]) -> bool {
+    use unbound_proto::tensorflow::proto_splitter::field_index::Kind as TagKind;
+    match unbound_chunked::tags::field_tags(desc, path) {
+        Ok(tags) => matches!(
+            tags.last().and_then(|t| t.kind.as_ref()),
+            Some(TagKind::Index(_) | TagKind::MapKey(_))
+        ),
+        Err(_) => false,
+    }
 }

@@ -48,11 +48,8 @@ impl ToPyErr for MessageError {
     }
 }
 
-/// The serialized segments of `message` (from `source_name`), refused past 2 GiB - 1.
-pub fn message_segments(
-    message: &WireMessage,
-    source_name: &str,
-) -> Result<Vec<Bytes>, MessageError> {
+/// Refuses `message` (from `source_name`) past 2 GiB - 1, which protobuf cannot parse.
+pub fn check_size(message: &WireMessage, source_name: &str) -> Result<(), MessageError> {
     let size = message.encoded_len();
     if size > MAX_PROTO_SIZE {
         return Err(MessageError::TooLarge {
@@ -60,6 +57,15 @@ pub fn message_segments(
             size,
         });
     }
+    Ok(())
+}
+
+/// The serialized segments of `message` (from `source_name`), refused past 2 GiB - 1.
+pub fn message_segments(
+    message: &WireMessage,
+    source_name: &str,
+) -> Result<Vec<Bytes>, MessageError> {
+    check_size(message, source_name)?;
     Ok(message.to_segments().map_err(ChunkedError::from)?)
 }
 
@@ -73,6 +79,7 @@ pub fn read_message_bytes(
     let desc = message_type(type_name, schema)?;
     let read = read_prefix(prefix, &desc)?;
     let source_name = prefix.display().to_string();
+    check_size(&read.message, &source_name)?;
     unbound_savedmodel::verify::check_schema(&read.message, &desc, &source_name)?;
     let format = match read.format {
         SourceFormat::Cpb => "cpb",

@@ -75,7 +75,8 @@ def sample(ModelConfig):
 def test_the_seed_example_chunks_and_metadata():
     ModelConfig, _, _ = model_config_classes()
     config = sample(ModelConfig)
-    chunks, cm = ModelConfigSplitter(config).split()
+    with pytest.warns(unbound.TensorFlowCompatibilityWarning, match="hyperparameters"):
+        chunks, cm = ModelConfigSplitter(config).split()
     assert chunks[0] is config
     assert chunks[1:3] == [b"0.25", b"0.5"]
     assert chunks[3:] == list(config.hidden_layers)
@@ -89,10 +90,34 @@ def test_the_seed_example_chunks_and_metadata():
     assert merged == config
 
 
-def test_the_seed_example_is_read_by_tensorflow(tmp_path):
+def test_the_seed_example_is_read_by_unbound_but_not_tensorflow(tmp_path):
+    # The guide's example puts text chunks at map values (`hyperparameters[k]`, a float).
+    # TensorFlow's Python splitter writes that, but its C++ Merger aborts on it (it takes
+    # bytes chunks only for singular fields): unbound warns, writes, and reads it back.
     ModelConfig, _, schema = model_config_classes()
     config = sample(ModelConfig)
-    assert ModelConfigSplitter(config, compression="brotli").write(tmp_path / "config").endswith(".cpb")
+    with pytest.warns(unbound.TensorFlowCompatibilityWarning):
+        assert ModelConfigSplitter(config, compression="brotli").write(tmp_path / "config").endswith(".cpb")
+    back = ModelConfig()
+    unbound.Merger.read(tmp_path / "config", back)
+    assert back == config
+    (tmp_path / "schema.fds").write_bytes(schema)
+    with pytest.raises(AssertionError, match="Field is not the right type"):
+        tf_read("seed.ModelConfig", tmp_path / "config", tmp_path / "tf.pb", tmp_path / "schema.fds")
+
+
+class LayersSplitter(unbound.Splitter):
+    """The seed's example without the hyperparameter chunks: what TensorFlow can read."""
+
+    def build_chunks(self):
+        for i, layer in enumerate(self._proto.hidden_layers):
+            LayerSplitter(layer, parent_splitter=self, fields_in_parent=["hidden_layers", i]).build_chunks()
+
+
+def test_the_seed_example_layers_are_read_by_tensorflow(tmp_path):
+    ModelConfig, _, schema = model_config_classes()
+    config = sample(ModelConfig)
+    assert LayersSplitter(config, compression="brotli").write(tmp_path / "config").endswith(".cpb")
     (tmp_path / "schema.fds").write_bytes(schema)
     tf = ModelConfig.FromString(tf_read("seed.ModelConfig", tmp_path / "config", tmp_path / "tf.pb", tmp_path / "schema.fds"))
     assert tf == config

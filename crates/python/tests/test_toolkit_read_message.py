@@ -25,11 +25,16 @@ def test_cpb_reads_as_tensorflow_reads_it(tmp_path):
     assert (tmp_path / "g.cpb").exists()
     ours = unbound.read_message(tmp_path / "g", "tensorflow.GraphDef", as_bytes=True)
     assert ours == tf_read("tensorflow.GraphDef", tmp_path / "g", tmp_path / "tf.pb")
+    from tensorflow.core.protobuf import saved_model_pb2
+
     for name in ("tf1_large_consts", "tf2_multi_sig"):
         cli("split", MODELS / name, tmp_path / name, "--max-size", "2000")
         prefix = tmp_path / name / "saved_model"
         ours = unbound.read_message(prefix, "tensorflow.SavedModel", as_bytes=True)
-        assert ours == tf_read("tensorflow.SavedModel", prefix, tmp_path / f"{name}.tf.pb")
+        # TensorFlow serializes maps in its own order: compare the messages.
+        tf = tf_read("tensorflow.SavedModel", prefix, tmp_path / f"{name}.tf.pb")
+        assert saved_model_pb2.SavedModel.FromString(ours) == saved_model_pb2.SavedModel.FromString(tf)
+        assert ours == (MODELS / name / "saved_model.pb").read_bytes()
 
 
 def run_python(code: str) -> str:
@@ -72,18 +77,28 @@ def _mem_available() -> int:
 
 @pytest.mark.skipif(_mem_available() < 8 << 30, reason="needs 8 GiB of free memory")
 def test_past_two_gib_is_too_large():
-    # Two 1.1 GiB BYTES chunks concatenated into TensorProto.tensor_content (field 4): the merged
-    # message passes 2 GiB - 1, which Python's protobuf cannot parse. The chunk is shared, not
-    # copied, on its way to Rust.
-    from tensorflow.core.framework import tensor_pb2
+    # Two chunks of a GraphDef, each one node named by 1.1 GiB of zeros, merged into one
+    # GraphDef (empty field tags append): the result passes 2 GiB - 1, which Python's protobuf
+    # cannot parse. The chunk is shared, not copied, on its way to Rust, and refused by size
+    # before anything is serialized.
+    from tensorflow.core.framework import graph_pb2
 
     from unbound._splitter import chunked_message_class
 
-    cm = chunked_message_class()(chunk_index=0)
-    for chunk in (1, 2):
-        field = cm.chunked_fields.add()
-        field.field_tag.add(field=4)
-        field.message.chunk_index = chunk
-    big = bytes(1100 << 20)
+    cm = chunked_message_class()()
+    for chunk in (0, 1):
+        cm.chunked_fields.add().message.chunk_index = chunk
+    node = b"\x0a" + _varint(1100 << 20) + bytes(1100 << 20)
+    graph = b"\x0a" + _varint(len(node)) + node
+    del node
     with pytest.raises(unbound.TooLargeError, match="2147483647"):
-        unbound.Merger.merge([b"", big, big], cm, tensor_pb2.TensorProto())
+        unbound.Merger.merge([graph, graph], cm, graph_pb2.GraphDef())
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)

@@ -102,9 +102,16 @@ class SavedModelInfo(Report):
 
 class InspectReport(Report):
     """The chunk metadata of a ``.cpb`` file (``unbound inspect --json``): version, chunks,
-    the message tree, Riegeli chunks, and ``faults`` (empty for a sound file)."""
+    the message tree, Riegeli chunks, and ``faults`` (damaged chunk data, for which the CLI
+    exits with 1)."""
 
     __slots__ = ()
+
+    @property
+    def faults(self) -> List[str]:
+        """The faults found in the chunk data; empty for a sound file (the JSON then omits
+        the field, as the CLI's does)."""
+        return list(self._data.get("faults", []))
 
 
 class VerifyReport(Report):

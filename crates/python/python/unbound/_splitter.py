@@ -22,12 +22,13 @@ import functools
 import importlib
 import os
 import sys
+import warnings
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from unbound import _unbound
 from unbound._errors import InvalidArgumentError, TooLargeError
 
-__all__ = ["Splitter", "ComposableSplitter", "Merger"]
+__all__ = ["Splitter", "ComposableSplitter", "Merger", "TensorFlowCompatibilityWarning"]
 
 DEFAULT_MAX_SIZE: int = _unbound.DEFAULT_MAX_SIZE
 """The largest chunk by default: 1 GiB, as ``unbound split`` and TensorFlow."""
@@ -55,6 +56,10 @@ Chunk = Union[Any, bytes]
 """A chunk: a protobuf message, or bytes (for a string or bytes field)."""
 
 _schemas: dict = {}
+
+
+class TensorFlowCompatibilityWarning(UserWarning):
+    """A split that unbound writes and reads, but that TensorFlow's C++ Merger cannot read."""
 
 
 def _schema(message: Any) -> Optional[bytes]:
@@ -272,7 +277,15 @@ class Splitter:
             raise InvalidArgumentError("add_chunk after the split was made")
         if index is not None and index < 0:  # as list.insert counts from the end
             index = max(0, len(self._chunks) + index)
-        self._sink.add_chunk(list(field_tags), index)
+        at_element = self._sink.add_chunk(list(field_tags), index)
+        if at_element and isinstance(chunk, (bytes, bytearray, memoryview)):
+            warnings.warn(
+                f"a bytes chunk at {list(field_tags)!r}, a repeated element or map value: "
+                "TensorFlow's C++ Merger aborts on such a file (it takes bytes chunks only for "
+                "singular fields); unbound's Merger reads it",
+                TensorFlowCompatibilityWarning,
+                stacklevel=2,
+            )
         if index is None:
             self._chunks.append(chunk)
         else:

@@ -25,7 +25,14 @@ from unbound._reports import (
     SplitReport,
     VerifyReport,
 )
-from unbound._splitter import DEFAULT_MAX_SIZE, ComposableSplitter, Merger, Splitter, message_class
+from unbound._splitter import (
+    DEFAULT_MAX_SIZE,
+    ComposableSplitter,
+    Merger,
+    Splitter,
+    TensorFlowCompatibilityWarning,
+    message_class,
+)
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
@@ -39,6 +46,7 @@ __all__ = [
     "Splitter",
     "ComposableSplitter",
     "Merger",
+    "TensorFlowCompatibilityWarning",
     *_reports_all,
 ]
 

@@ -145,3 +145,13 @@ def test_merge_writes_what_the_cli_writes(tmp_path, name, split_dirs):
 def test_reports_to_json_round_trip():
     report = unbound.show(MODELS / "tf1_large_consts")
     assert json.loads(report.to_json()) == report.to_dict()
+
+
+def test_reports_copy_and_pickle():
+    import copy
+    import pickle
+
+    report = unbound.fingerprint(MODELS / "tf2_multi_sig")
+    for other in (copy.copy(report), copy.deepcopy(report), pickle.loads(pickle.dumps(report))):
+        assert other == report and other.model_file == report.model_file
+        assert other.singleprint == report.singleprint

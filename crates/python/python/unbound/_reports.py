@@ -47,6 +47,8 @@ class Report:
         return cls(json.loads(text))
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # internals (and copy/pickle probes) are never fields
+            raise AttributeError(name)
         try:
             return _wrap(self._data[name])
         except KeyError:
@@ -87,6 +89,9 @@ class Report:
     def to_dict(self) -> Dict[str, Any]:
         """The report as plain JSON data (a deep copy): what the CLI prints with ``--json``."""
         return copy.deepcopy(self._data)
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self._data,))
 
     def to_json(self, indent: int = 2) -> str:
         """The report as JSON text."""
@@ -136,6 +141,9 @@ class FingerprintReport(Report):
     def __init__(self, data: Dict[str, Any], model_file: str = "") -> None:
         super().__init__(data)
         object.__setattr__(self, "_model_file", model_file)
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self._data, self._model_file))
 
     @property
     def model_file(self) -> str:

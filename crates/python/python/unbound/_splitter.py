@@ -301,6 +301,8 @@ class Splitter:
             if self._chunked_message is None:
                 assert self._sink is not None
                 self._chunked_message = self._sink.finish()
+            elif not isinstance(self._chunked_message, bytes):  # set as a message by a subclass
+                self._chunked_message = self._chunked_message.SerializeToString()
             self._built = True
 
     def split(self) -> Tuple[List[Chunk], Any]:

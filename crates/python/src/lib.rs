@@ -18,6 +18,10 @@
 //! every Rust error becomes one of the package's exceptions ([`errors`]), named after the
 //! fault, with the message the CLI would print.
 
+// The extension module has no Rust users: its documentation is for maintainers, and links to
+// its private binding modules on purpose.
+#![allow(rustdoc::private_intra_doc_links)]
+
 mod background;
 mod checkpoint;
 mod dtensor;

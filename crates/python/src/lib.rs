@@ -27,6 +27,7 @@ mod checkpoint;
 mod dtensor;
 mod errors;
 mod splitter;
+mod splitter_default;
 mod splitter_sink;
 mod splitter_types;
 mod tensorflow;

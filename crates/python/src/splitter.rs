@@ -13,15 +13,14 @@ use prost::Message as _;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::PyBytes;
-use unbound_chunked::{write_split, Chunk, ChunkSink, MemoryChunks, Merger, SplitOutput};
+use unbound_chunked::{write_split, Chunk, MemoryChunks, Merger, SplitOutput};
 use unbound_proto::tensorflow::proto_splitter::ChunkedMessage;
-use unbound_savedmodel::split::{
-    split_graph_def_root, split_saved_model, SplitContext, DEFAULT_MAX_SIZE,
-};
-use unbound_wire::{Payload, WireMessage};
+use unbound_savedmodel::split::DEFAULT_MAX_SIZE;
+use unbound_wire::Payload;
 
 use crate::background;
 use crate::errors::{py_err, raise, Kind};
+use crate::splitter_default::{split_and_write, split_serialized};
 use crate::splitter_sink::PyChunkSink;
 use crate::splitter_types::message_type;
 use crate::toolkit_message::{
@@ -33,6 +32,7 @@ use crate::toolkit_options::{checked_max_size, writer_options, DEFAULT_COMPRESSI
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyChunkSink>()?;
     m.add_function(wrap_pyfunction!(split_message, m)?)?;
+    m.add_function(wrap_pyfunction!(split_and_write, m)?)?;
     m.add_function(wrap_pyfunction!(write_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(merge_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(read_into_bytes, m)?)?;
@@ -79,35 +79,13 @@ fn split_message<'py>(
     let max_size = checked_max_size(max_size)?;
     let data = shared(data);
     let work = move || -> Result<_, MessageError> {
-        let desc = message_type(&type_name, schema.as_deref())?;
-        let message = WireMessage::parse(&data, Some(desc.clone())).map_err(|error| {
-            unbound_chunked::ChunkedError::Wire {
-                source_name: format!("the {type_name} given"),
-                error,
-            }
-        })?;
-        let mut ctx = SplitContext::new(max_size);
-        let split = match type_name.as_str() {
-            "tensorflow.SavedModel" => split_saved_model(message, &desc, &mut ctx)?,
-            "tensorflow.GraphDef" => split_graph_def_root(message, &desc, &mut ctx)?,
-            _ => {
-                let mut message = message;
-                let mut sink = ChunkSink::new(desc.clone(), true);
-                unbound_chunked::generic::split_generic(
-                    &mut message,
-                    &desc,
-                    &mut sink.root(),
-                    max_size,
-                )?;
-                sink.finish(message)
-            }
-        };
+        let (split, warnings) = split_serialized(&type_name, &data, max_size, schema.as_deref())?;
         let chunks = split
             .chunks
             .iter()
             .map(chunk_bytes)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((chunks, split.message.encode_to_vec(), ctx.warnings))
+        Ok((chunks, split.message.encode_to_vec(), warnings))
     };
     let (chunks, message, warnings) = background::run(py, work)?.map_err(py_err)?;
     let chunks = chunks

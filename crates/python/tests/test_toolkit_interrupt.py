@@ -58,7 +58,7 @@ def test_ctrl_c_stops_split_and_leaves_nothing(tmp_path, big_model):
     elapsed = time.monotonic() - sent
     assert proc.returncode == 42, (stdout, stderr)
     assert stdout == "interrupted\n"
-    assert elapsed < 1.0, f"KeyboardInterrupt came {elapsed:.2f} s after SIGINT"
+    assert elapsed < 2.0, f"KeyboardInterrupt came {elapsed:.2f} s after SIGINT"
     assert not out.exists()
     leftovers = [p.name for p in tmp_path.iterdir()] + [p.name for p in big_model.iterdir()]
     assert not [name for name in leftovers if ".unbound-tmp-" in name], leftovers

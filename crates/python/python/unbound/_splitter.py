@@ -229,6 +229,8 @@ class Splitter:
         self._built = False
         self._chunked_message: Optional[bytes] = None
         self._kinds: Optional[List[bool]] = None
+        self.warnings: List[str] = []
+        """Where the default algorithm's split differs from TensorFlow's (filled by it)."""
         if parent_splitter is not None:
             self._chunks: Optional[List[Chunk]] = None
             self._sink = None
@@ -329,6 +331,14 @@ class Splitter:
         Returns:
           The path written.
         """
+        if not self._built and self._parent_splitter is None and type(self).build_chunks is Splitter.build_chunks:
+            # The default algorithm, chunks never asked for: split and write in one go in Rust,
+            # without copying every chunk into Python bytes.
+            data, _ = _serialize(self._proto, "the message")
+            path, self.warnings = _unbound.split_and_write(
+                self._type, data, os.fspath(file_prefix), self._max_size, self._compression, _schema(self._proto)
+            )
+            return path
         self._build()
         assert self._chunks is not None and self._chunked_message is not None
         chunks = []

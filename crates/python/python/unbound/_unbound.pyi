@@ -63,3 +63,13 @@ def read_into_bytes(prefix: _Path, type_name: str, schema: Optional[bytes] = Non
 
 def chunk_schema() -> bytes:
     """The FileDescriptorSet of tensorflow.proto_splitter.ChunkedMessage."""
+
+def split_and_write(
+    type_name: str,
+    data: bytes,
+    prefix: _Path,
+    max_size: int = ...,
+    compression: str = "zstd",
+    schema: Optional[bytes] = None,
+) -> Tuple[str, List[str]]:
+    """`unbound proto split`'s algorithm, written at once: the path written and warnings."""

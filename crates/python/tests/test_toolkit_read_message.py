@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -9,7 +11,7 @@ import textwrap
 import pytest
 
 import unbound
-from _toolkit_support import MODELS, cli, tf_read
+from _toolkit_support import MODELS, ROOT, cli, tf_read
 
 FROZEN = MODELS / "frozen_graph"
 
@@ -102,3 +104,29 @@ def _varint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+@pytest.mark.skipif(
+    os.environ.get("UNBOUND_HUGE") != "1",
+    reason="builds a 2.1 GiB model: set UNBOUND_HUGE=1 (interop/python_splitter_check.sh does)",
+)
+def test_a_cpb_past_two_gib_is_too_large_to_read(tmp_path):
+    # A SavedModel of 2.11 GiB (18 constants of 120 MiB) in a .cpb, as TensorFlow would split
+    # it: its metadata and size are read, its bytes never handed to Python.
+    subprocess.run(
+        ["cargo", "build", "--quiet", "--release", "-p", "unbound-savedmodel", "--example", "make_huge_model"],
+        cwd=ROOT, check=True,
+    )
+    out = tmp_path / "huge"
+    subprocess.run(
+        [str(ROOT / "target/release/examples/make_huge_model"), str(out), "--consts", "18", "--mib", "120"],
+        check=True, capture_output=True,
+    )
+    try:
+        with pytest.raises(unbound.TooLargeError, match="2264930136 bytes"):
+            unbound.read_message(out / "saved_model", "tensorflow.SavedModel")
+        with pytest.raises(unbound.TooLargeError, match="2264930136 bytes"):
+            unbound.read_message(out / "saved_model", "tensorflow.SavedModel", as_bytes=True)
+        assert len(unbound.inspect(out / "saved_model.cpb").chunks) == 3
+    finally:
+        shutil.rmtree(out, ignore_errors=True)

@@ -68,7 +68,7 @@ def _schema(message: Any) -> Optional[bytes]:
     if isinstance(message, tuple):
         return None
     file = message.DESCRIPTOR.file
-    cached = _schemas.get(file.name)
+    cached = _schemas.get(file)  # by the descriptor itself: files of other pools may share a name
     if cached is not None:
         return cached
     from google.protobuf import descriptor_pb2
@@ -88,7 +88,7 @@ def _schema(message: Any) -> Optional[bytes]:
 
     visit(file)
     data = descriptor_pb2.FileDescriptorSet(file=files).SerializeToString()
-    _schemas[file.name] = data
+    _schemas[file] = data
     return data
 
 

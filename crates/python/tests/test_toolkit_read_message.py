@@ -128,5 +128,8 @@ def test_a_cpb_past_two_gib_is_too_large_to_read(tmp_path):
         with pytest.raises(unbound.TooLargeError, match="2264930136 bytes"):
             unbound.read_message(out / "saved_model", "tensorflow.SavedModel", as_bytes=True)
         assert len(unbound.inspect(out / "saved_model.cpb").chunks) == 3
+        with pytest.raises(unbound.TooLargeError, match="huge"):
+            unbound.merge(out, tmp_path / "merged")
+        assert not (tmp_path / "merged").exists()
     finally:
         shutil.rmtree(out, ignore_errors=True)

@@ -1,8 +1,8 @@
-"""Ctrl-C during a long `unbound.split`: KeyboardInterrupt at once, and neither the output
+"""Ctrl-C during a long `unbound.split` or `unbound.merge`: KeyboardInterrupt at once, and neither the output
 directory nor any `.unbound-tmp-` temporary left behind.
 
 The model is the graph-heavy one of `make_graph_model` (crates/savedmodel/examples), about
-300 MB of small nodes, which takes several seconds to verify and split."""
+300 MB of small nodes, which takes several seconds to verify and split or merge."""
 
 from __future__ import annotations
 
@@ -31,18 +31,26 @@ def big_model(tmp_path_factory):
         check=True,
         capture_output=True,
     )
-    (out / "model_cpb").rename(out / "unused")  # only the .pb form is needed
-    yield out / "model_pb"
+    yield out
     subprocess.run(["rm", "-rf", str(out)], check=False)
 
 
-def test_ctrl_c_stops_split_and_leaves_nothing(tmp_path, big_model):
-    out = tmp_path / "split_out"
+CALLS = {
+    "split": ("model_pb", "unbound.split({src!r}, {out!r}, max_size=1 << 20)"),
+    "merge": ("model_cpb", "unbound.merge({src!r}, {out!r})"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_ctrl_c_stops_the_call_and_leaves_nothing(tmp_path, big_model, call):
+    model, template = CALLS[call]
+    src = big_model / model
+    out = tmp_path / "out"
     code = textwrap.dedent(f"""
         import sys, unbound
         print("start", flush=True)
         try:
-            unbound.split({str(big_model)!r}, {str(out)!r}, max_size=1 << 20)
+            {template.format(src=str(src), out=str(out))}
         except KeyboardInterrupt:
             print("interrupted", flush=True)
             sys.exit(42)
@@ -51,7 +59,7 @@ def test_ctrl_c_stops_split_and_leaves_nothing(tmp_path, big_model):
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline() == "start\n"
     time.sleep(1.0)
-    assert proc.poll() is None, "the split ended before the interrupt: the test model is too small"
+    assert proc.poll() is None, f"{call} ended before the interrupt: the test model is too small"
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
@@ -60,6 +68,6 @@ def test_ctrl_c_stops_split_and_leaves_nothing(tmp_path, big_model):
     assert stdout == "interrupted\n"
     assert elapsed < 2.0, f"KeyboardInterrupt came {elapsed:.2f} s after SIGINT"
     assert not out.exists()
-    leftovers = [p.name for p in tmp_path.iterdir()] + [p.name for p in big_model.iterdir()]
+    leftovers = [p.name for p in tmp_path.iterdir()] + [p.name for p in src.iterdir()]
     assert not [name for name in leftovers if ".unbound-tmp-" in name], leftovers
     assert not [p for p in tmp_path.rglob("*") if ".unbound-tmp-" in p.name]

@@ -24,6 +24,9 @@
 # - `unbound export-tpu` of TensorFlow-made models loads in TensorFlow with the TF2 and TF1
 #   loaders and fails only for want of TPU kernels, keeps {serve} running, and its --to-cpu
 #   reverse gives the original outputs bit for bit, batched or not (tpu/check.sh);
+# - the Python package's Splitter / Merger / read_message: what unbound.Splitter writes for
+#   TensorFlow's messages and for a type given by its schema is read by TensorFlow's Merger into
+#   the message split (python_splitter_check.sh);
 # - hostile inputs: what TensorFlow writes passes `unbound verify`, and on mutated model files
 #   verify, split and merge are never looser than TensorFlow's Merger (hostile_check.sh).
 #
@@ -94,6 +97,7 @@ bash interop/fingerprint_check.sh || failed=$((failed + 1))
 bash interop/bundle_check.sh || failed=$((failed + 1))
 bash interop/show_check.sh || failed=$((failed + 1))
 bash interop/hostile_check.sh || failed=$((failed + 1))
+bash interop/python_splitter_check.sh || failed=$((failed + 1))
 echo "== graph-optimizer plugins"
 bash interop/grappler/probe_check.sh || failed=$((failed + 1))
 bash interop/grappler/shapes_check.sh || failed=$((failed + 1))

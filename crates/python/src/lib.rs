@@ -18,7 +18,8 @@
 //! every Rust error becomes one of the package's exceptions ([`errors`]), named after the
 //! fault, with the message the CLI would print.
 
-// The manual above links the binding files, which are private: the crate is a cdylib.
+// The extension module has no Rust users: its documentation is for maintainers, and links to
+// its private binding modules on purpose.
 #![allow(rustdoc::private_intra_doc_links)]
 
 mod background;
@@ -26,8 +27,13 @@ mod checkpoint;
 mod dtensor;
 mod errors;
 mod splitter;
+mod splitter_default;
+mod splitter_sink;
+mod splitter_types;
 mod tensorflow;
 mod toolkit;
+mod toolkit_message;
+mod toolkit_options;
 
 use pyo3::prelude::*;
 

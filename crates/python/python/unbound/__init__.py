@@ -11,7 +11,11 @@ from __future__ import annotations
 from unbound._unbound import __version__
 from unbound._errors import *  # noqa: F401,F403
 from unbound._errors import __all__ as _errors_all
+from unbound._toolkit import *  # noqa: F401,F403
+from unbound._toolkit import __all__ as _toolkit_all
 from unbound._checkpoint import *  # noqa: F401,F403
+from unbound._checkpoint import __all__ as _checkpoint_all
 from unbound._dtensor import *  # noqa: F401,F403
+from unbound._dtensor import __all__ as _dtensor_all
 
-__all__ = ["__version__", *_errors_all, *_checkpoint.__all__, *_dtensor.__all__]  # noqa: F405
+__all__ = ["__version__", *_errors_all, *_toolkit_all, *_checkpoint_all, *_dtensor_all]

@@ -1,0 +1,73 @@
+"""Ctrl-C during a long `unbound.split` or `unbound.merge`: KeyboardInterrupt at once, and neither the output
+directory nor any `.unbound-tmp-` temporary left behind.
+
+The model is the graph-heavy one of `make_graph_model` (crates/savedmodel/examples), about
+300 MB of small nodes, which takes several seconds to verify and split or merge."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from _toolkit_support import ROOT
+
+
+@pytest.fixture(scope="module")
+def big_model(tmp_path_factory):
+    subprocess.run(
+        ["cargo", "build", "--quiet", "--release", "-p", "unbound-savedmodel", "--example", "make_graph_model"],
+        cwd=ROOT,
+        check=True,
+    )
+    out = tmp_path_factory.mktemp("graph")
+    subprocess.run(
+        [str(ROOT / "target" / "release" / "examples" / "make_graph_model"), str(out),
+         "--nodes", "1500000", "--functions", "2000"],
+        check=True,
+        capture_output=True,
+    )
+    yield out
+    subprocess.run(["rm", "-rf", str(out)], check=False)
+
+
+CALLS = {
+    "split": ("model_pb", "unbound.split({src!r}, {out!r}, max_size=1 << 20)"),
+    "merge": ("model_cpb", "unbound.merge({src!r}, {out!r})"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_ctrl_c_stops_the_call_and_leaves_nothing(tmp_path, big_model, call):
+    model, template = CALLS[call]
+    src = big_model / model
+    out = tmp_path / "out"
+    code = textwrap.dedent(f"""
+        import sys, unbound
+        print("start", flush=True)
+        try:
+            {template.format(src=str(src), out=str(out))}
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(42)
+        print("finished", flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "start\n"
+    time.sleep(1.0)
+    assert proc.poll() is None, f"{call} ended before the interrupt: the test model is too small"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    elapsed = time.monotonic() - sent
+    assert proc.returncode == 42, (stdout, stderr)
+    assert stdout == "interrupted\n"
+    assert elapsed < 2.0, f"KeyboardInterrupt came {elapsed:.2f} s after SIGINT"
+    assert not out.exists()
+    leftovers = [p.name for p in tmp_path.iterdir()] + [p.name for p in src.iterdir()]
+    assert not [name for name in leftovers if ".unbound-tmp-" in name], leftovers
+    assert not [p for p in tmp_path.rglob("*") if ".unbound-tmp-" in p.name]

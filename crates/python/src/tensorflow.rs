@@ -34,6 +34,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_tf_write, m)?)?;
     m.add_function(wrap_pyfunction!(_tf_read, m)?)?;
     m.add_function(wrap_pyfunction!(_tf_assembled_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(_tf_file_descriptor_set, m)?)?;
     m.add_class::<MergeSteps>()?;
     Ok(())
 }
@@ -157,4 +158,11 @@ fn _tf_assembled_bytes<'py>(
     let model = assemble(parts, &desc)?;
     let bytes = model.to_vec().map_err(py_err)?;
     Ok(PyBytes::new(py, &bytes))
+}
+
+/// unbound's schemas as a serialized `FileDescriptorSet` (TensorFlow's wheel has no Python
+/// module for the proto splitter's `ChunkedMessage`; `unbound.tensorflow` builds one).
+#[pyfunction]
+fn _tf_file_descriptor_set(py: Python<'_>) -> Bound<'_, PyBytes> {
+    PyBytes::new(py, unbound_proto::FILE_DESCRIPTOR_SET)
 }

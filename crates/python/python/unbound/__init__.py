@@ -11,5 +11,6 @@ from __future__ import annotations
 from unbound._unbound import __version__
 from unbound._errors import *  # noqa: F401,F403
 from unbound._errors import __all__ as _errors_all
+from unbound import tensorflow  # noqa: F401  (the module; TensorFlow itself is imported lazily)
 
-__all__ = ["__version__", *_errors_all]
+__all__ = ["__version__", *_errors_all, "tensorflow"]

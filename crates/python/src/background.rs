@@ -33,7 +33,9 @@ where
             unbound_io::set_cancel_token(Some(worker_token));
             let _ = tx.send(work());
         })
-        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a worker thread: {e}")))?;
+        .map_err(|e| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a worker thread: {e}"))
+        })?;
     let mut rx = rx;
     loop {
         // The receiver is moved into the GIL-free closure and back: it is `Send`, not `Sync`.

@@ -123,8 +123,10 @@ fn _tf_write(
 ) -> PyResult<(PathBuf, bool, usize, u64, Vec<String>)> {
     let options = writer_options(compression)?;
     let (split, warnings) = split_parts(py, parts, max_size)?;
-    let written = background::run(py, move || write_split(&prefix, split, options, &mut |_| {}))?
-        .map_err(py_err)?;
+    let written = background::run(py, move || {
+        write_split(&prefix, split, options, &mut |_| {})
+    })?
+    .map_err(py_err)?;
     Ok((
         written.path,
         written.chunked,

@@ -59,7 +59,8 @@ fn assemble_at(
         .cast_into::<PyList>()
         .map_err(|_| bad_node(desc))?;
     for entry in children.iter() {
-        let (number, values): (u32, Bound<'_, PyList>) = entry.extract().map_err(|_| bad_node(desc))?;
+        let (number, values): (u32, Bound<'_, PyList>) =
+            entry.extract().map_err(|_| bad_node(desc))?;
         let field = desc.get_field(number).ok_or_else(|| {
             raise(
                 Kind::InvalidArgument,
@@ -102,7 +103,10 @@ fn parse(bytes: &Bytes, desc: &MessageDescriptor) -> PyResult<WireMessage> {
     WireMessage::parse(bytes, Some(desc.clone())).map_err(|e| {
         raise(
             Kind::Format,
-            format!("a serialized part of {} is malformed: {e}", desc.full_name()),
+            format!(
+                "a serialized part of {} is malformed: {e}",
+                desc.full_name()
+            ),
         )
     })
 }

@@ -92,8 +92,9 @@ fn plan_at(
             continue;
         };
         let repeated = field.is_list() || field.is_map();
-        let (this, rest): (Vec<WireField>, Vec<WireField>) =
-            std::mem::take(&mut parts).into_iter().partition(|f| f.number == number);
+        let (this, rest): (Vec<WireField>, Vec<WireField>) = std::mem::take(&mut parts)
+            .into_iter()
+            .partition(|f| f.number == number);
         parts = rest.into();
         let mut batch = WireMessage::new(None);
         let mut batch_len = 0;
@@ -149,7 +150,12 @@ fn is_length_delimited(value: &WireValue) -> bool {
 }
 
 /// Pushes the batch as a step, if it holds anything.
-fn flush(batch: &mut WireMessage, batch_len: &mut u64, path: &StepPath, steps: &mut VecDeque<Step>) {
+fn flush(
+    batch: &mut WireMessage,
+    batch_len: &mut u64,
+    path: &StepPath,
+    steps: &mut VecDeque<Step>,
+) {
     if !batch.fields.is_empty() {
         steps.push_back(Step {
             path: path.clone(),
@@ -177,7 +183,10 @@ fn expand(value: WireValue, desc: &MessageDescriptor) -> PyResult<WireMessage> {
         }
         _ => Err(raise(
             Kind::Format,
-            format!("a {} in the model is not length-delimited", desc.full_name()),
+            format!(
+                "a {} in the model is not length-delimited",
+                desc.full_name()
+            ),
         )),
     }
 }
@@ -245,6 +254,9 @@ impl MergeSteps {
             return Err(py_err(e));
         }
         let path: Vec<(u32, i64)> = step.path;
-        Ok(Some(PyTuple::new(py, [path.into_pyobject(py)?.into_any(), bytes.into_any()])?))
+        Ok(Some(PyTuple::new(
+            py,
+            [path.into_pyobject(py)?.into_any(), bytes.into_any()],
+        )?))
     }
 }

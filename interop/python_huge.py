@@ -117,11 +117,13 @@ def build(work: str, harness: str) -> None:
     assert graph["nodes"] == len(saved_model.meta_graphs[0].graph_def.node), graph["nodes"]
     want_nodes = sum(len(f.node_def) for f in library.function)
     assert graph["function_nodes"] == want_nodes, (graph["function_nodes"], want_nodes)
-    big = [t for t in graph["node_tensors"] if t["tensor_content_bytes"] == FUNCTION_BYTES]
+    big = [t for t in graph["function_tensors"] if t["tensor_content_bytes"] == FUNCTION_BYTES]
     assert sorted(t["function"] for t in big) == [f"unbound_huge_constant_{i}" for i in range(FUNCTIONS)]
-    print(f"python_huge: TensorFlow's Merger agrees: {graph['functions']} functions, "
-          f"{graph['function_nodes']} function nodes, {len(big)} constants of {FUNCTION_BYTES} bytes",
-          flush=True)
+    assert graph["tensor_content_total_bytes"] >= FUNCTIONS * FUNCTION_BYTES
+    assert summary["byte_size"] > (1 << 31), summary["byte_size"]
+    print(f"python_huge: TensorFlow's Merger agrees: a {summary['byte_size']}-byte SavedModel, "
+          f"{graph['functions']} functions, {graph['function_nodes']} function nodes, "
+          f"{len(big)} constants of {FUNCTION_BYTES} bytes", flush=True)
 
     started = time.time()
     back = ut.read_saved_model(huge)

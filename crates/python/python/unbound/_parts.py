@@ -24,9 +24,9 @@ from typing import Any, Iterable, List, Sequence, Tuple, Union
 
 __all__: List[str] = []
 
-#: Largest part serialized whole (512 MiB): below protobuf's 2 GiB limit with a wide margin,
-#: and a bound on the transient memory one part costs.
-PART_LIMIT = 512 << 20
+#: Largest part serialized whole (1 GiB): half protobuf's 2 GiB limit, so a part never comes
+#: near it, while parts as large as a big function are serialized in one pass.
+PART_LIMIT = 1 << 30
 
 #: A message by parts: its serialization, or ``(shell, [(field_number, [node, ...]), ...])``.
 Node = Union[bytes, Tuple[bytes, List[Tuple[int, List[Any]]]]]

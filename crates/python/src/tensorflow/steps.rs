@@ -13,8 +13,10 @@
 //! the limit is appended empty (a zero-length record) and then filled by the steps of its own
 //! parts, at its path. Merging every step gives a message equal to the original.
 //!
-//! A map entry or a non-message value past 2 GiB - 1 cannot be handed over at all and is
-//! refused with `unbound.TooLargeError`.
+//! A map entry larger than the limit (a `NodeDef`'s `attr` holding a large constant) cannot be
+//! filled by parts, since Python reaches map values by key: it goes as a step of its own. A map
+//! entry or a shell past 2 GiB - 1 cannot be handed over at all and is refused with
+//! `unbound.TooLargeError`.
 
 use std::collections::VecDeque;
 
@@ -100,7 +102,9 @@ fn plan_at(
         let mut batch_len = 0;
         for (index, element) in this.into_iter().enumerate() {
             let len = element.encoded_len();
-            if len <= STEP_LIMIT {
+            // A map entry cannot be filled by parts (Python reaches map values by key, not
+            // position): one past the step limit goes alone, up to protobuf's own limit.
+            if len <= STEP_LIMIT || (field.is_map() && len <= PROTO_LIMIT) {
                 if batch_len + len > STEP_LIMIT {
                     flush(&mut batch, &mut batch_len, &path, steps);
                 }

@@ -26,7 +26,7 @@ mod assemble;
 mod steps;
 
 use assemble::assemble;
-use steps::{plan, MergeSteps};
+use steps::{plan, MergeSteps, STEP_LIMIT};
 
 /// Adds this file's functions and classes to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -137,15 +137,21 @@ fn _tf_write(
 }
 
 /// Reads the SavedModel of `export_dir` (`saved_model.cpb`, else `.pb`, else `.pbtxt`) and
-/// returns its merge steps and the name of the file read.
+/// returns its merge steps (of at most `step_limit` bytes, tests make it small) and the name
+/// of the file read.
 #[pyfunction]
-fn _tf_read(py: Python<'_>, export_dir: PathBuf) -> PyResult<(MergeSteps, PathBuf)> {
+#[pyo3(signature = (export_dir, step_limit = STEP_LIMIT))]
+fn _tf_read(
+    py: Python<'_>,
+    export_dir: PathBuf,
+    step_limit: u64,
+) -> PyResult<(MergeSteps, PathBuf)> {
     let desc = saved_model_descriptor().map_err(py_err)?;
     let (message, path) = background::run(py, move || {
         read_saved_model(&export_dir).map(|file| (file.message, file.file.path))
     })?
     .map_err(py_err)?;
-    let steps = plan(message, &desc)?;
+    let steps = plan(message, &desc, step_limit.max(1))?;
     Ok((MergeSteps { steps }, path))
 }
 

@@ -51,6 +51,21 @@ def test_parts_assemble_to_the_whole_deterministic_serialization(saved):
         assert _unbound._tf_assembled_bytes(parts) == whole
 
 
+@pytest.mark.parametrize("step_limit", [1, 64, 1000, 10_000])
+def test_merge_steps_rebuild_the_message(saved, step_limit):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    from unbound._parts import apply_steps
+
+    _, _, base = saved
+    for model_dir in ("pb", "cpb"):
+        steps, path = _unbound._tf_read(str(base / model_dir), step_limit)
+        count = len(steps)
+        rebuilt = apply_steps(saved_model_pb2.SavedModel(), steps)
+        assert rebuilt == ut.read_saved_model(base / model_dir)
+        assert (count > 1) == (step_limit < rebuilt.ByteSize())
+
+
 def test_image_format_save_writes_a_cpb_tensorflow_merges(saved, tmp_path):
     _, _, base = saved
     assert sorted(os.listdir(base / "cpb")) == ["assets", "fingerprint.pb", "saved_model.cpb", "variables"]

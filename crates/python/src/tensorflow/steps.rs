@@ -46,10 +46,15 @@ pub struct Step {
     pub fields: WireMessage,
 }
 
-/// Cuts `message` (of type `desc`) into merge steps (see the module documentation).
-pub fn plan(message: WireMessage, desc: &MessageDescriptor) -> PyResult<VecDeque<Step>> {
+/// Cuts `message` (of type `desc`) into merge steps of at most `limit` bytes (see the module
+/// documentation; [`STEP_LIMIT`] but in tests).
+pub fn plan(
+    message: WireMessage,
+    desc: &MessageDescriptor,
+    limit: u64,
+) -> PyResult<VecDeque<Step>> {
     let mut steps = VecDeque::new();
-    plan_at(message, desc, Vec::new(), &mut steps)?;
+    plan_at(message, desc, Vec::new(), limit, &mut steps)?;
     Ok(steps)
 }
 
@@ -57,9 +62,10 @@ fn plan_at(
     mut message: WireMessage,
     desc: &MessageDescriptor,
     path: StepPath,
+    limit: u64,
     steps: &mut VecDeque<Step>,
 ) -> PyResult<()> {
-    if message.encoded_len() <= STEP_LIMIT {
+    if message.encoded_len() <= limit {
         steps.push_back(Step {
             path,
             fields: message,
@@ -104,8 +110,8 @@ fn plan_at(
             let len = element.encoded_len();
             // A map entry cannot be filled by parts (Python reaches map values by key, not
             // position): one past the step limit goes alone, up to protobuf's own limit.
-            if len <= STEP_LIMIT || (field.is_map() && len <= PROTO_LIMIT) {
-                if batch_len + len > STEP_LIMIT {
+            if len <= limit || (field.is_map() && len <= PROTO_LIMIT) {
+                if batch_len + len > limit {
                     flush(&mut batch, &mut batch_len, &path, steps);
                 }
                 batch_len += len;
@@ -140,7 +146,7 @@ fn plan_at(
             } else {
                 child_path.push((number, -1));
             }
-            plan_at(child, &child_desc, child_path, steps)?;
+            plan_at(child, &child_desc, child_path, limit, steps)?;
         }
         flush(&mut batch, &mut batch_len, &path, steps);
     }

@@ -18,6 +18,9 @@
 //! every Rust error becomes one of the package's exceptions ([`errors`]), named after the
 //! fault, with the message the CLI would print.
 
+// The crate's documentation is for its maintainers: it links to its private binding modules.
+#![allow(rustdoc::private_intra_doc_links)]
+
 mod background;
 mod checkpoint;
 mod dtensor;

@@ -5,7 +5,8 @@ Python's protobuf runtime (upb) holds a message past 2 GiB in memory, but cannot
 part of such a message stays below the limit, so it crosses by parts:
 
 - to Rust, :func:`message_parts` turns a message into a *node*: ``bytes`` (the message
-  serialized whole, deterministically) when it is at most ``limit`` bytes, otherwise a tuple
+  serialized whole, deterministically) when protobuf can serialize it (at most ``limit``
+  bytes, 2 GiB - 1 by default), otherwise a tuple
   ``(shell, children)``: ``shell`` is the message without its message-typed fields (maps stay
   in the shell), serialized, and ``children`` lists ``(field_number, [node, ...])`` for those
   fields, elements in order. Rust inserts each child field where its number goes, which gives
@@ -13,31 +14,33 @@ part of such a message stays below the limit, so it crosses by parts:
   fields in field-number order);
 - from Rust, :func:`apply_steps` merges ``(path, bytes)`` steps into a message: ``path`` is a
   list of ``(field_number, index)`` from the root (index ``-1`` for a singular field) and
-  ``bytes`` a serialization of at most 512 MiB merged there with ``MergeFromString``.
+  ``bytes`` a serialization of at most 512 MiB (unless one map entry is larger) merged
+  there with ``MergeFromString``.
 
 Neither side ever serializes the whole message.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 __all__: List[str] = []
 
-#: Largest part serialized whole (1 GiB): half protobuf's 2 GiB limit, so a part never comes
-#: near it, while parts as large as a big function are serialized in one pass.
-PART_LIMIT = 1 << 30
+#: Largest part handed over whole: protobuf's own limit, 2 GiB - 1. Whatever protobuf can
+#: serialize goes in one piece (splitting it further would only cost time).
+PART_LIMIT = (1 << 31) - 1
 
 #: A message by parts: its serialization, or ``(shell, [(field_number, [node, ...]), ...])``.
 Node = Union[bytes, Tuple[bytes, List[Tuple[int, List[Any]]]]]
 
 
-def _byte_size(message: Any) -> int:
-    """``message.ByteSize()``, or a size past any limit when protobuf cannot compute it."""
+def _serialized(message: Any) -> Optional[bytes]:
+    """``message`` serialized deterministically, or ``None`` when protobuf refuses (past
+    2 GiB). ``ByteSize()`` would cost as much as serializing: upb computes it by encoding."""
     try:
-        return int(message.ByteSize())
-    except Exception:  # upb refuses messages past 2 GiB (the exception type varies).
-        return 1 << 62
+        return message.SerializeToString(deterministic=True)
+    except Exception:  # upb's EncodeError; the type is not part of protobuf's API.
+        return None
 
 
 def _is_message_field(field: Any) -> bool:
@@ -64,9 +67,12 @@ def _copy_field(target: Any, field: Any, value: Any) -> None:
 
 def message_parts(message: Any, limit: int = PART_LIMIT) -> Node:
     """The node of ``message`` (see the module documentation): parts of at most ``limit``
-    bytes are serialized whole, larger ones are cut at their message-typed fields."""
-    if _byte_size(message) <= limit:
-        return message.SerializeToString(deterministic=True)
+    bytes are serialized whole, larger ones (and any protobuf cannot serialize) are cut at
+    their message-typed fields."""
+    data = _serialized(message)
+    if data is not None and len(data) <= limit:
+        return data
+    del data
     shell = type(message)()
     children: List[Tuple[int, List[Any]]] = []
     for field, value in message.ListFields():

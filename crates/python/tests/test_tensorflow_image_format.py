@@ -155,6 +155,14 @@ def test_cpb_equals_unbound_split_chunk_for_chunk(saved, tmp_path, max_size):
     assert tf_merge(str(tmp_path / "ours"), str(tmp_path / "m.pb")) == model
 
 
+def test_saved_cpb_is_what_unbound_split_writes_for_it(saved, tmp_path):
+    _, _, base = saved
+    out = tmp_path / "again"
+    subprocess.run([unbound_bin(), "split", str(base / "cpb"), str(out), "--max-size", str(SMALL)],
+                   check=True, capture_output=True)
+    assert (out / "saved_model.cpb").read_bytes() == (base / "cpb/saved_model.cpb").read_bytes()
+
+
 def test_below_max_size_writes_a_plain_pb(saved, tmp_path):
     _, _, base = saved
     model = ut.read_saved_model(base / "pb")

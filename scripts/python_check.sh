@@ -11,6 +11,7 @@ cd "$root"
 venv="$(scripts/tf-venv.sh | tail -n 1)"
 py="$venv/bin/python"
 "$py" -m pip install --disable-pip-version-check --quiet "maturin>=1.9,<2" pytest ml_dtypes
+cargo build --quiet --release -p unbound-cli  # test_tensorflow_* compare with `unbound split`
 rm -rf target/wheels
 "$venv/bin/maturin" build --quiet --release -m crates/python/Cargo.toml -i "$py" -o target/wheels
 wheel="$(ls target/wheels/unbound-*.whl)"
@@ -25,6 +26,8 @@ else
 fi
 echo "== pytest (crates/python/tests, in $venv)"
 (cd crates/python && TF_CPP_MIN_LOG_LEVEL=2 "$py" -m pytest -q -p no:cacheprovider tests)
+echo "== unbound.tensorflow past 2 GiB (interop/python_huge.sh; UNBOUND_SKIP_HUGE=1 skips it)"
+interop/python_huge.sh
 
 if [[ "${UNBOUND_SKIP_FRESH_VENV:-0}" != 1 ]]; then
   echo "== the README's install line in a fresh virtual environment (no TensorFlow)"

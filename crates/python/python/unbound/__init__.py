@@ -17,5 +17,13 @@ from unbound._checkpoint import *  # noqa: F401,F403
 from unbound._checkpoint import __all__ as _checkpoint_all
 from unbound._dtensor import *  # noqa: F401,F403
 from unbound._dtensor import __all__ as _dtensor_all
+from unbound import tensorflow  # noqa: F401  (the module; TensorFlow itself is imported lazily)
 
-__all__ = ["__version__", *_errors_all, *_toolkit_all, *_checkpoint_all, *_dtensor_all]
+__all__ = [
+    "__version__",
+    *_errors_all,
+    *_toolkit_all,
+    *_checkpoint_all,
+    *_dtensor_all,
+    "tensorflow",
+]

@@ -19,14 +19,12 @@
 #   and array components (dtensor/check.sh);
 # - DTensor checkpoints TensorFlow writes are read (every variable, random boxes) and resharded
 #   by unbound, and TensorFlow restores the results into DVariables (reshard/check.sh);
-# - the Python package's unbound.Checkpoint, CheckpointWriter, Mesh/Layout, pack/relayout and
-#   reshard agree with TensorFlow's reader and DTensor (python_checkpoint.sh);
 # - `unbound export-tpu` of TensorFlow-made models loads in TensorFlow with the TF2 and TF1
 #   loaders and fails only for want of TPU kernels, keeps {serve} running, and its --to-cpu
 #   reverse gives the original outputs bit for bit, batched or not (tpu/check.sh);
-# - the Python package's Splitter / Merger / read_message: what unbound.Splitter writes for
-#   TensorFlow's messages and for a type given by its schema is read by TensorFlow's Merger into
-#   the message split (python_splitter_check.sh);
+# - the Python package is checked against TensorFlow by its pytest suite, which
+#   scripts/python_check.sh runs (python_checkpoint.sh and python_splitter_check.sh run parts
+#   of it on their own);
 # - hostile inputs: what TensorFlow writes passes `unbound verify`, and on mutated model files
 #   verify, split and merge are never looser than TensorFlow's Merger (hostile_check.sh).
 #
@@ -97,7 +95,6 @@ bash interop/fingerprint_check.sh || failed=$((failed + 1))
 bash interop/bundle_check.sh || failed=$((failed + 1))
 bash interop/show_check.sh || failed=$((failed + 1))
 bash interop/hostile_check.sh || failed=$((failed + 1))
-bash interop/python_splitter_check.sh || failed=$((failed + 1))
 echo "== graph-optimizer plugins"
 bash interop/grappler/probe_check.sh || failed=$((failed + 1))
 bash interop/grappler/shapes_check.sh || failed=$((failed + 1))
@@ -107,7 +104,6 @@ bash interop/grappler_sdk_in_tf.sh || failed=$((failed + 1))
 echo "== DTensor: TensorFlow's Mesh, Layout, OpSharding, unpack/relayout/pack vs unbound layout"
 bash interop/dtensor/check.sh || failed=$((failed + 1))
 bash interop/reshard/check.sh || failed=$((failed + 1))
-bash interop/python_checkpoint.sh || failed=$((failed + 1))
 echo "== TPU export: {serve,tpu} loads in TensorFlow, needs only TPU kernels; --to-cpu runs bit for bit"
 if bash interop/tpu/check.sh "$unbound" "$py" "$harness" >"$work/tpu.out" 2>&1; then
   grep -v '^ok ' "$work/tpu.out" || true

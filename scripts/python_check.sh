@@ -24,6 +24,12 @@ if [[ -n "${UNBOUND_PY_SITE:-}" ]]; then
 else
   "$py" -m pip install --disable-pip-version-check --quiet --force-reinstall --no-deps "$wheel"
 fi
+# TensorFlow's C++ Merger for the tests that read with it; UNBOUND_HUGE=1 runs the test that
+# builds a 2.1 GiB model (skipped with UNBOUND_SKIP_HUGE=1, as python_huge.sh is).
+UNBOUND_HARNESS="$(interop/build_harness.sh | tail -n 1)"
+UNBOUND_HUGE=1
+[[ "${UNBOUND_SKIP_HUGE:-0}" == 1 ]] && UNBOUND_HUGE=0
+export UNBOUND_HARNESS UNBOUND_HUGE
 echo "== pytest (crates/python/tests, in $venv)"
 (cd crates/python && TF_CPP_MIN_LOG_LEVEL=2 "$py" -m pytest -q -p no:cacheprovider tests)
 echo "== unbound.tensorflow past 2 GiB (interop/python_huge.sh; UNBOUND_SKIP_HUGE=1 skips it)"

@@ -6,6 +6,8 @@
 //! hold; errors are fine. What parses must serialize to exactly `encoded_len` bytes, and
 //! serializing is a fixed point: the bytes written parse and serialize to themselves.
 //!
+//! `show` also reads it from a file (errors are fine, panics are not).
+//!
 //! Seed it with `testdata/models/*/saved_model.pb`.
 
 #![no_main]
@@ -55,7 +57,20 @@ fn expand(m: &mut WireMessage, desc: &MessageDescriptor, depth: usize, budget: &
     }
 }
 
+/// A directory holding the input as `saved_model.pb`, for `show` (which maps the file and
+/// scans its GraphDefs in place, releasing the pages it passes).
+fn show_dir() -> &'static std::path::Path {
+    static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("unbound-fuzz-show-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+}
+
 fuzz_target!(|data: &[u8]| {
+    std::fs::write(show_dir().join("saved_model.pb"), data).unwrap();
+    let _ = unbound_savedmodel::show::show(show_dir());
     let bytes = Bytes::copy_from_slice(data);
     let Ok(mut message) = WireMessage::parse(&bytes, Some(saved_model().clone())) else {
         return;

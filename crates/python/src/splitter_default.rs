@@ -8,10 +8,8 @@ use std::path::PathBuf;
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use unbound_chunked::{write_split, ChunkSink, ChunkedError, SplitOutput};
-use unbound_savedmodel::split::{
-    split_graph_def_root, split_saved_model, SplitContext, DEFAULT_MAX_SIZE,
-};
+use unbound_chunked::{write_split, ChunkedError, SplitOutput};
+use unbound_savedmodel::split::{split_message, SplitContext, DEFAULT_MAX_SIZE};
 use unbound_wire::WireMessage;
 
 use crate::background;
@@ -35,21 +33,7 @@ pub fn split_serialized(
             error,
         })?;
     let mut ctx = SplitContext::new(max_size);
-    let split = match type_name {
-        "tensorflow.SavedModel" => split_saved_model(message, &desc, &mut ctx)?,
-        "tensorflow.GraphDef" => split_graph_def_root(message, &desc, &mut ctx)?,
-        _ => {
-            let mut message = message;
-            let mut sink = ChunkSink::new(desc.clone(), true);
-            unbound_chunked::generic::split_generic(
-                &mut message,
-                &desc,
-                &mut sink.root(),
-                max_size,
-            )?;
-            sink.finish(message)
-        }
-    };
+    let split = split_message(message, &desc, &mut ctx)?;
     Ok((split, ctx.warnings))
 }
 

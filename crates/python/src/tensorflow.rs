@@ -16,12 +16,12 @@ use prost::Message as _;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use unbound_chunked::{write_split, Chunk, SplitOutput};
-use unbound_records::{Compression, WriterOptions};
 use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor};
 use unbound_savedmodel::split::{split_saved_model, SplitContext};
 
 use crate::background;
-use crate::errors::{py_err, raise, Kind};
+use crate::errors::py_err;
+use crate::toolkit_options::{checked_max_size, writer_options};
 mod assemble;
 mod steps;
 
@@ -39,43 +39,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Record writer options for a compression name, as `unbound split --compression` takes them
-/// (chunks that do not shrink by a tenth are stored uncompressed, as the CLI does).
-fn writer_options(compression: &str) -> PyResult<WriterOptions> {
-    let compression = match compression {
-        "brotli" => Compression::Brotli { level: 6 },
-        "zstd" => Compression::Zstd { level: 3 },
-        "snappy" => Compression::Snappy,
-        "none" => Compression::None,
-        other => {
-            return Err(raise(
-                Kind::InvalidArgument,
-                format!("unknown compression {other:?} (brotli, zstd, snappy or none)"),
-            ))
-        }
-    };
-    Ok(WriterOptions {
-        compression,
-        store_incompressible: true,
-        ..WriterOptions::default()
-    })
-}
-
-/// Refuses a maximum chunk size of 0.
-fn check_max_size(max_size: u64) -> PyResult<()> {
-    if max_size == 0 {
-        return Err(raise(Kind::InvalidArgument, "max_size must be at least 1"));
-    }
-    Ok(())
-}
-
 /// Assembles the parts and splits them with TensorFlow's SavedModel algorithm, off the GIL.
 fn split_parts(
     py: Python<'_>,
     parts: &Bound<'_, PyAny>,
     max_size: u64,
 ) -> PyResult<(SplitOutput, Vec<String>)> {
-    check_max_size(max_size)?;
+    checked_max_size(max_size)?;
     let desc = saved_model_descriptor().map_err(py_err)?;
     let model = assemble(parts, &desc)?;
     background::run(py, move || {

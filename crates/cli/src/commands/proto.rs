@@ -2,11 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use unbound_chunked::{read_pb, read_prefix, write_message, write_split, ChunkSink};
+use unbound_chunked::{read_pb, read_prefix, write_message, write_split};
 use unbound_savedmodel::verify::check_schema;
 use unbound_savedmodel::{
     dir::{message_descriptor, MAX_PROTO_SIZE},
-    split::{split_graph_def_root, split_saved_model, SplitContext, DEFAULT_MAX_SIZE},
+    split::{split_message, SplitContext, DEFAULT_MAX_SIZE},
 };
 
 use super::compression::CompressionArg;
@@ -64,21 +64,7 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
             check_schema(&message, &desc, &input.display().to_string())?;
             let total = message.encoded_len();
             let mut ctx = SplitContext::new(max_size);
-            let split = match type_name.as_str() {
-                "tensorflow.SavedModel" => split_saved_model(message, &desc, &mut ctx)?,
-                "tensorflow.GraphDef" => split_graph_def_root(message, &desc, &mut ctx)?,
-                _ => {
-                    let mut message = message;
-                    let mut sink = ChunkSink::new(desc.clone(), true);
-                    unbound_chunked::generic::split_generic(
-                        &mut message,
-                        &desc,
-                        &mut sink.root(),
-                        max_size,
-                    )?;
-                    sink.finish(message)
-                }
-            };
+            let split = split_message(message, &desc, &mut ctx)?;
             for w in &ctx.warnings {
                 errln!("unbound: warning: {w}");
             }

@@ -14,7 +14,7 @@ mod saved_model;
 mod tensor_bytes;
 
 pub use graph_def::split_graph_def;
-pub use saved_model::{split_graph_def_root, split_saved_model};
+pub use saved_model::{split_graph_def_root, split_message, split_saved_model};
 pub use tensor_bytes::typed_values_to_bytes;
 
 use prost_reflect::{FieldDescriptor, MessageDescriptor};

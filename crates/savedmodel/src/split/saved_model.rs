@@ -64,3 +64,28 @@ pub fn split_graph_def_root(
     }
     Ok(sink.finish(graph))
 }
+
+/// Splits a message of any type with the algorithm `unbound proto split` uses for it:
+/// TensorFlow's SavedModel and GraphDef splitters for `tensorflow.SavedModel` and
+/// `tensorflow.GraphDef`, unbound's generic algorithm ([`unbound_chunked::generic`]) for every
+/// other type.
+pub fn split_message(
+    mut message: WireMessage,
+    desc: &MessageDescriptor,
+    ctx: &mut SplitContext,
+) -> Result<SplitOutput> {
+    match desc.full_name() {
+        "tensorflow.SavedModel" => split_saved_model(message, desc, ctx),
+        "tensorflow.GraphDef" => split_graph_def_root(message, desc, ctx),
+        _ => {
+            let mut sink = ChunkSink::new(desc.clone(), true);
+            unbound_chunked::generic::split_generic(
+                &mut message,
+                desc,
+                &mut sink.root(),
+                ctx.max_size,
+            )?;
+            Ok(sink.finish(message))
+        }
+    }
+}

@@ -27,9 +27,11 @@ Parsing runs in a child process so that a TensorFlow abort is recorded, not fata
 from __future__ import annotations
 
 import glob
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +43,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 DUMP_DIR = ""
 if "--child" not in sys.argv:
     DUMP_DIR = tempfile.mkdtemp(prefix="dtensor_dump_")
+    # TensorFlow dumps every graph it builds there (about 1 GB per run): removed on exit.
+    atexit.register(shutil.rmtree, DUMP_DIR, ignore_errors=True)
     os.environ["TF_DUMP_GRAPH_PREFIX"] = DUMP_DIR
     os.environ["TF_DUMP_GRAPH_NAME_FILTER"] = "*"
     os.environ["TF_DUMP_GRAPH_GROUPS"] = "main"

@@ -1,8 +1,8 @@
 """Ctrl-C during a long `unbound.split` or `unbound.merge`: KeyboardInterrupt at once, and neither the output
 directory nor any `.unbound-tmp-` temporary left behind.
 
-The model is the graph-heavy one of `make_graph_model` (crates/savedmodel/examples), about
-300 MB of small nodes, which takes several seconds to verify and split or merge."""
+The model is conftest's `big_model` (`make_graph_model`, about 260 MB of small nodes), which takes
+several seconds to verify and split or merge."""
 
 from __future__ import annotations
 
@@ -13,27 +13,6 @@ import textwrap
 import time
 
 import pytest
-
-from _toolkit_support import ROOT
-
-
-@pytest.fixture(scope="module")
-def big_model(tmp_path_factory):
-    subprocess.run(
-        ["cargo", "build", "--quiet", "--release", "-p", "unbound-savedmodel", "--example", "make_graph_model"],
-        cwd=ROOT,
-        check=True,
-    )
-    out = tmp_path_factory.mktemp("graph")
-    subprocess.run(
-        [str(ROOT / "target" / "release" / "examples" / "make_graph_model"), str(out),
-         "--nodes", "1500000", "--functions", "2000"],
-        check=True,
-        capture_output=True,
-    )
-    yield out
-    subprocess.run(["rm", "-rf", str(out)], check=False)
-
 
 CALLS = {
     "split": ("model_pb", "unbound.split({src!r}, {out!r}, max_size=1 << 20)"),

@@ -14,7 +14,7 @@ part of such a message stays below the limit, so it crosses by parts:
   fields in field-number order);
 - from Rust, :func:`apply_steps` merges ``(path, bytes)`` steps into a message: ``path`` is a
   list of ``(field_number, index)`` from the root (index ``-1`` for a singular field) and
-  ``bytes`` a serialization of at most 512 MiB (unless one map entry is larger) merged
+  ``bytes`` a serialization of at most 16 MiB (unless one value is larger) merged
   there with ``MergeFromString``.
 
 Neither side ever serializes the whole message.

@@ -139,7 +139,9 @@ fn write_request(out: &mut dyn Write, request: &Request, graph: &[u8]) -> std::i
         put_varint(graph.len() as u64, &mut field);
     }
     let len = head.len() as u64 + field.len() as u64 + graph.len() as u64;
-    debug_assert!(graph.is_empty() || field.len() as u64 == key_len(3) + varint_len(graph.len() as u64));
+    debug_assert!(
+        graph.is_empty() || field.len() as u64 == key_len(3) + varint_len(graph.len() as u64)
+    );
     out.write_all(&len.to_le_bytes())?;
     out.write_all(&head)?;
     out.write_all(&field)?;
@@ -235,8 +237,7 @@ fn serve(
             }
         }
     }
-    let Some((sources, library)) = ops.as_ref().filter(|(s, _)| s.id == request.sources_id)
-    else {
+    let Some((sources, library)) = ops.as_ref().filter(|(s, _)| s.id == request.sources_id) else {
         reply.kind = ERROR;
         reply.message = format!("the worker lacks op sources {}", request.sources_id);
         return reply;
@@ -478,7 +479,9 @@ impl PluginRunner for IsolatedPlugin {
             init_ops: item.init_ops.clone(),
             keep_ops: item.keep_ops.clone(),
             save_restore: item.save_restore.clone(),
-            library: send_sources.then(|| sources.library.clone()).unwrap_or_default(),
+            library: send_sources
+                .then(|| sources.library.clone())
+                .unwrap_or_default(),
             stripped_ops: send_sources
                 .then(|| sources.stripped_ops.clone())
                 .unwrap_or_default(),

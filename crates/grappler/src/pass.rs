@@ -77,11 +77,8 @@ impl PluginSet {
         let mut report = PassReport::default();
         let scan = scan_graph(&graph).map_err(|e| graph_error(&e))?;
         let mut library = Library::of(&scan, meta)?;
-        let item = GrapplerItem::with_ops(
-            meta,
-            Arc::clone(&library.ops),
-            Arc::clone(&library.sources),
-        );
+        let item =
+            GrapplerItem::with_ops(meta, Arc::clone(&library.ops), Arc::clone(&library.sources));
         let mut current = graph;
         let mut changed = false;
         if let Some(types) = self.device_types_of(scan.device_types, &item.id, &mut report) {
@@ -120,7 +117,10 @@ impl PluginSet {
     ) -> Result<BTreeMap<usize, Vec<u8>>, GrapplerError> {
         let mut replacements = BTreeMap::new();
         for position in 0..library.index.len() {
-            let function = library.index.decode(position).map_err(|e| graph_error(&e))?;
+            let function = library
+                .index
+                .decode(position)
+                .map_err(|e| graph_error(&e))?;
             let name = function
                 .signature
                 .as_ref()

@@ -33,13 +33,18 @@ pub fn optimize_saved_model(
 ) -> Result<OptimizeReport, GrapplerError> {
     let mut passes = Vec::new();
     let written = rewrite_serialized_graphs(src, out, max_size, options, |tags, meta, graph| {
-        let (graph, report) = plugins.optimize_serialized(meta, graph).map_err(|e| match e {
-            GrapplerError::Graph { fault } => GrapplerError::Model(SavedModelError::invalid(
-                src.display().to_string(),
-                format!("the graph of MetaGraphDef [{}] does not decode: {fault}", tags.join(",")),
-            )),
-            other => other,
-        })?;
+        let (graph, report) = plugins
+            .optimize_serialized(meta, graph)
+            .map_err(|e| match e {
+                GrapplerError::Graph { fault } => GrapplerError::Model(SavedModelError::invalid(
+                    src.display().to_string(),
+                    format!(
+                        "the graph of MetaGraphDef [{}] does not decode: {fault}",
+                        tags.join(",")
+                    ),
+                )),
+                other => other,
+            })?;
         passes.push((tags.to_vec(), report));
         Ok::<_, GrapplerError>(graph)
     })?;

@@ -113,7 +113,10 @@ fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, String> {
 /// across `library` occurrences) replaced by the serialized `FunctionDef`s given. The library
 /// is written as one field where its first occurrence was; everything else is copied as it
 /// was.
-pub fn splice_library(graph: &[u8], replacements: &BTreeMap<usize, Vec<u8>>) -> Result<Vec<u8>, String> {
+pub fn splice_library(
+    graph: &[u8],
+    replacements: &BTreeMap<usize, Vec<u8>>,
+) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(graph.len());
     let mut library = Vec::new();
     let mut library_at = None;
@@ -132,8 +135,8 @@ pub fn splice_library(graph: &[u8], replacements: &BTreeMap<usize, Vec<u8>>) -> 
         while inner < value.len() {
             let entry_start = inner;
             let entry = read_field(value, &mut inner).map_err(|e| e.to_string())?;
-            let is_function = entry.number == function_def_library::FUNCTION
-                && entry.wire_type == WireType::Len;
+            let is_function =
+                entry.number == function_def_library::FUNCTION && entry.wire_type == WireType::Len;
             match replacements.get(&function).filter(|_| is_function) {
                 Some(new) => {
                     put_key(function_def_library::FUNCTION, WireType::Len, &mut library);

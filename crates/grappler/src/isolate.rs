@@ -469,6 +469,10 @@ impl PluginRunner for IsolatedPlugin {
         };
         let sources = &item.sources;
         let send_sources = worker.sources_id != Some(sources.id);
+        let (library, stripped_ops) = match send_sources {
+            true => (sources.library.clone(), sources.stripped_ops.clone()),
+            false => (Bytes::new(), Bytes::new()),
+        };
         let request = Request {
             plugin_path: self.path.display().to_string(),
             optimize: true,
@@ -479,12 +483,8 @@ impl PluginRunner for IsolatedPlugin {
             init_ops: item.init_ops.clone(),
             keep_ops: item.keep_ops.clone(),
             save_restore: item.save_restore.clone(),
-            library: send_sources
-                .then(|| sources.library.clone())
-                .unwrap_or_default(),
-            stripped_ops: send_sources
-                .then(|| sources.stripped_ops.clone())
-                .unwrap_or_default(),
+            library,
+            stripped_ops,
             sources_id: sources.id,
             has_sources: send_sources,
         };

@@ -517,7 +517,7 @@ fn reachable_library_follows_attrs_gradients_and_apis() {
             })),
         )],
     );
-    let reachable = reachable_library(&library, &[caller.clone()]);
+    let reachable = reachable_library(&library, std::slice::from_ref(&caller));
     let names: Vec<_> = reachable
         .function
         .iter()

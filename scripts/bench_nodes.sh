@@ -3,9 +3,11 @@
 # functions, made by crates/savedmodel/examples/make_graph_model.rs), each unbound command
 # side by side with its reference on the same file, in one run. Results go in BENCHMARKS.md.
 #
-# usage: scripts/bench_nodes.sh [--nodes N] [--functions F] [--reps R]
+# usage: scripts/bench_nodes.sh [--nodes N] [--functions F] [--reps R] [--chunk BYTES]
 #   default: 3,000,000 graph nodes and 10,000 functions of 100 nodes (about 0.55 GB), under
-#   bench-data/nodes-N-F/ (generated once, reused; delete it to regenerate).
+#   bench-data/nodes-N-F/ (generated once, reused; delete it to regenerate). The .cpb is split
+#   at --chunk bytes (default 67108864; a model under that needs a smaller one, e.g. 300,000
+#   nodes: --chunk 16000000).
 #
 # Rows (best wall time of R runs, largest peak RSS; files read once before each group):
 #   merge        unbound merge of the .cpb (64 MiB chunks) vs TensorFlow's Merger::Read +
@@ -28,11 +30,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 nodes=3000000
 functions=10000
 reps=1
+chunk=67108864
 while (( $# > 0 )); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
     --functions) functions="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
+    --chunk) chunk="$2"; shift 2 ;;
     *) echo "bench_nodes.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -53,7 +57,7 @@ if [[ ! -f "$data/model_pb/saved_model.pb" || ! -f "$data/model_cpb/saved_model.
   log "generating $data"
   rm -rf "$data"
   "$target/release/examples/make_graph_model" "$data" --nodes "$nodes" --functions "$functions" \
-    --max-size 67108864 >/dev/null
+    --max-size "$chunk" >/dev/null
 fi
 scratch="$data/scratch"
 pb_dir="$data/model_pb"

@@ -308,6 +308,69 @@ mod tests {
     }
 
     #[test]
+    fn serialized_graphs_are_kept_as_read_or_replaced() {
+        let src = testdata("tf2_multi_sig");
+        let tmp = tempfile::tempdir().unwrap();
+        let before = saved_model(&src);
+        // Kept: the model file is written back byte for byte.
+        let kept = tmp.path().join("kept");
+        let mut seen = Vec::new();
+        rewrite_serialized_graphs(
+            &src,
+            &kept,
+            u64::MAX,
+            WriterOptions::default(),
+            |tags, meta, graph| {
+                assert!(meta.graph_def.is_none());
+                seen.push((tags.to_vec(), GraphDef::decode(graph).unwrap()));
+                Ok::<_, SavedModelError>(None)
+            },
+        )
+        .unwrap();
+        let read = |dir: &Path| std::fs::read(dir.join("saved_model.pb")).unwrap();
+        assert_eq!(read(&kept), read(&src));
+        assert_eq!(seen.len(), before.meta_graphs.len());
+        for ((tags, graph), meta) in seen.iter().zip(&before.meta_graphs) {
+            assert_eq!(&meta.meta_info_def.as_ref().unwrap().tags, tags);
+            assert_eq!(Some(graph), meta.graph_def.as_ref());
+        }
+        // Replaced: the new graph, everything else as it was.
+        let replaced = tmp.path().join("replaced");
+        let small = GraphDef {
+            node: vec![NodeDef {
+                name: "only".into(),
+                op: "NoOp".into(),
+                ..NodeDef::default()
+            }],
+            ..GraphDef::default()
+        };
+        rewrite_serialized_graphs(
+            &src,
+            &replaced,
+            u64::MAX,
+            WriterOptions::default(),
+            |_, _, _| Ok::<_, SavedModelError>(Some(small.encode_to_vec())),
+        )
+        .unwrap();
+        let after = saved_model(&replaced);
+        for (old, new) in before.meta_graphs.iter().zip(&after.meta_graphs) {
+            assert_eq!(new.graph_def.as_ref(), Some(&small));
+            let (mut old, mut new) = (old.clone(), new.clone());
+            old.graph_def = None;
+            new.graph_def = None;
+            assert_eq!(old, new);
+        }
+        // Bytes that are not a message are refused, and nothing is written.
+        let bad = tmp.path().join("bad");
+        let result =
+            rewrite_serialized_graphs(&src, &bad, u64::MAX, WriterOptions::default(), |_, _, _| {
+                Ok::<_, SavedModelError>(Some(vec![0xff; 5]))
+            });
+        assert!(result.is_err());
+        assert!(!bad.exists());
+    }
+
+    #[test]
     fn a_failing_rewrite_writes_nothing() {
         #[derive(Debug)]
         enum Failed {

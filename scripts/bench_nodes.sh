@@ -3,9 +3,11 @@
 # functions, made by crates/savedmodel/examples/make_graph_model.rs), each unbound command
 # side by side with its reference on the same file, in one run. Results go in BENCHMARKS.md.
 #
-# usage: scripts/bench_nodes.sh [--nodes N] [--functions F] [--reps R]
+# usage: scripts/bench_nodes.sh [--nodes N] [--functions F] [--reps R] [--chunk BYTES]
 #   default: 3,000,000 graph nodes and 10,000 functions of 100 nodes (about 0.55 GB), under
-#   bench-data/nodes-N-F/ (generated once, reused; delete it to regenerate).
+#   bench-data/nodes-N-F/ (generated once, reused; delete it to regenerate). The .cpb is split
+#   at --chunk bytes (default 67108864; a model under that needs a smaller one, e.g. 300,000
+#   nodes: --chunk 16000000).
 #
 # Rows (best wall time of R runs, largest peak RSS; files read once before each group):
 #   merge        unbound merge of the .cpb (64 MiB chunks) vs TensorFlow's Merger::Read +
@@ -17,17 +19,24 @@
 #                (merger_harness fingerprint: a C++ process, no Python import)
 #   show         unbound show vs saved_model_cli show --all
 #   verify       unbound verify of the .cpb (target: under 2x merge)
+#   optimize     unbound optimize --plugin libunbound_plugin_prune_identity.so --device-type CPU
+#                (a plugin that changes nothing on this model; every function is a call) of the
+#                .pb, without and with --isolate, next to unbound merge of the same model in
+#                the same run; the host's overhead is the total minus the plugins' own time,
+#                which optimize prints (targets: peak <= 5x the .pb, overhead <= 2x merge)
 # Needs /usr/bin/time, zstd, the TensorFlow venv (scripts/tf-venv.sh) and merger_harness.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 nodes=3000000
 functions=10000
 reps=1
+chunk=67108864
 while (( $# > 0 )); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
     --functions) functions="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
+    --chunk) chunk="$2"; shift 2 ;;
     *) echo "bench_nodes.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +45,7 @@ command -v zstd >/dev/null || { log "zstd missing (apt-get install -y zstd)"; ex
 [[ -x /usr/bin/time ]] || { log "/usr/bin/time missing (apt-get install -y time)"; exit 1; }
 
 (cd "$root" && cargo build --release --quiet -p unbound-cli -p unbound-savedmodel --example make_graph_model)
+(cd "$root" && cargo build --release --quiet -p unbound-plugin-prune-identity)
 target="${CARGO_TARGET_DIR:-$root/target}"
 unbound="$target/release/unbound"
 harness="$("$root/interop/build_harness.sh" | tail -n 1)"
@@ -47,7 +57,7 @@ if [[ ! -f "$data/model_pb/saved_model.pb" || ! -f "$data/model_cpb/saved_model.
   log "generating $data"
   rm -rf "$data"
   "$target/release/examples/make_graph_model" "$data" --nodes "$nodes" --functions "$functions" \
-    --max-size 67108864 >/dev/null
+    --max-size "$chunk" >/dev/null
 fi
 scratch="$data/scratch"
 pb_dir="$data/model_pb"
@@ -113,4 +123,22 @@ echo "  (target: unbound under 0.5 s and 200 MB on 3M nodes)"
 echo "verify (.cpb):"
 measure "unbound verify" "$unbound" verify "$cpb_dir"
 echo "  ratio to unbound merge: $(ratio "$T" "$merge_t") (target <= 2)"
+echo "optimize (.pb, prune-identity: changes nothing here), next to merge of the .cpb:"
+plugin="$target/release/libunbound_plugin_prune_identity.so"
+pb_bytes="$(stat -c %s "$pb_dir/saved_model.pb")"
+warm "$cpb_dir/saved_model.cpb"
+measure "unbound merge" "$unbound" merge "$cpb_dir" "$scratch/out"
+merge_t="$T"
+warm "$pb_dir/saved_model.pb"
+for isolate in "" "--isolate"; do
+  measure "unbound optimize $isolate" "$unbound" optimize "$pb_dir" "$scratch/out" --plugin "$plugin" \
+    --device-type CPU $isolate
+  cmp -s "$pb_dir/saved_model.pb" "$scratch/out/saved_model.pb" && echo "  (output byte-identical to the input)" \
+    || echo "  OUTPUT DIFFERS FROM THE INPUT"
+  # "N plugin calls, S s in the plugins' own code": the best run's is close enough to any.
+  pt="$(sed -n 's/.* plugin calls, \([0-9.]*\) s in the plugins.*/\1/p' "$data/.out")"
+  host="$(awk -v t="$T" -v p="$pt" 'BEGIN { printf "%.2f", t - p }')"
+  echo "  plugins' own time $pt s; host overhead $host s = $(ratio "$host" "$merge_t") x merge (target <= 2);" \
+    "peak $(ratio "$M" "$(awk -v b="$pb_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')") x the .pb (target <= 5)"
+done
 rm -rf "$scratch" "$data/.time" "$data/.out" "$data/.err"

@@ -8,7 +8,9 @@ manifest, so a refactoring can prove it changed no behaviour.
 Each manifest line is `<name> <sha256> <bytes>`: the SHA-256 of one output, whether the stdout
 of `show --json`, `inspect --json`, `vars --json`, `fingerprint --json`, their text forms and
 `verify`, or a file written by `split`, `merge`, `proto split/merge` and `vars --npy`.
-Fingerprint uuids are left out: in written `fingerprint.pb` files and in `fingerprint`'s output
+`optimize` is run with the example plugins built beside the binary (prune-identity and
+fold-constants, in and out of `--isolate`); the files it writes are recorded, not its stdout
+(which reports timings). Fingerprint uuids are left out: in written `fingerprint.pb` files and in `fingerprint`'s output
 (TensorFlow makes a fresh random one every time). With `--keep DIR` the raw outputs are kept there to diff by hand.
 Exits 1 listing every output that differs, is missing or is new.
 """
@@ -92,10 +94,32 @@ class Run:
                 self.add(f"{name}/{os.path.relpath(path, directory)}", data)
 
 
+PLUGINS = ["libunbound_plugin_prune_identity.so", "libunbound_plugin_fold_constants.so"]
+
+
+def optimize(run, model, src, work):
+    """The models `optimize` writes with each example plugin (which must be built beside the
+    binary: cargo build --release -p unbound-plugin-prune-identity -p
+    unbound-plugin-fold-constants)."""
+    for plugin in PLUGINS:
+        path = os.path.join(os.path.dirname(run.unbound), plugin)
+        if not os.path.exists(path):
+            sys.exit(f"optimize: {path} is not built")
+        for isolate in ([], ["--isolate"]):
+            name = f"{model}.optimize.{plugin.split('_plugin_')[1][:-3]}{'.isolate' if isolate else ''}"
+            out = os.path.join(work, name)
+            proc = subprocess.run([run.unbound, "optimize", src, out, "--plugin", path,
+                                   "--device-type", "CPU", *isolate], capture_output=True, cwd=ROOT)
+            if proc.returncode != 0:
+                sys.exit(f"{name}: unbound optimize failed: {proc.stderr.decode()}")
+            run.tree(name, out)
+
+
 def collect(unbound, work):
     run = Run(unbound, work)
     for model in MODELS:
         src = os.path.join("testdata/models", model)
+        optimize(run, model, src, work)
         for flag in ([], ["--json"]):
             tag = "json" if flag else "text"
             run.cli(f"{model}.show.{tag}", "show", src, *flag)

@@ -11,6 +11,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
+
 use prost::Message;
 use unbound_proto::fields::tensorflow::op_list;
 use unbound_proto::tensorflow::{FunctionDef, FunctionDefLibrary, OpDef, OpList};
@@ -77,11 +79,31 @@ fn op_list_entries(data: &'static [u8]) -> Vec<&'static [u8]> {
     out
 }
 
+/// A library function: decoded, or its serialization, decoded on first use (a library of
+/// thousands of functions is mostly looked up by signature; bodies are read only for shape
+/// inference through calls).
+#[derive(Debug, Clone)]
+struct LibraryFunction {
+    bytes: Option<Bytes>,
+    decoded: OnceLock<Option<Arc<FunctionDef>>>,
+}
+
+impl LibraryFunction {
+    fn get(&self) -> Option<&FunctionDef> {
+        self.decoded
+            .get_or_init(|| {
+                let bytes = self.bytes.as_ref()?;
+                FunctionDef::decode(bytes.as_ref()).ok().map(Arc::new)
+            })
+            .as_deref()
+    }
+}
+
 /// The ops a graph can use: its library's functions, the built-in table, and its model's
 /// stripped op list, looked up in that order.
 #[derive(Debug, Default, Clone)]
 pub struct OpLibrary {
-    functions: HashMap<String, Arc<FunctionDef>>,
+    functions: HashMap<String, LibraryFunction>,
     function_ops: HashMap<String, OpEntry>,
     stripped: HashMap<String, OpEntry>,
 }
@@ -127,7 +149,43 @@ impl OpLibrary {
                 raw: None,
             },
         );
-        self.functions.insert(name, Arc::new(function));
+        let decoded = OnceLock::from(Some(Arc::new(function)));
+        self.functions.insert(
+            name,
+            LibraryFunction {
+                bytes: None,
+                decoded,
+            },
+        );
+    }
+
+    /// The built-in table plus serialized library functions, each given as its signature and
+    /// its serialized `FunctionDef` (decoded only if [`OpLibrary::function`] asks for it, so
+    /// a body that does not decode reads as no function), plus `stripped`'s ops. Later
+    /// functions of one name replace earlier ones, as in [`OpLibrary::new`].
+    pub fn from_serialized(
+        functions: impl IntoIterator<Item = (Arc<OpDef>, Bytes)>,
+        stripped: Option<&OpList>,
+    ) -> Self {
+        let mut lib = Self::new(None, stripped);
+        for (signature, bytes) in functions {
+            let name = signature.name.clone();
+            lib.function_ops.insert(
+                name.clone(),
+                OpEntry {
+                    op_def: signature,
+                    raw: None,
+                },
+            );
+            lib.functions.insert(
+                name,
+                LibraryFunction {
+                    bytes: Some(bytes),
+                    decoded: OnceLock::new(),
+                },
+            );
+        }
+        lib
     }
 
     /// The OpDef named `name`, from the first source that has it.
@@ -145,7 +203,7 @@ impl OpLibrary {
 
     /// The library function named `name`, if `name` is a function.
     pub fn function(&self, name: &str) -> Option<&FunctionDef> {
-        self.functions.get(name).map(|f| f.as_ref())
+        self.functions.get(name).and_then(LibraryFunction::get)
     }
 
     /// The library's functions and the stripped ops, as protos (to rebuild this library in
@@ -154,7 +212,7 @@ impl OpLibrary {
         let mut functions: Vec<FunctionDef> = self
             .functions
             .values()
-            .map(|f| f.as_ref().clone())
+            .filter_map(|f| f.get().cloned())
             .collect();
         functions.sort_by(|a, b| {
             let name = |f: &FunctionDef| f.signature.as_ref().map(|s| s.name.clone());

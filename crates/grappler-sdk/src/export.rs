@@ -6,7 +6,6 @@ use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use prost::Message;
-use unbound_proto::tensorflow::GraphDef;
 
 use crate::abi::{
     ConfigsLayout, TfBuffer, TfGrapplerItem, TfStatus, TpOptimizerConfigs,
@@ -202,11 +201,9 @@ unsafe fn run<O: Optimizer>(
     }
     // SAFETY: live input buffer (contract).
     let bytes = unsafe { buffer_bytes(graph_in) };
-    let graph = GraphDef::decode(bytes)
-        .map_err(|e| Error::invalid_argument(format!("the input is not a GraphDef: {e}")))?;
     // SAFETY: item and buffer live for this call; `item` is dropped before returning.
     let item = unsafe { Item::from_raw(item, graph_in) };
-    match optimizer.optimize(graph, &item)? {
+    match optimizer.optimize_serialized(bytes, &item)? {
         Outcome::Unchanged => Err(Error::new(Code::Aborted, "did nothing")),
         Outcome::Changed(graph) => {
             // SAFETY: non-null output buffer (checked), owned by the host.

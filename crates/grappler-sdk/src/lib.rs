@@ -41,7 +41,8 @@
 //! # Behaviour at the boundary
 //!
 //! - The input buffer is decoded into a [`GraphDef`] (bad bytes: `INVALID_ARGUMENT`). Fields
-//!   unknown to the schema are not kept.
+//!   unknown to the schema are not kept. An optimizer that overrides
+//!   [`Optimizer::optimize_serialized`] gets the bytes first and decides whether to decode.
 //! - [`Outcome::Changed`] is encoded into a `malloc`ed buffer freed with `free` by the
 //!   deallocator set on it; [`Outcome::Unchanged`] reports `ABORTED` ("did nothing"), which
 //!   TensorFlow and the unbound host take as "no change".
@@ -64,6 +65,7 @@ mod error;
 #[doc(hidden)]
 pub mod export;
 mod item;
+pub mod serialized;
 mod status;
 #[cfg(feature = "testing")]
 pub mod test_graphs;
@@ -85,6 +87,16 @@ pub trait Optimizer: Send + 'static {
 
     /// Optimizes `graph`; `item` tells what must be preserved and can infer shapes.
     fn optimize(&mut self, graph: GraphDef, item: &Item<'_>) -> Result<Outcome>;
+
+    /// What the exported `optimize_func` calls, with the graph as the host serialized it.
+    /// The default decodes it (bad bytes: `INVALID_ARGUMENT`) and calls
+    /// [`Optimizer::optimize`]. Override it to look at the bytes first
+    /// ([`serialized::node_ops`]) and return [`Outcome::Unchanged`] without decoding a graph
+    /// that has nothing for this optimizer: on a graph of millions of nodes the decoded form
+    /// costs several times the bytes in memory.
+    fn optimize_serialized(&mut self, graph: &[u8], item: &Item<'_>) -> Result<Outcome> {
+        self.optimize(serialized::decode(graph)?, item)
+    }
 }
 
 /// What an optimization did.

@@ -48,6 +48,12 @@ pub enum GrapplerError {
         /// Why it could not be read.
         source: std::io::Error,
     },
+    /// The graph handed to the pass is not a GraphDef (or its library does not decode).
+    #[error("the graph does not decode: {fault}")]
+    Graph {
+        /// What is wrong.
+        fault: String,
+    },
     /// The SavedModel could not be read, or the optimized one written.
     #[error(transparent)]
     Model(#[from] SavedModelError),

@@ -10,19 +10,17 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use bytes::Bytes;
 use prost::Message;
 use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 
 use crate::configs::{combine, CombinedConfigs};
 use crate::error::GrapplerError;
 use crate::isolate::{worker_executable, IsolatedPlugin};
-use crate::item::GrapplerItem;
 use crate::plugin::load_plugin;
-use crate::runner::{judge, Outcome, PluginRunner};
-use unbound_graph::{rewrite_functions, FunctionGraph, FunctionNote, FunctionRewriter, OpLibrary};
+use crate::runner::PluginRunner;
 
 /// How plugins are loaded and run.
 #[derive(Debug, Clone)]
@@ -137,7 +135,7 @@ impl PluginSet {
     }
 }
 
-fn file_name(path: &Path) -> String {
+pub(crate) fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string())
@@ -156,6 +154,9 @@ pub struct CallReport {
     pub nodes_after: usize,
     /// Wall time of the call, including the host's own work on its input and output.
     pub elapsed: Duration,
+    /// The part of `elapsed` spent in the plugin's own code (in a worker process, with
+    /// `--isolate`): `elapsed` minus this is the host's overhead.
+    pub plugin_time: Duration,
     /// What the call did.
     pub result: CallResult,
 }
@@ -184,50 +185,52 @@ pub struct PassReport {
     pub warnings: Vec<String>,
 }
 
+impl PassReport {
+    /// Time spent in the plugins' own code over all calls.
+    pub fn plugin_time(&self) -> Duration {
+        self.calls.iter().map(|c| c.plugin_time).sum()
+    }
+}
+
 impl PluginSet {
     /// Runs the plugins on `meta`'s graph and on each function of its library. Returns the
-    /// optimized graph and what happened. Takes `meta` by value so the graph is moved out, not
-    /// copied: a graph past 2 GiB is held once, not twice.
+    /// optimized graph and what happened. The decoded form of
+    /// [`PluginSet::optimize_serialized`], which is what `unbound optimize` runs: the graph is
+    /// serialized once for it and the result decoded once. A graph that does not serialize
+    /// back into a GraphDef (it always does) is returned as it was.
     pub fn optimize_meta_graph(&mut self, mut meta: MetaGraphDef) -> (GraphDef, PassReport) {
-        let mut report = PassReport::default();
-        let mut graph = meta.graph_def.take().unwrap_or_default();
-        let meta = &meta;
-        let item = GrapplerItem::from_meta_graph(meta, &graph);
-        let mut bytes = graph.encode_to_vec();
-        if let Some(types) = self.device_types_of(&graph, &item.id, &mut report) {
-            self.run_all(&item, &types, &mut graph, &mut bytes, &mut report);
+        let graph = meta.graph_def.take().unwrap_or_default();
+        let bytes = Bytes::from(graph.encode_to_vec());
+        match self.optimize_serialized(&meta, bytes) {
+            Ok((None, report)) => (graph, report),
+            Ok((Some(new), report)) => match GraphDef::decode(new.as_slice()) {
+                Ok(new) => (new, report),
+                Err(_) => (graph, report),
+            },
+            Err(e) => {
+                let report = PassReport {
+                    skipped: vec![format!("main graph: {e}")],
+                    ..PassReport::default()
+                };
+                (graph, report)
+            }
         }
-        self.optimize_functions(meta, &mut graph, &mut report);
-        (graph, report)
     }
 
-    /// Runs matching plugins on every function of `graph`'s library, replacing each function
-    /// whose optimized graph converts back.
-    fn optimize_functions(
-        &mut self,
-        meta: &MetaGraphDef,
-        graph: &mut GraphDef,
-        report: &mut PassReport,
-    ) {
-        let main_item = GrapplerItem::from_meta_graph(meta, graph);
-        let ops = Arc::clone(&main_item.ops);
-        let mut pass = FunctionPass {
-            plugins: self,
-            ops: Arc::clone(&ops),
-            report,
-        };
-        rewrite_functions(graph, &ops, &mut pass);
+    /// The loaded plugins, to run them.
+    pub(crate) fn plugins_mut(&mut self) -> impl Iterator<Item = &mut Box<dyn PluginRunner>> {
+        self.plugins.iter_mut()
     }
 
-    /// The device types plugins are matched against for `graph`, or None (with the reason
-    /// recorded) when no plugin will run on it.
-    fn device_types_of(
+    /// The device types plugins are matched against for the graph `id` whose nodes name
+    /// `types`, or None (with the reason recorded) when no plugin will run on it.
+    pub(crate) fn device_types_of(
         &self,
-        graph: &GraphDef,
+        types: Result<BTreeSet<String>, unbound_graph::device::DeviceError>,
         id: &str,
         report: &mut PassReport,
     ) -> Option<BTreeSet<String>> {
-        let mut types = match unbound_graph::device::graph_device_types(graph) {
+        let mut types = match types {
             Ok(t) => t,
             Err(e) => {
                 report.skipped.push(format!("{id}: {e}"));
@@ -254,91 +257,5 @@ impl PluginSet {
             return None;
         }
         Some(types)
-    }
-
-    /// Runs each plugin whose device type is in `types` on `graph`, in order; each valid result
-    /// replaces `graph` and `bytes`. Returns whether any plugin changed the graph.
-    fn run_all(
-        &mut self,
-        item: &GrapplerItem,
-        types: &BTreeSet<String>,
-        graph: &mut GraphDef,
-        bytes: &mut Vec<u8>,
-        report: &mut PassReport,
-    ) -> bool {
-        let mut changed = false;
-        for plugin in &mut self.plugins {
-            if !types.contains(&plugin.registration().device_type) {
-                continue;
-            }
-            let start = Instant::now();
-            let nodes_before = graph.node.len();
-            let raw = plugin.run(item, Some(graph), bytes);
-            let outcome = judge(raw, nodes_before);
-            let (result, nodes_after) = match outcome {
-                Outcome::Changed {
-                    bytes: new_bytes, ..
-                } if new_bytes == *bytes => (CallResult::Identical, nodes_before),
-                Outcome::Changed {
-                    graph: new,
-                    bytes: new_bytes,
-                } => {
-                    *graph = *new;
-                    *bytes = new_bytes;
-                    changed = true;
-                    (CallResult::Changed, graph.node.len())
-                }
-                Outcome::Unchanged => (CallResult::Unchanged, nodes_before),
-                Outcome::Failed(message) => (CallResult::Failed(message), nodes_before),
-            };
-            report.calls.push(CallReport {
-                plugin: file_name(plugin.path()),
-                graph: item.id.clone(),
-                nodes_before,
-                nodes_after,
-                elapsed: start.elapsed(),
-                result,
-            });
-        }
-        changed
-    }
-}
-
-/// One pass of the plugins over a library's functions, as [`rewrite_functions`] drives it.
-struct FunctionPass<'a> {
-    plugins: &'a mut PluginSet,
-    ops: Arc<OpLibrary>,
-    report: &'a mut PassReport,
-}
-
-impl FunctionRewriter for FunctionPass<'_> {
-    fn rewrite(&mut self, function: &FunctionGraph, graph: &mut GraphDef) -> bool {
-        let item = GrapplerItem {
-            id: function.id.clone(),
-            fetch: function.fetch.clone(),
-            feed: function.feed.clone(),
-            keep_ops: function.keep_ops.clone(),
-            ops: Arc::clone(&self.ops),
-            ..Default::default()
-        };
-        let Some(types) = self.plugins.device_types_of(graph, &item.id, self.report) else {
-            return false;
-        };
-        let mut bytes = graph.encode_to_vec();
-        self.plugins
-            .run_all(&item, &types, graph, &mut bytes, self.report)
-    }
-
-    fn note(&mut self, note: FunctionNote) {
-        match note {
-            FunctionNote::Skipped { id, error } => self
-                .report
-                .skipped
-                .push(format!("{id}: cannot be turned into a graph: {error}")),
-            FunctionNote::Kept { id, error } => self.report.warnings.push(format!(
-                "{id}: the optimized graph does not convert back to a function ({error}); kept \
-                 the original function"
-            )),
-        }
     }
 }

@@ -11,20 +11,28 @@
 //! to stderr first, so nothing a plugin prints can corrupt a frame. A child that dies is
 //! reported with its signal and restarted for the next graph; one that does not answer within
 //! the timeout is killed.
+//!
+//! A graph crosses the pipe once, written straight from the host's bytes; the item's op
+//! sources (function library, stripped ops) are sent once per worker and set of sources, not
+//! with every graph: a model of thousands of functions is thousands of calls with one library.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use prost::Message;
-use unbound_proto::tensorflow::{FunctionDefLibrary, GraphDef, OpList};
+use unbound_graph::functions::LibraryIndex;
+use unbound_proto::tensorflow::OpList;
+use unbound_wire::codec::{key_len, put_key, put_varint, varint_len, WireType};
 
 use crate::abi::{CONFIG_FIELD_COUNT, TP_OPTIMIZER_CONFIGS_STRUCT_SIZE};
 use crate::configs::{ConfigsLayout, PluginConfigs, TriState};
 use crate::error::{GrapplerError, PluginFault, WorkerEnd};
-use crate::item::GrapplerItem;
+use crate::item::{GrapplerItem, OpSources};
 use crate::plugin::{open_plugin, RawOutcome, Registration};
 use crate::runner::PluginRunner;
 use unbound_graph::ops::OpLibrary;
@@ -59,8 +67,9 @@ struct Request {
     plugin_path: String,
     #[prost(bool, tag = "2")]
     optimize: bool,
-    #[prost(bytes = "vec", tag = "3")]
-    graph: Vec<u8>,
+    /// Not encoded with the rest: [`write_request`] appends it from the host's own bytes.
+    #[prost(bytes = "bytes", tag = "3")]
+    graph: Bytes,
     #[prost(string, tag = "4")]
     id: String,
     #[prost(string, repeated, tag = "5")]
@@ -73,10 +82,18 @@ struct Request {
     keep_ops: Vec<String>,
     #[prost(string, repeated, tag = "9")]
     save_restore: Vec<String>,
-    #[prost(message, optional, tag = "10")]
-    library: Option<FunctionDefLibrary>,
-    #[prost(message, optional, tag = "11")]
-    stripped_ops: Option<OpList>,
+    /// A serialized `FunctionDefLibrary`, when `has_sources`.
+    #[prost(bytes = "bytes", tag = "10")]
+    library: Bytes,
+    /// A serialized `OpList`, when `has_sources`.
+    #[prost(bytes = "bytes", tag = "11")]
+    stripped_ops: Bytes,
+    /// The [`OpSources::id`] of the item's ops.
+    #[prost(uint64, tag = "12")]
+    sources_id: u64,
+    /// Whether `library` and `stripped_ops` are sent (the worker does not have them yet).
+    #[prost(bool, tag = "13")]
+    has_sources: bool,
 }
 
 /// Child to parent.
@@ -87,14 +104,17 @@ struct Reply {
     kind: i32,
     #[prost(string, tag = "2")]
     message: String,
-    #[prost(bytes = "vec", tag = "3")]
-    output: Vec<u8>,
+    #[prost(bytes = "bytes", tag = "3")]
+    output: Bytes,
     #[prost(string, tag = "4")]
     device_type: String,
     #[prost(uint64, tag = "5")]
     configs_struct_size: u64,
     #[prost(uint32, repeated, tag = "6")]
     configs: Vec<u32>,
+    /// How long the plugin's own code ran, in nanoseconds.
+    #[prost(uint64, tag = "7")]
+    plugin_nanos: u64,
 }
 
 const LOADED: i32 = 0;
@@ -109,6 +129,26 @@ fn write_frame(out: &mut dyn Write, message: &impl Message) -> std::io::Result<(
     out.flush()
 }
 
+/// Writes `request` (whose own `graph` is empty) with `graph` as its field 3, appended after
+/// the other fields straight from the caller's bytes, so a large graph is not copied first.
+fn write_request(out: &mut dyn Write, request: &Request, graph: &[u8]) -> std::io::Result<()> {
+    let head = request.encode_to_vec();
+    let mut field = Vec::with_capacity(16);
+    if !graph.is_empty() {
+        put_key(3, WireType::Len, &mut field);
+        put_varint(graph.len() as u64, &mut field);
+    }
+    let len = head.len() as u64 + field.len() as u64 + graph.len() as u64;
+    debug_assert!(
+        graph.is_empty() || field.len() as u64 == key_len(3) + varint_len(graph.len() as u64)
+    );
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(&head)?;
+    out.write_all(&field)?;
+    out.write_all(graph)?;
+    out.flush()
+}
+
 fn read_frame<M: Message + Default>(input: &mut dyn Read) -> std::io::Result<M> {
     let mut len = [0u8; 8];
     input.read_exact(&mut len)?;
@@ -117,11 +157,15 @@ fn read_frame<M: Message + Default>(input: &mut dyn Read) -> std::io::Result<M> 
         return Err(std::io::Error::other(format!("frame of {len} bytes")));
     }
     let mut bytes = Vec::new();
+    // The peer is our own worker or host, but the length still comes from a pipe: reserve
+    // what it says only if that can be had, else let the vector grow as bytes arrive.
+    let _ = bytes.try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX));
     input.take(len).read_to_end(&mut bytes)?;
     if bytes.len() as u64 != len {
         return Err(std::io::ErrorKind::UnexpectedEof.into());
     }
-    M::decode(bytes.as_slice()).map_err(std::io::Error::other)
+    // Decoded from `Bytes`, the large fields (graphs) are slices of the frame, not copies.
+    M::decode(Bytes::from(bytes)).map_err(std::io::Error::other)
 }
 
 /// The child side: serve requests on stdin until it closes. Returns the process exit code.
@@ -139,19 +183,27 @@ pub fn worker_main() -> i32 {
     let mut frames: std::fs::File = unsafe { std::os::fd::FromRawFd::from_raw_fd(frames_fd) };
     let mut stdin = std::io::stdin().lock();
     let mut plugin = None;
+    let mut ops = None;
     loop {
         let request: Request = match read_frame(&mut stdin) {
             Ok(r) => r,
             Err(_) => return 0,
         };
-        let reply = serve(&mut plugin, request);
+        let reply = serve(&mut plugin, &mut ops, request);
         if write_frame(&mut frames, &reply).is_err() {
             return 1;
         }
     }
 }
 
-fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> Reply {
+/// The ops a worker holds: the sources' id, the sources and what they build.
+type WorkerOps = Option<(Arc<OpSources>, Arc<OpLibrary>)>;
+
+fn serve(
+    plugin: &mut Option<crate::plugin::LoadedPlugin>,
+    ops: &mut WorkerOps,
+    request: Request,
+) -> Reply {
     let mut reply = Reply::default();
     if !request.optimize {
         match open_plugin(Path::new(&request.plugin_path)) {
@@ -175,6 +227,21 @@ fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> 
         reply.message = "no plugin loaded".to_string();
         return reply;
     };
+    if request.has_sources {
+        match worker_ops(&request) {
+            Ok(built) => *ops = Some(built),
+            Err(message) => {
+                reply.kind = ERROR;
+                reply.message = message;
+                return reply;
+            }
+        }
+    }
+    let Some((sources, library)) = ops.as_ref().filter(|(s, _)| s.id == request.sources_id) else {
+        reply.kind = ERROR;
+        reply.message = format!("the worker lacks op sources {}", request.sources_id);
+        return reply;
+    };
     let item = GrapplerItem {
         id: request.id,
         fetch: request.fetch,
@@ -182,15 +249,15 @@ fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> 
         init_ops: request.init_ops,
         keep_ops: request.keep_ops,
         save_restore: request.save_restore,
-        ops: std::sync::Arc::new(OpLibrary::new(
-            request.library.as_ref(),
-            request.stripped_ops.as_ref(),
-        )),
+        ops: Arc::clone(library),
+        sources: Arc::clone(sources),
     };
-    match p.run(&item, None, &request.graph) {
+    let (outcome, plugin_time) = p.run(&item, &request.graph);
+    reply.plugin_nanos = u64::try_from(plugin_time.as_nanos()).unwrap_or(u64::MAX);
+    match outcome {
         RawOutcome::Output(bytes) => {
             reply.kind = OUTPUT;
-            reply.output = bytes;
+            reply.output = Bytes::from(bytes);
         }
         RawOutcome::Aborted => reply.kind = ABORTED,
         RawOutcome::Error(message) => {
@@ -199,6 +266,22 @@ fn serve(plugin: &mut Option<crate::plugin::LoadedPlugin>, request: Request) -> 
         }
     }
     reply
+}
+
+/// The ops of the sources a request carries, built as the host built them.
+fn worker_ops(request: &Request) -> Result<(Arc<OpSources>, Arc<OpLibrary>), String> {
+    let index = LibraryIndex::new(&request.library).map_err(|e| e.to_string())?;
+    let stripped = match request.stripped_ops.is_empty() {
+        true => None,
+        false => Some(OpList::decode(request.stripped_ops.clone()).map_err(|e| e.to_string())?),
+    };
+    let ops = Arc::new(index.op_library(stripped.as_ref()));
+    let sources = OpSources {
+        id: request.sources_id,
+        library: request.library.clone(),
+        stripped_ops: request.stripped_ops.clone(),
+    };
+    Ok((Arc::new(sources), ops))
 }
 
 /// The configs as sent to the parent: the layout's `struct_size` and one `TF_TriState` word
@@ -231,6 +314,8 @@ pub struct IsolatedPlugin {
 }
 
 struct Worker {
+    /// The [`OpSources::id`] this worker was last sent.
+    sources_id: Option<u64>,
     child: Child,
     stdin: ChildStdin,
     replies: Receiver<std::io::Result<Reply>>,
@@ -261,16 +346,22 @@ impl Worker {
             }
         });
         Ok(Self {
+            sources_id: None,
             child,
             stdin,
             replies: rx,
         })
     }
 
-    /// Sends `request` and waits up to `timeout` for the reply. On failure the child is gone
-    /// and the error says how it ended.
-    fn call(&mut self, request: &Request, timeout: Duration) -> Result<Reply, WorkerEnd> {
-        if let Err(e) = write_frame(&mut self.stdin, request) {
+    /// Sends `request`, with `graph` as its graph, and waits up to `timeout` for the reply.
+    /// On failure the child is gone and the error says how it ended.
+    fn call(
+        &mut self,
+        request: &Request,
+        graph: &[u8],
+        timeout: Duration,
+    ) -> Result<Reply, WorkerEnd> {
+        if let Err(e) = write_request(&mut self.stdin, request, graph) {
             return Err(self.ended(WorkerEnd::NotSent(e)));
         }
         match self.replies.recv_timeout(timeout) {
@@ -342,7 +433,7 @@ impl IsolatedPlugin {
             ..Default::default()
         };
         let reply = worker
-            .call(&request, self.timeout)
+            .call(&request, &[], self.timeout)
             .map_err(PluginFault::WorkerEnded)?;
         if reply.kind != LOADED {
             return Err(PluginFault::InWorker(reply.message));
@@ -365,44 +456,53 @@ impl PluginRunner for IsolatedPlugin {
         &self.registration
     }
 
-    fn run(
-        &mut self,
-        item: &GrapplerItem,
-        _graph: Option<&GraphDef>,
-        graph_bytes: &[u8],
-    ) -> RawOutcome {
+    fn run(&mut self, item: &GrapplerItem, graph_bytes: &[u8]) -> (RawOutcome, Duration) {
         if self.child.is_none() {
             if let Err(e) = self.start() {
-                return RawOutcome::Error(format!("could not restart the plugin's worker: {e}"));
+                let error = format!("could not restart the plugin's worker: {e}");
+                return (RawOutcome::Error(error), Duration::ZERO);
             }
         }
-        let (library, stripped_ops) = item.ops.sources();
+        let Some(worker) = self.child.as_mut() else {
+            let error = "the plugin's worker is not running".to_string();
+            return (RawOutcome::Error(error), Duration::ZERO);
+        };
+        let sources = &item.sources;
+        let send_sources = worker.sources_id != Some(sources.id);
+        let (library, stripped_ops) = match send_sources {
+            true => (sources.library.clone(), sources.stripped_ops.clone()),
+            false => (Bytes::new(), Bytes::new()),
+        };
         let request = Request {
             plugin_path: self.path.display().to_string(),
             optimize: true,
-            graph: graph_bytes.to_vec(),
+            graph: Bytes::new(),
             id: item.id.clone(),
             fetch: item.fetch.clone(),
             feed: item.feed.clone(),
             init_ops: item.init_ops.clone(),
             keep_ops: item.keep_ops.clone(),
             save_restore: item.save_restore.clone(),
-            library: Some(library),
-            stripped_ops: Some(stripped_ops),
+            library,
+            stripped_ops,
+            sources_id: sources.id,
+            has_sources: send_sources,
         };
-        let Some(worker) = self.child.as_mut() else {
-            return RawOutcome::Error("the plugin's worker is not running".to_string());
-        };
-        match worker.call(&request, self.timeout) {
-            Ok(reply) => match reply.kind {
-                OUTPUT => RawOutcome::Output(reply.output),
-                ABORTED => RawOutcome::Aborted,
-                _ => RawOutcome::Error(reply.message),
-            },
+        match worker.call(&request, graph_bytes, self.timeout) {
+            Ok(reply) => {
+                worker.sources_id = Some(sources.id);
+                let plugin_time = Duration::from_nanos(reply.plugin_nanos);
+                let outcome = match reply.kind {
+                    OUTPUT => RawOutcome::Output(reply.output.into()),
+                    ABORTED => RawOutcome::Aborted,
+                    _ => RawOutcome::Error(reply.message),
+                };
+                (outcome, plugin_time)
+            }
             Err(e) => {
                 // The worker is gone; the next graph starts a new one.
                 self.child = None;
-                RawOutcome::Error(format!("the plugin {e}"))
+                (RawOutcome::Error(format!("the plugin {e}")), Duration::ZERO)
             }
         }
     }

@@ -3,9 +3,14 @@
 //! util functions in [`crate::util_api`].
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use unbound_proto::tensorflow::{collection_def, tensor_info, GraphDef, MetaGraphDef, TensorInfo};
+use bytes::Bytes;
+use prost::Message;
+use unbound_proto::tensorflow::{
+    collection_def, tensor_info, GraphDef, MetaGraphDef, OpList, TensorInfo,
+};
 
 use unbound_graph::ops::OpLibrary;
 
@@ -31,9 +36,45 @@ pub struct GrapplerItem {
     pub save_restore: Vec<String>,
     /// The ops the graph can use: OpDefs for lookups, shape inference and functions.
     pub ops: Arc<OpLibrary>,
+    /// What `ops` was built from, serialized, for an `--isolate` worker to build the same
+    /// (sent once per worker, not with every graph).
+    pub sources: Arc<OpSources>,
+}
+
+/// The serialized sources of an item's [`OpLibrary`]: the graph's function library and the
+/// model's stripped op list, with an id that tells one set of sources from another.
+#[derive(Debug, Clone, Default)]
+pub struct OpSources {
+    /// Unique per value made by [`OpSources::new`] (0: the default, empty sources).
+    pub id: u64,
+    /// A serialized `FunctionDefLibrary`.
+    pub library: Bytes,
+    /// A serialized `OpList` (the MetaGraphDef's `stripped_op_list`).
+    pub stripped_ops: Bytes,
+}
+
+impl OpSources {
+    /// Sources with a fresh id.
+    pub fn new(library: Bytes, stripped_ops: Option<&OpList>) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            library,
+            stripped_ops: stripped_ops
+                .map(|ops| Bytes::from(ops.encode_to_vec()))
+                .unwrap_or_default(),
+        }
+    }
 }
 
 pub use unbound_graph::tensor_names::node_name;
+
+/// The MetaGraphDef's `stripped_op_list`, if it has one.
+pub fn stripped_ops(meta: &MetaGraphDef) -> Option<&OpList> {
+    meta.meta_info_def
+        .as_ref()
+        .and_then(|m| m.stripped_op_list.as_ref())
+}
 
 /// The tensor names a signature's `TensorInfo` stands for: its name, a sparse tensor's three
 /// tensors, or a composite tensor's components.
@@ -60,6 +101,21 @@ impl GrapplerItem {
     /// keep the init-op collections and the saver's ops. `graph` is the graph being optimized
     /// (the MetaGraphDef's own, possibly already rewritten).
     pub fn from_meta_graph(meta: &MetaGraphDef, graph: &GraphDef) -> Self {
+        let library = graph
+            .library
+            .as_ref()
+            .map(|l| Bytes::from(l.encode_to_vec()))
+            .unwrap_or_default();
+        let stripped = stripped_ops(meta);
+        let sources = Arc::new(OpSources::new(library, stripped));
+        let ops = Arc::new(OpLibrary::new(graph.library.as_ref(), stripped));
+        Self::with_ops(meta, ops, sources)
+    }
+
+    /// [`GrapplerItem::from_meta_graph`] for a graph whose ops are already built (from its
+    /// serialized library: see [`unbound_graph::functions::LibraryIndex`]); `meta`'s own
+    /// graph is not looked at.
+    pub fn with_ops(meta: &MetaGraphDef, ops: Arc<OpLibrary>, sources: Arc<OpSources>) -> Self {
         let mut item = GrapplerItem {
             id: "main graph".to_string(),
             ..Default::default()
@@ -93,11 +149,8 @@ impl GrapplerItem {
                 }
             }
         }
-        let stripped = meta
-            .meta_info_def
-            .as_ref()
-            .and_then(|m| m.stripped_op_list.as_ref());
-        item.ops = Arc::new(OpLibrary::new(graph.library.as_ref(), stripped));
+        item.ops = ops;
+        item.sources = sources;
         item
     }
 

@@ -9,6 +9,11 @@
 //! ([`unbound_savedmodel::rewrite`]); [`saved_model`] only plugs the plugins into it. Errors that
 //! stop a run are [`GrapplerError`]s.
 //!
+//! The pass ([`pass`]) works on serialized graphs, for models of millions of nodes and
+//! thousands of functions: the main graph goes to plugins as the bytes it was read as
+//! ([`serialized`] scans them at the wire level), functions are decoded and converted one at
+//! a time, and a graph no plugin changed is never decoded or re-encoded.
+//!
 //! With `--isolate` ([`isolate`]) each plugin runs in a worker process, an executable named by
 //! [`host::HostOptions::worker`], `UNBOUND_WORKER`, or this process's own.
 //!
@@ -24,9 +29,11 @@ pub mod exports;
 pub mod host;
 pub mod isolate;
 pub mod item;
+pub mod pass;
 pub mod plugin;
 pub mod runner;
 pub mod saved_model;
+pub mod serialized;
 mod shims;
 pub mod status;
 pub mod util_api;

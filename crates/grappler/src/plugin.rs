@@ -180,16 +180,24 @@ impl LoadedPlugin {
     /// Runs the optimizer once on `graph_in`, with `item` as the `TF_GrapplerItem*`: creates
     /// the optimizer (if it has `create_func`), calls `optimize_func`, copies the output, calls
     /// the output's deallocator, and destroys the optimizer (TensorFlow's `CGraphOptimizer`
-    /// lifetime: one instance per optimized graph).
+    /// lifetime: one instance per optimized graph). Also returns how long the plugin's own
+    /// code ran (create, optimize, destroy, with the util calls it made), which is what a
+    /// report subtracts to get the host's overhead.
     ///
     /// # Safety
     /// `item` is null or points to an [`crate::util_api::ItemContext`] that stays live for
     /// the call: the plugin's util calls dereference it.
-    pub unsafe fn call_optimize(&self, graph_in: &[u8], item: *const c_void) -> RawOutcome {
+    pub unsafe fn call_optimize(
+        &self,
+        graph_in: &[u8],
+        item: *const c_void,
+    ) -> (RawOutcome, std::time::Duration) {
         let o = &self.optimizer;
         let Some(optimize) = o.optimize_func else {
-            return RawOutcome::Error("optimize_func is not set".to_string());
+            let error = RawOutcome::Error("optimize_func is not set".to_string());
+            return (error, std::time::Duration::ZERO);
         };
+        let start = std::time::Instant::now();
         let handle = match o.create_func {
             // SAFETY: the plugin's create_func, called as its C signature declares while the
             // library is loaded (self holds it).
@@ -217,8 +225,10 @@ impl LoadedPlugin {
                 status.as_ptr().cast(),
             )
         };
+        let mut plugin_time = start.elapsed();
         // SAFETY: the plugin promises `length` readable bytes at `data`.
         let bytes = unsafe { buffer_bytes(&output) }.to_vec();
+        let start = std::time::Instant::now();
         if let Some(dealloc) = output.data_deallocator {
             // SAFETY: the plugin's own deallocator, called once on its own data, while loaded.
             unsafe { dealloc(output.data.cast_mut(), output.length) };
@@ -227,12 +237,14 @@ impl LoadedPlugin {
             // SAFETY: TensorFlow calls destroy_func whenever set, even with a null handle.
             unsafe { destroy(handle) };
         }
+        plugin_time += start.elapsed();
         if status.code() == code::ABORTED {
-            return RawOutcome::Aborted;
+            return (RawOutcome::Aborted, plugin_time);
         }
-        match status.to_result() {
+        let outcome = match status.to_result() {
             Ok(()) => RawOutcome::Output(bytes),
             Err(e) => RawOutcome::Error(e.to_string()),
-        }
+        };
+        (outcome, plugin_time)
     }
 }

@@ -3,6 +3,7 @@
 //! GraphDef keep the previous graph.
 
 use std::path::Path;
+use std::time::Duration;
 
 use prost::Message;
 use unbound_proto::tensorflow::GraphDef;
@@ -17,14 +18,10 @@ pub trait PluginRunner {
     fn path(&self) -> &Path;
     /// What the plugin registered.
     fn registration(&self) -> &Registration;
-    /// Runs the optimizer once on the graph serialized as `graph_bytes`; `graph` is the same
-    /// graph parsed, when the caller has it.
-    fn run(
-        &mut self,
-        item: &GrapplerItem,
-        graph: Option<&GraphDef>,
-        graph_bytes: &[u8],
-    ) -> RawOutcome;
+    /// Runs the optimizer once on the graph serialized as `graph_bytes` (parsed only if the
+    /// plugin asks for something that needs it, such as graph properties). Returns what it
+    /// returned and how long the plugin's own code ran.
+    fn run(&mut self, item: &GrapplerItem, graph_bytes: &[u8]) -> (RawOutcome, Duration);
 }
 
 /// Runs plugins loaded into this process: fastest, but a crashing plugin takes the process
@@ -38,16 +35,8 @@ impl PluginRunner for LoadedPlugin {
         &self.registration
     }
 
-    fn run(
-        &mut self,
-        item: &GrapplerItem,
-        graph: Option<&GraphDef>,
-        graph_bytes: &[u8],
-    ) -> RawOutcome {
-        let context = match graph {
-            Some(graph) => ItemContext::new(item, graph),
-            None => ItemContext::serialized(item, graph_bytes),
-        };
+    fn run(&mut self, item: &GrapplerItem, graph_bytes: &[u8]) -> (RawOutcome, Duration) {
+        let context = ItemContext::serialized(item, graph_bytes);
         // SAFETY: `context` lives until the call returns.
         unsafe { self.call_optimize(graph_bytes, context.as_ptr()) }
     }

@@ -1,13 +1,14 @@
 //! `unbound optimize`: run the plugins over every MetaGraphDef of a SavedModel directory and
-//! write the optimized copy. The SavedModel surgery (decode each MetaGraphDef, splice the new
+//! write the optimized copy. The SavedModel surgery (hand over each graph's bytes, splice a new
 //! graph into the lossless model, write the directory split when large and atomically) is
-//! [`unbound_savedmodel::rewrite::rewrite_meta_graphs`]; this module only plugs the plugins in.
+//! [`unbound_savedmodel::rewrite::rewrite_serialized_graphs`]; this module only plugs the plugins in.
 
 use std::path::Path;
 
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::SplitReport;
-use unbound_savedmodel::rewrite::rewrite_meta_graphs;
+use unbound_savedmodel::rewrite::rewrite_serialized_graphs;
+use unbound_savedmodel::SavedModelError;
 
 use crate::error::GrapplerError;
 use crate::host::{PassReport, PluginSet};
@@ -31,8 +32,19 @@ pub fn optimize_saved_model(
     options: WriterOptions,
 ) -> Result<OptimizeReport, GrapplerError> {
     let mut passes = Vec::new();
-    let written = rewrite_meta_graphs(src, out, max_size, options, |tags, meta| {
-        let (graph, report) = plugins.optimize_meta_graph(meta);
+    let written = rewrite_serialized_graphs(src, out, max_size, options, |tags, meta, graph| {
+        let (graph, report) = plugins
+            .optimize_serialized(meta, graph)
+            .map_err(|e| match e {
+                GrapplerError::Graph { fault } => GrapplerError::Model(SavedModelError::invalid(
+                    src.display().to_string(),
+                    format!(
+                        "the graph of MetaGraphDef [{}] does not decode: {fault}",
+                        tags.join(",")
+                    ),
+                )),
+                other => other,
+            })?;
         passes.push((tags.to_vec(), report));
         Ok::<_, GrapplerError>(graph)
     })?;

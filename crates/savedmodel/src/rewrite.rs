@@ -6,6 +6,10 @@
 //!
 //! Only `MetaGraphDef.graph_def` changes: every other field of the model (signatures, assets,
 //! object graph, fields this schema does not know) is written back byte for byte as read.
+//!
+//! [`rewrite_serialized_graphs`] is the same walk for rewrites that work on the serialized
+//! graph (graph-optimizer plugins take bytes): the graph is never decoded here, and a graph the
+//! rewrite leaves alone is written back as the very bytes that were read.
 
 use std::path::Path;
 
@@ -93,6 +97,138 @@ where
     )?)
 }
 
+/// Reads the SavedModel in `src`, calls `rewrite` on each of its MetaGraphDefs in order with
+/// the MetaGraphDef *without its graph* and the graph's serialization, and writes the model to
+/// `out` (which must not exist) as [`rewrite_meta_graphs`] does.
+///
+/// The graph bytes are a slice of the mapped model when it is a `.pb` whose graph is one field
+/// (no copy); otherwise (a `.cpb`, or a graph given in several occurrences) they are the graph
+/// serialized once, and the model's own pieces of it are freed before the call. `rewrite`
+/// returns `None` to keep the graph (it is written back as those bytes, never decoded or
+/// re-encoded) or the serialization of the new graph, which is checked one level deep and
+/// spliced in.
+pub fn rewrite_serialized_graphs<E, F>(
+    src: &Path,
+    out: &Path,
+    max_size: u64,
+    options: WriterOptions,
+    mut rewrite: F,
+) -> Result<SplitReport, E>
+where
+    E: From<SavedModelError>,
+    F: FnMut(&[String], &MetaGraphDef, Bytes) -> Result<Option<Vec<u8>>, E>,
+{
+    use unbound_proto::fields::tensorflow::meta_graph_def::GRAPH_DEF;
+    use unbound_wire::{Payload, WireField, WireValue};
+
+    let mut model = read_saved_model(src)?.message;
+    let saved_model_desc = message_descriptor("tensorflow.SavedModel")?;
+    let graph_desc = message_descriptor("tensorflow.GraphDef")?;
+    let meta_fd = field(&saved_model_desc, "meta_graphs")?;
+    let count = model.positions(meta_fd.number()).len();
+    for index in 0..count {
+        let meta_wire = model
+            .repeated_message_mut(&meta_fd, index as u64)
+            .map_err(SavedModelError::from)?;
+        let source_name = || format!("{} (meta_graphs[{index}])", src.display());
+        // The MetaGraphDef without its graph: small, decoded; the graph stays bytes.
+        let mut rest = WireMessage::new(meta_wire.descriptor.clone());
+        rest.fields = meta_wire
+            .fields
+            .iter()
+            .filter(|f| f.number != GRAPH_DEF)
+            .cloned()
+            .collect();
+        let rest = rest.to_vec().map_err(SavedModelError::from)?;
+        let meta = MetaGraphDef::decode(rest.as_slice()).map_err(|e| {
+            SavedModelError::invalid(
+                src.display().to_string(),
+                format!("meta_graphs[{index}] is not a valid MetaGraphDef: {e}"),
+            )
+        })?;
+        drop(rest);
+        let tags = meta
+            .meta_info_def
+            .as_ref()
+            .map(|m| m.tags.clone())
+            .unwrap_or_default();
+        let graph = take_graph_bytes(meta_wire, GRAPH_DEF, &source_name())?;
+        let new_graph = rewrite(&tags, &meta, graph.clone())?;
+        let value = match new_graph {
+            None => WireValue::Bytes(Payload::Inline(graph)),
+            Some(new) => {
+                drop(graph);
+                let new = Bytes::from(new);
+                let parsed =
+                    WireMessage::parse(&new, Some(graph_desc.clone())).map_err(|error| {
+                        SavedModelError::from(unbound_wire::WireError::Malformed {
+                            source_name: format!("the rewritten graph of {}", source_name()),
+                            error,
+                        })
+                    })?;
+                WireValue::Message(parsed)
+            }
+        };
+        let at = meta_wire
+            .fields
+            .iter()
+            .position(|f| f.number == GRAPH_DEF)
+            .unwrap_or(meta_wire.fields.len());
+        meta_wire.fields.retain(|f| f.number != GRAPH_DEF);
+        meta_wire.fields.insert(
+            at.min(meta_wire.fields.len()),
+            WireField {
+                number: GRAPH_DEF,
+                value,
+            },
+        );
+    }
+    Ok(write_model_dir(
+        src,
+        out,
+        model,
+        max_size,
+        options,
+        &mut |_| {},
+    )?)
+}
+
+/// The serialization of field `number` of `message` (all its occurrences, which protobuf
+/// merges, concatenated). A single unexpanded occurrence is returned as its own bytes (a slice
+/// of the source, no copy); otherwise the occurrences are serialized into one buffer and each
+/// is replaced by an empty value, so the model does not hold the graph twice.
+fn take_graph_bytes(
+    message: &mut WireMessage,
+    number: u32,
+    source_name: &str,
+) -> Result<Bytes, SavedModelError> {
+    use unbound_wire::{Payload, WireValue};
+    let mut occurrences = message.fields.iter().filter(|f| f.number == number);
+    if let (Some(only), None) = (occurrences.next(), occurrences.next()) {
+        if let WireValue::Bytes(Payload::Inline(bytes)) = &only.value {
+            return Ok(bytes.clone());
+        }
+    }
+    let mut out = Vec::new();
+    for f in message.fields.iter_mut().filter(|f| f.number == number) {
+        let value = std::mem::replace(
+            &mut f.value,
+            WireValue::Bytes(Payload::Inline(Bytes::new())),
+        );
+        match value {
+            WireValue::Bytes(payload) => payload.write_to(&mut out)?,
+            WireValue::Message(m) => m.write_to(&mut out)?,
+            _ => {
+                return Err(SavedModelError::invalid(
+                    source_name,
+                    "graph_def is not length-delimited (not a GraphDef)",
+                ))
+            }
+        }
+    }
+    Ok(Bytes::from(out))
+}
+
 /// Field `name` of `desc`, or a schema error.
 fn field(
     desc: &MessageDescriptor,
@@ -169,6 +305,69 @@ mod tests {
         }
         // The variables are carried over.
         assert!(out.join("variables").is_dir());
+    }
+
+    #[test]
+    fn serialized_graphs_are_kept_as_read_or_replaced() {
+        let src = testdata("tf2_multi_sig");
+        let tmp = tempfile::tempdir().unwrap();
+        let before = saved_model(&src);
+        // Kept: the model file is written back byte for byte.
+        let kept = tmp.path().join("kept");
+        let mut seen = Vec::new();
+        rewrite_serialized_graphs(
+            &src,
+            &kept,
+            u64::MAX,
+            WriterOptions::default(),
+            |tags, meta, graph| {
+                assert!(meta.graph_def.is_none());
+                seen.push((tags.to_vec(), GraphDef::decode(graph).unwrap()));
+                Ok::<_, SavedModelError>(None)
+            },
+        )
+        .unwrap();
+        let read = |dir: &Path| std::fs::read(dir.join("saved_model.pb")).unwrap();
+        assert_eq!(read(&kept), read(&src));
+        assert_eq!(seen.len(), before.meta_graphs.len());
+        for ((tags, graph), meta) in seen.iter().zip(&before.meta_graphs) {
+            assert_eq!(&meta.meta_info_def.as_ref().unwrap().tags, tags);
+            assert_eq!(Some(graph), meta.graph_def.as_ref());
+        }
+        // Replaced: the new graph, everything else as it was.
+        let replaced = tmp.path().join("replaced");
+        let small = GraphDef {
+            node: vec![NodeDef {
+                name: "only".into(),
+                op: "NoOp".into(),
+                ..NodeDef::default()
+            }],
+            ..GraphDef::default()
+        };
+        rewrite_serialized_graphs(
+            &src,
+            &replaced,
+            u64::MAX,
+            WriterOptions::default(),
+            |_, _, _| Ok::<_, SavedModelError>(Some(small.encode_to_vec())),
+        )
+        .unwrap();
+        let after = saved_model(&replaced);
+        for (old, new) in before.meta_graphs.iter().zip(&after.meta_graphs) {
+            assert_eq!(new.graph_def.as_ref(), Some(&small));
+            let (mut old, mut new) = (old.clone(), new.clone());
+            old.graph_def = None;
+            new.graph_def = None;
+            assert_eq!(old, new);
+        }
+        // Bytes that are not a message are refused, and nothing is written.
+        let bad = tmp.path().join("bad");
+        let result =
+            rewrite_serialized_graphs(&src, &bad, u64::MAX, WriterOptions::default(), |_, _, _| {
+                Ok::<_, SavedModelError>(Some(vec![0xff; 5]))
+            });
+        assert!(result.is_err());
+        assert!(!bad.exists());
     }
 
     #[test]

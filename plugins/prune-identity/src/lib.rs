@@ -11,6 +11,7 @@ pub mod prune;
 
 use std::collections::HashSet;
 
+use unbound_grappler_sdk::serialized::{decode, node_ops};
 use unbound_grappler_sdk::{export_plugin, GraphDef, Item, Optimizer, Outcome, Result};
 
 pub use prune::prune;
@@ -36,6 +37,25 @@ impl Optimizer for PruneIdentity {
             (_, 0) => Ok(Outcome::Unchanged),
             (graph, _) => Ok(Outcome::Changed(graph)),
         }
+    }
+
+    /// A graph without an `Identity` or `NoOp` node has nothing to prune: that is read from
+    /// the bytes, and such a graph is never decoded.
+    fn optimize_serialized(&mut self, graph: &[u8], item: &Item<'_>) -> Result<Outcome> {
+        if item.fetch_nodes()?.is_empty() {
+            return Ok(Outcome::Unchanged);
+        }
+        let mut prunable = false;
+        for op in node_ops(graph) {
+            if matches!(op?, "Identity" | "NoOp") {
+                prunable = true;
+                break;
+            }
+        }
+        if !prunable {
+            return Ok(Outcome::Unchanged);
+        }
+        self.optimize(decode(graph)?, item)
     }
 }
 

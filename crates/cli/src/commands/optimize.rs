@@ -113,6 +113,12 @@ pub fn run(args: Args) -> CmdResult {
             errln!("unbound: warning: {warning}");
         }
     }
+    let calls: usize = report.passes.iter().map(|(_, p)| p.calls.len()).sum();
+    let plugin_time: Duration = report.passes.iter().map(|(_, p)| p.plugin_time()).sum();
+    outln!(
+        "{calls} plugin calls, {:.3} s in the plugins' own code",
+        plugin_time.as_secs_f64()
+    )?;
     let w = &report.written.written;
     outln!(
         "wrote {} ({}) and {} other files",

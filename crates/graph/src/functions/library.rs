@@ -13,7 +13,7 @@ use unbound_proto::tensorflow::{FunctionDef, FunctionDefLibrary, GradientDef, No
 
 /// The attr naming the API a function implements; reaching one such function reaches all of
 /// them (TensorFlow's `kApiImplements`).
-const API_IMPLEMENTS: &str = "api_implements";
+pub(super) const API_IMPLEMENTS: &str = "api_implements";
 
 /// The library a plugin sees in the graph of `function`'s item:
 /// `stub_library(&reachable_library(library, &function.node_def))`.

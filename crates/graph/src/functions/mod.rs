@@ -26,6 +26,7 @@
 //! [`plugin_library`]`(library, function)`.
 
 mod attrs;
+mod index;
 mod library;
 mod to_function;
 mod to_graph;
@@ -35,6 +36,7 @@ mod tests;
 #[cfg(test)]
 mod tests_model;
 
+pub use index::{LibraryError, LibraryIndex};
 pub use library::{plugin_library, reachable_library, stub_library};
 pub use to_function::graph_to_function;
 pub use to_graph::function_to_graph;

@@ -517,7 +517,7 @@ fn reachable_library_follows_attrs_gradients_and_apis() {
             })),
         )],
     );
-    let reachable = reachable_library(&library, &[caller]);
+    let reachable = reachable_library(&library, std::slice::from_ref(&caller));
     let names: Vec<_> = reachable
         .function
         .iter()
@@ -526,4 +526,24 @@ fn reachable_library_follows_attrs_gradients_and_apis() {
     assert_eq!(names, ["api_b", "grad", "body", "api_a"]);
     assert_eq!(reachable.gradient, library.gradient[..1]);
     assert!(reachable_library(&library, &[]).function.is_empty());
+
+    // The serialized index walks the same way, decoding only what it reaches.
+    let bytes = bytes::Bytes::from(prost::Message::encode_to_vec(&library));
+    let index = super::LibraryIndex::new(&bytes).unwrap();
+    assert_eq!(index.len(), 5);
+    let mut with_caller = plain("with_caller");
+    with_caller.node_def.push(caller);
+    for f in library.function.iter().chain([&with_caller]) {
+        assert_eq!(
+            index.plugin_library(f).unwrap(),
+            super::plugin_library(&library, f),
+            "{:?}",
+            f.signature
+        );
+    }
+    assert_eq!(index.decode(3).unwrap(), body);
+    let ops = index.op_library(None);
+    assert_eq!(ops.function("body"), Some(&body));
+    assert!(ops.op_def("api_a").is_some());
+    assert!(super::LibraryIndex::new(&bytes.slice(..bytes.len() - 1)).is_err());
 }

@@ -157,6 +157,13 @@ fn nested_calls_use_the_callee_signature() {
     assert!(names[0].starts_with("__inference_logic_"), "{names:?}");
     assert!(library.function[0].node_def.is_empty());
     assert!(library.function[0].ret.is_empty());
+    // The same from the serialized library, for every function of the model.
+    let full = graph.library.as_ref().unwrap();
+    let bytes = bytes::Bytes::from(prost::Message::encode_to_vec(full));
+    let index = super::LibraryIndex::new(&bytes).unwrap();
+    for f in &full.function {
+        assert_eq!(index.plugin_library(f).unwrap(), plugin_library(full, f));
+    }
 }
 
 #[test]

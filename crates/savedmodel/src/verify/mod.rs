@@ -26,22 +26,25 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use prost::Message as _;
-use prost_reflect::{Kind, MessageDescriptor};
+use prost_reflect::MessageDescriptor;
 use serde::Serialize;
 use unbound_chunked::check::check_chunks;
-use unbound_chunked::merger::{FileChunks, MAX_NESTING};
+use unbound_chunked::merger::FileChunks;
 use unbound_chunked::Merger;
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::{saved_object::Kind as ObjectKind, FingerprintDef, MetaGraphDef};
 use unbound_records::RecordReader;
-use unbound_wire::scalar::{scalar_wire, ScalarWire};
-use unbound_wire::{Payload, WireMessage, WireValue};
+use unbound_wire::WireMessage;
 
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
 use crate::fingerprint::{fingerprint_dir, FINGERPRINT_FILE};
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use crate::{Result, SavedModelError};
 use unbound_bundle::BundleReader;
+
+mod schema;
+
+use schema::Schema;
 
 /// One problem found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -305,7 +308,7 @@ fn verify_pb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
             return None;
         }
     };
-    match check_message(&root, &desc, 0) {
+    match check_message(&root, &desc) {
         Ok(()) => {
             report.checked.push(format!("{} parses", file_name(path)));
             Some(root)
@@ -364,7 +367,7 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
         report.fault(path, format!("the merged message does not serialize: {e}"));
         return None;
     }
-    if let Err(e) = check_message(&message, &desc, 0) {
+    if let Err(e) = check_message(&message, &desc) {
         report.fault(
             path,
             format!("the merged message is not a valid SavedModel: {e}"),
@@ -390,7 +393,7 @@ pub fn check_schema(
     desc: &MessageDescriptor,
     source_name: &str,
 ) -> Result<()> {
-    check_message(message, desc, 0).map_err(|fault| {
+    check_message(message, desc).map_err(|fault| {
         SavedModelError::invalid(
             source_name,
             format!("not a valid {}: {fault}", desc.full_name()),
@@ -399,139 +402,9 @@ pub fn check_schema(
 }
 
 /// Checks that `m` is a valid message of type `desc` as TensorFlow's parser (protobuf C++)
-/// accepts it: nested messages parse, packed runs are whole, strings are UTF-8, nesting is
-/// bounded. Unknown fields are allowed, and so is a known field with a wire type its kind
-/// does not have (the parser keeps it as an unknown field).
-fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Result<(), String> {
-    if depth > MAX_NESTING {
-        return Err(format!("nested deeper than {MAX_NESTING} levels"));
-    }
-    for (i, f) in m.fields.iter().enumerate() {
-        let Some(fd) = desc.get_field(f.number) else {
-            continue;
-        };
-        // The field's name for messages, with its occurrence for repeated fields: worked out
-        // only when there is a fault to report.
-        let at = || {
-            if fd.is_list() || fd.is_map() {
-                let n = m.fields[..i]
-                    .iter()
-                    .filter(|g| g.number == f.number)
-                    .count();
-                format!("{}[{n}]", fd.name())
-            } else {
-                fd.name().to_string()
-            }
-        };
-        let in_field = |e: String| format!("{}: {e}", at());
-        let packed_ok = fd.is_list();
-        match (fd.kind(), &f.value) {
-            (Kind::Message(sub), WireValue::Message(inner)) => {
-                check_message(inner, &sub, depth + 1).map_err(|e| format!("{}.{e}", at()))?
-            }
-            (Kind::Message(sub), WireValue::Bytes(p)) => {
-                // Scanned in place first (no message built per node); only a fault takes the
-                // slower path, which finds and words it.
-                let valid = p.bytes().is_ok_and(|b| valid_in_place(&b, &sub, depth + 1));
-                if !valid {
-                    let inner = wire::parse(p, &at()).map_err(|e| in_field(e.to_string()))?;
-                    check_message(&inner, &sub, depth + 1).map_err(|e| format!("{}.{e}", at()))?
-                }
-            }
-            (Kind::String, WireValue::Bytes(p)) => check_utf8(p).map_err(in_field)?,
-            (Kind::Bytes, WireValue::Bytes(_)) => {}
-            (kind, value) if wire_fits(&kind, value) => {}
-            (_, WireValue::Bytes(p)) if packed_ok => {
-                check_packed(&fd.kind(), p).map_err(in_field)?
-            }
-            // A value whose wire type the field's kind does not allow is an unknown field to
-            // TensorFlow's parser (protobuf C++ keeps it as such), not an error.
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Whether serialized `buf` passes [`check_message`] as a message of type `desc`, scanned in
-/// place: the same rules, without building a message per level, and without saying why not.
-fn valid_in_place(buf: &[u8], desc: &MessageDescriptor, depth: usize) -> bool {
-    if depth > MAX_NESTING {
-        return false;
-    }
-    let mut pos = 0;
-    while pos < buf.len() {
-        let Ok(f) = unbound_wire::codec::read_field(buf, &mut pos) else {
-            return false;
-        };
-        let Some(fd) = desc.get_field(f.number) else {
-            continue;
-        };
-        if f.wire_type != unbound_wire::codec::WireType::Len {
-            // Scalars, groups and wrong wire types all pass check_message.
-            continue;
-        }
-        let value = &buf[f.start..f.end];
-        let ok = match fd.kind() {
-            Kind::Message(sub) => valid_in_place(value, &sub, depth + 1),
-            Kind::String => std::str::from_utf8(value).is_ok(),
-            Kind::Bytes => true,
-            kind if fd.is_list() => packed_run_ok(&kind, value).is_ok(),
-            _ => true,
-        };
-        if !ok {
-            return false;
-        }
-    }
-    true
-}
-
-/// A packed run of scalars of `kind`: whole fixed-width values, or varints that decode.
-/// Whether a fixed-width or varint value has the wire layout of `kind`.
-fn wire_fits(kind: &Kind, value: &WireValue) -> bool {
-    matches!(
-        (scalar_wire(kind), value),
-        (Some(ScalarWire::Varint), WireValue::Varint(_))
-            | (Some(ScalarWire::Fixed32), WireValue::Fixed32(_))
-            | (Some(ScalarWire::Fixed64), WireValue::Fixed64(_))
-    )
-}
-
-fn check_packed(kind: &Kind, p: &Payload) -> Result<(), String> {
-    let bytes = p.bytes().map_err(|e| e.to_string())?;
-    packed_run_ok(kind, &bytes)
-}
-
-/// [`check_packed`] on the run's bytes.
-fn packed_run_ok(kind: &Kind, bytes: &[u8]) -> Result<(), String> {
-    let width = match scalar_wire(kind) {
-        Some(ScalarWire::Fixed64) => 8,
-        Some(ScalarWire::Fixed32) => 4,
-        Some(ScalarWire::Varint) => 0,
-        Some(ScalarWire::Len) | None => {
-            return Err("a packed run where the schema has no scalar".into())
-        }
-    };
-    if width > 0 {
-        return match bytes.len() % width {
-            0 => Ok(()),
-            _ => Err(format!(
-                "packed run of {} bytes is not a multiple of {width}",
-                bytes.len()
-            )),
-        };
-    }
-    let mut pos = 0;
-    while pos < bytes.len() {
-        unbound_wire::codec::read_varint(bytes, &mut pos).map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
-fn check_utf8(p: &Payload) -> Result<(), String> {
-    let bytes = p.bytes().map_err(|e| e.to_string())?;
-    std::str::from_utf8(&bytes)
-        .map(|_| ())
-        .map_err(|e| format!("string is not valid UTF-8: {e}"))
+/// accepts it ([`schema`]); the fault, worded, if not.
+fn check_message(m: &WireMessage, desc: &MessageDescriptor) -> Result<(), String> {
+    Schema::new(desc).check_root(m)
 }
 
 /// The MetaGraphDefs of `root` without their graphs (which may be huge), decoded.

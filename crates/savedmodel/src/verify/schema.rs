@@ -84,11 +84,9 @@ impl Schema {
                     Kind::String => Check::Utf8,
                     Kind::Bytes => Check::Any,
                     kind => match scalar_wire(&kind) {
-                        Some(w @ (ScalarWire::Varint | ScalarWire::Fixed32 | ScalarWire::Fixed64))
-                            if fd.is_list() =>
-                        {
-                            Check::Packed(w)
-                        }
+                        Some(
+                            w @ (ScalarWire::Varint | ScalarWire::Fixed32 | ScalarWire::Fixed64),
+                        ) if fd.is_list() => Check::Packed(w),
                         _ => Check::Any,
                     },
                 };

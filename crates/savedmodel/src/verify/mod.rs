@@ -115,7 +115,17 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
             return (report, None);
         }
     };
-    let model = verify_model_file(&file, &mut report);
+    // The fingerprint is computed on a second thread while the model is read and checked:
+    // both read the whole model, and neither needs the other (issue 15: it was about a fifth
+    // of a merge). Used only if the model reads (see verify_fingerprint).
+    let (model, fingerprint) = std::thread::scope(|s| {
+        let fingerprint = s.spawn(|| fingerprint_dir(dir));
+        let model = verify_model_file(&file, &mut report);
+        let fingerprint = fingerprint
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (model, fingerprint)
+    });
     // A model file TensorFlow ignores (a .pb beside the .cpb it prefers) is checked too: a
     // damaged one is a problem the next tool to read it would meet.
     for format in ModelFormat::SEARCH_ORDER {
@@ -153,7 +163,7 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
     };
     verify_variables(dir, &meta_graphs, &mut report);
     verify_assets(dir, &meta_graphs, &mut report);
-    verify_fingerprint(dir, &file, model.is_some(), &mut report);
+    verify_fingerprint(dir, &file, model.is_some(), fingerprint, &mut report);
     if report.faults.is_empty() {
         verify_other_commands(dir, &file, &mut report);
     }
@@ -190,9 +200,16 @@ fn verify_model_file(file: &ModelFile, report: &mut VerifyReport) -> Option<Wire
 }
 
 /// `fingerprint.pb`: it parses, and every hash it stores equals the one computed from the
-/// files now (TensorFlow's algorithm, [`fingerprint_dir`]); the fingerprint computation
-/// itself must succeed for a `.pb` or `.cpb` model (`unbound fingerprint` would fail).
-fn verify_fingerprint(dir: &Path, file: &ModelFile, model_ok: bool, report: &mut VerifyReport) {
+/// files now (`computed`: TensorFlow's algorithm, [`fingerprint_dir`]); the fingerprint
+/// computation itself must succeed for a `.pb` or `.cpb` model (`unbound fingerprint` would
+/// fail).
+fn verify_fingerprint(
+    dir: &Path,
+    file: &ModelFile,
+    model_ok: bool,
+    computed: Result<FingerprintDef>,
+    report: &mut VerifyReport,
+) {
     let path = dir.join(FINGERPRINT_FILE);
     let stored = if std::fs::symlink_metadata(&path).is_ok() {
         match unbound_io::map_file(&path).map(FingerprintDef::decode) {
@@ -215,7 +232,7 @@ fn verify_fingerprint(dir: &Path, file: &ModelFile, model_ok: bool, report: &mut
         }
         return;
     }
-    let computed = match fingerprint_dir(dir) {
+    let computed = match computed {
         Ok(def) => def,
         Err(e) => {
             let target = e

@@ -165,7 +165,7 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
     verify_assets(dir, &meta_graphs, &mut report);
     verify_fingerprint(dir, &file, model.is_some(), fingerprint, &mut report);
     if report.faults.is_empty() {
-        verify_other_commands(dir, &file, &mut report);
+        verify_other_commands(dir, &file, model.as_ref(), &mut report);
     }
     (report, model)
 }
@@ -295,9 +295,24 @@ fn verify_fingerprint(
 }
 
 /// What the other reading commands (`show`, `vars`) make of the directory: anything they
-/// refuse, `verify` refuses too.
-fn verify_other_commands(dir: &Path, file: &ModelFile, report: &mut VerifyReport) {
-    if let Err(e) = crate::show::show(dir) {
+/// refuse, `verify` refuses too. `model` is the model file as read and checked above: `show`
+/// of a `.cpb` works from it instead of merging the chunks again (its own merge leaves out
+/// large tensor contents, which it does not look at; the rest is the same message).
+fn verify_other_commands(
+    dir: &Path,
+    file: &ModelFile,
+    model: Option<&WireMessage>,
+    report: &mut VerifyReport,
+) {
+    let shown = match model {
+        Some(model) if file.format == ModelFormat::Cpb => FileChunks::open(&file.path)
+            .map_err(SavedModelError::from)
+            .and_then(|(_, metadata)| {
+                crate::show::show_merged_cpb(dir, model, metadata.chunks.len() as u64)
+            }),
+        _ => crate::show::show(dir),
+    };
+    if let Err(e) = shown {
         let target = e
             .path()
             .map_or_else(|| file.path.clone(), Path::to_path_buf);

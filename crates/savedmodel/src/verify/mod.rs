@@ -94,25 +94,34 @@ pub fn verify_dir(dir: &Path) -> VerifyReport {
 /// so they never write a model from a directory `verify` rejects
 /// ([`SavedModelError::Unverified`] lists what it found).
 pub fn verified_model(dir: &Path) -> Result<WireMessage> {
+    verified_model_with_fingerprint(dir).map(|(model, _)| model)
+}
+
+/// [`verified_model`], with the fingerprint verify computed for the directory's model file
+/// (none for a `.pbtxt`): `split` reuses it when it writes the same bytes again.
+pub(crate) fn verified_model_with_fingerprint(
+    dir: &Path,
+) -> Result<(WireMessage, Option<FingerprintDef>)> {
     // A missing directory or model file keeps its own error.
     model_file(dir)?;
     match verify_with_model(dir) {
-        (report, Some(model)) if report.faults.is_empty() => Ok(model),
-        (report, _) => Err(SavedModelError::Unverified {
+        (report, Some(model), fingerprint) if report.faults.is_empty() => Ok((model, fingerprint)),
+        (report, _, _) => Err(SavedModelError::Unverified {
             dir: dir.to_path_buf(),
             faults: report.faults,
         }),
     }
 }
 
-/// [`verify_dir`], also returning the model proto when it could be read.
-fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
+/// [`verify_dir`], also returning the model proto when it could be read, and the fingerprint
+/// computed for it.
+fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<FingerprintDef>) {
     let mut report = VerifyReport::default();
     let file = match model_file(dir) {
         Ok(file) => file,
         Err(e) => {
             report.fault(dir, e);
-            return (report, None);
+            return (report, None, None);
         }
     };
     // The fingerprint is computed on a second thread while the model is read and checked:
@@ -163,11 +172,14 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
     };
     verify_variables(dir, &meta_graphs, &mut report);
     verify_assets(dir, &meta_graphs, &mut report);
-    verify_fingerprint(dir, &file, model.is_some(), fingerprint, &mut report);
+    verify_fingerprint(dir, &file, model.is_some(), &fingerprint, &mut report);
     if report.faults.is_empty() {
         verify_other_commands(dir, &file, model.as_ref(), &mut report);
     }
-    (report, model)
+    let fingerprint = fingerprint
+        .ok()
+        .filter(|_| file.format != ModelFormat::Pbtxt);
+    (report, model, fingerprint)
 }
 
 /// Whether the SavedModel `root` has a `meta_graphs` entry.
@@ -207,7 +219,7 @@ fn verify_fingerprint(
     dir: &Path,
     file: &ModelFile,
     model_ok: bool,
-    computed: Result<FingerprintDef>,
+    computed: &Result<FingerprintDef>,
     report: &mut VerifyReport,
 ) {
     let path = dir.join(FINGERPRINT_FILE);

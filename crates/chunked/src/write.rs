@@ -118,23 +118,45 @@ pub fn write_message_with_progress(
         let mut counting = Counting {
             inner: &mut *out,
             progress,
+            pending: 0,
         };
         unbound_wire::write_prefetched(message, &mut counting)?;
+        counting.report();
         out.flush().map_err(io_err(path))?;
         Ok(message.encoded_len())
     })
 }
 
-/// A writer that reports how many bytes pass through it.
+/// Bytes written between two progress reports: a message of millions of small nodes is
+/// written a field at a time, and a report per field cost 3% of a merge (issue 15).
+const PROGRESS_STEP: u64 = 1 << 20;
+
+/// A writer that reports how many bytes pass through it, at most once per
+/// [`PROGRESS_STEP`] bytes (and once more at the end, [`Counting::report`]).
 struct Counting<'a, W: Write> {
     inner: W,
     progress: &'a mut dyn FnMut(u64),
+    /// Written but not reported yet.
+    pending: u64,
+}
+
+impl<W: Write> Counting<'_, W> {
+    /// Reports what was written since the last report.
+    fn report(&mut self) {
+        if self.pending > 0 {
+            (self.progress)(self.pending);
+            self.pending = 0;
+        }
+    }
 }
 
 impl<W: Write> Write for Counting<'_, W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
-        (self.progress)(n as u64);
+        self.pending += n as u64;
+        if self.pending >= PROGRESS_STEP {
+            self.report();
+        }
         Ok(n)
     }
 

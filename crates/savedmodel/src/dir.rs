@@ -12,6 +12,7 @@ use unbound_chunked::{
 };
 use unbound_io::TempPath;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
+use unbound_proto::tensorflow::FingerprintDef;
 use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
@@ -213,8 +214,43 @@ pub fn split_dir(
     refuse_existing(out)?;
     model_file(src)?;
     refuse_inside(src, out)?;
-    let model = crate::verify::verified_model(src)?;
-    write_model_dir(src, out, model, max_size, options, progress)
+    let (model, fingerprint) = crate::verify::verified_model_with_fingerprint(src)?;
+    let known = fingerprint.and_then(|def| {
+        let model_file = model_file(src).ok()?.path;
+        Some(KnownFingerprint { model_file, def })
+    });
+    write_model_dir_with(src, out, model, max_size, options, progress, known.as_ref())
+}
+
+/// A fingerprint already computed for a model file (by the verification before a split),
+/// reused for an output whose model file holds the same bytes under the same name (a `.pb`
+/// with nothing to split): computing it again was a fifth of such a split (issue 15).
+struct KnownFingerprint {
+    /// The model file it was computed for.
+    model_file: PathBuf,
+    /// Its fingerprint.
+    def: FingerprintDef,
+}
+
+impl KnownFingerprint {
+    /// The fingerprint of the SavedModel being written in `dir`, if its model file has the
+    /// bytes (and the name) of the one fingerprinted: the same hashes, the checkpoint hashed
+    /// again and a fresh uuid, as a new computation would give.
+    fn reuse(&self, dir: &Path) -> Option<FingerprintDef> {
+        let written = crate::fingerprint::fingerprinted_file(dir).ok()?;
+        if written.file_name() != self.model_file.file_name() {
+            return None;
+        }
+        let (old, new) = (
+            unbound_io::map_file(&self.model_file).ok()?,
+            unbound_io::map_file(&written).ok()?,
+        );
+        (old == new).then(|| FingerprintDef {
+            checkpoint_hash: crate::fingerprint::checkpoint_hash(dir),
+            uuid: crate::fingerprint::random_uuid(),
+            ..self.def.clone()
+        })
+    }
 }
 
 /// Writes `out` as a copy of the SavedModel directory `src` whose model proto is `model`
@@ -229,11 +265,24 @@ pub fn write_model_dir(
     options: WriterOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SplitReport> {
+    write_model_dir_with(src, out, model, max_size, options, progress, None)
+}
+
+/// [`write_model_dir`], reusing `known` for the new fingerprint where it applies.
+fn write_model_dir_with(
+    src: &Path,
+    out: &Path,
+    model: WireMessage,
+    max_size: u64,
+    options: WriterOptions,
+    progress: &mut dyn FnMut(u64),
+    known: Option<&KnownFingerprint>,
+) -> Result<SplitReport> {
     let desc = saved_model_descriptor()?;
     let model_bytes = model.encoded_len();
     let mut ctx = SplitContext::new(max_size);
     let split = split_saved_model(model, &desc, &mut ctx)?;
-    let (mut written, copied_files) = write_dir_atomically(src, out, |tmp| {
+    let (mut written, copied_files) = write_dir_atomically(src, out, known, |tmp| {
         Ok(write_split(
             &tmp.join("saved_model"),
             split,
@@ -295,7 +344,7 @@ pub fn merge_dir(
     }
     // The closure owns the model, so its input mapping is released once the model is written,
     // before the fingerprint maps the output: peak memory holds one copy, not two.
-    let (model_bytes, copied_files) = write_dir_atomically(src, out, move |tmp| {
+    let (model_bytes, copied_files) = write_dir_atomically(src, out, None, move |tmp| {
         let written = write_message_with_progress(&tmp.join("saved_model.pb"), &model, &mut |n| {
             progress(n, size)
         });
@@ -310,11 +359,13 @@ pub fn merge_dir(
 
 /// Builds `out` in a temporary directory beside it: `write_model` writes the model file, every
 /// other file of `src` is copied, a fresh `fingerprint.pb` is computed for the result, then the
-/// directory is renamed into place. `out` must not exist yet. Returns what `write_model`
-/// returned and the number of files copied.
+/// directory is renamed into place (`known` spares computing the fingerprint when it
+/// applies). `out` must not exist yet. Returns what `write_model` returned and the number of
+/// files copied.
 fn write_dir_atomically<T>(
     src: &Path,
     out: &Path,
+    known: Option<&KnownFingerprint>,
     write_model: impl FnOnce(&Path) -> Result<T>,
 ) -> Result<(T, usize)> {
     refuse_existing(out)?;
@@ -324,7 +375,10 @@ fn write_dir_atomically<T>(
     let value = write_model(tmp.path())?;
     let copied = copy_tree(src, tmp.path(), true)?;
     // A fresh fingerprint of the model just written (the old one is not carried over).
-    let fingerprint = crate::fingerprint::fingerprint_dir(tmp.path())?;
+    let fingerprint = match known.and_then(|k| k.reuse(tmp.path())) {
+        Some(def) => def,
+        None => crate::fingerprint::fingerprint_dir(tmp.path())?,
+    };
     crate::fingerprint::write_fingerprint(tmp.path(), &fingerprint)?;
     tmp.persist()?;
     Ok((value, copied))

@@ -85,3 +85,28 @@ fn pbtxt_models_are_read() {
     let theirs = unbound_proto::tensorflow::SavedModel::decode(bytes.as_slice()).unwrap();
     assert_eq!(ours, theirs);
 }
+
+/// A split with nothing to split writes the model's bytes again and reuses the fingerprint
+/// verify computed for them: the fingerprint.pb written is what a fresh computation gives
+/// (but its own uuid), for a model with a checkpoint and one without.
+#[test]
+fn a_split_with_nothing_to_split_writes_the_fingerprint_a_fresh_computation_gives() {
+    use unbound_savedmodel::fingerprint::{fingerprint_dir, read_fingerprint};
+    for model in ["tf2_multi_sig", "tf1_large_consts"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let src = testdata(model);
+        split_dir(&src, &out, 1 << 30, WriterOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(
+            fs::read(out.join("saved_model.pb")).unwrap(),
+            fs::read(src.join("saved_model.pb")).unwrap()
+        );
+        let mut written = read_fingerprint(&out).unwrap();
+        let mut fresh = fingerprint_dir(&out).unwrap();
+        assert_ne!(written.uuid, fresh.uuid);
+        assert!(!written.uuid.is_empty());
+        written.uuid.clear();
+        fresh.uuid.clear();
+        assert_eq!(written, fresh, "{model}");
+    }
+}

@@ -238,3 +238,58 @@ proptest! {
         }
     }
 }
+
+/// The deterministic serialization of TensorFlow-made model `model` (TensorFlow's own files
+/// are not all canonical; unbound's merge output and TensorFlow's deterministic writes are).
+fn canonical_model(model: &str) -> Bytes {
+    let bytes = Bytes::from(std::fs::read(testdata(model).join("saved_model.pb")).unwrap());
+    let desc = saved_model_descriptor().unwrap();
+    let rope = Encoder::without_fast_path()
+        .encode(&[Source::Raw(bytes)], &desc)
+        .unwrap();
+    Bytes::from(rope.to_vec().unwrap())
+}
+
+/// A `.pb`'s fingerprint hashes the graph a second time after `SimpleDelete`, trusting the
+/// nodes the whole-model scan already found canonical: the result is the encoding without any
+/// fast path, on TensorFlow-made graphs whose `StatefulPartitionedCall` nodes are edited.
+#[test]
+fn a_trusted_regularized_graph_encodes_as_without_the_fast_path() {
+    use unbound_savedmodel::fingerprint::regularize::simple_delete;
+    use unbound_wire::WireMessage;
+    let graph_desc = descriptor("tensorflow.GraphDef");
+    for model in ["tf2_multi_sig", "tf1_large_consts"] {
+        let bytes = canonical_model(model);
+        let mut enc = Encoder::new();
+        assert!(enc.is_canonical(&bytes, &saved_model_descriptor().unwrap()));
+        let meta = occurrences(&bytes, 2).remove(0);
+        let graph_bytes = occurrences(&meta, 2).remove(0);
+        let mut graph = WireMessage::parse(&graph_bytes, Some(graph_desc.clone())).unwrap();
+        simple_delete(&mut graph).unwrap();
+        enc.trust_children(true);
+        let trusted = enc
+            .encode(&[Source::Ref(&graph)], &graph_desc)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        let without = Encoder::without_fast_path()
+            .encode(&[Source::Ref(&graph)], &graph_desc)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        assert_eq!(trusted, without, "{model}");
+        assert!(enc.taken_as_is() > 0, "{model}: nothing was trusted");
+    }
+}
+
+/// A non-canonical model (a field written twice) is not taken for canonical.
+#[test]
+fn a_model_with_a_repeated_singular_field_is_not_canonical() {
+    let bytes = canonical_model("tf2_multi_sig").to_vec();
+    // saved_model_schema_version (field 1, varint) written once more at the end.
+    let mut twice = bytes.clone();
+    twice.extend_from_slice(&[0x08, 0x01]);
+    let desc = saved_model_descriptor().unwrap();
+    assert!(Encoder::new().is_canonical(&Bytes::from(bytes), &desc));
+    assert!(!Encoder::new().is_canonical(&Bytes::from(twice), &desc));
+}

@@ -50,6 +50,9 @@ pub struct Encoder {
     fast_path: bool,
     /// How many messages were taken as they are.
     taken_as_is: u64,
+    /// Whether the serialized messages directly below the message being encoded are known to
+    /// be canonical already (see [`Encoder::trust_children`]).
+    trust_children: bool,
 }
 
 impl Default for Encoder {
@@ -60,6 +63,7 @@ impl Default for Encoder {
             depth: 0,
             fast_path: true,
             taken_as_is: 0,
+            trust_children: false,
         }
     }
 }
@@ -84,11 +88,31 @@ impl Encoder {
         self.taken_as_is
     }
 
+    /// Whether serialized `buf` is a message of type `desc` already in canonical form (its
+    /// deterministic serialization is `buf` itself).
+    pub fn is_canonical(&mut self, buf: &bytes::Bytes, desc: &MessageDescriptor) -> bool {
+        let layout = self.layout_index(desc);
+        self.already_canonical(buf, 0, buf.len(), layout, 0)
+    }
+
+    /// Trusts (or stops trusting) the serialized messages one level below the message being
+    /// encoded to be canonical, taking them as they are without a scan. For a message whose
+    /// fields are slices of a larger message [`Encoder::is_canonical`] accepted, each such
+    /// slice being the value of the same field there: re-rooted, the same bytes at a smaller
+    /// depth are canonical too (the fingerprint of a `.pb` hashes the whole model, then its
+    /// graph again). Messages built in memory (edited) are still encoded, and everything
+    /// below them is checked as usual.
+    pub fn trust_children(&mut self, trust: bool) {
+        self.trust_children = trust;
+    }
+
     /// Whether `buf[start..end]`, a message of layout `layout`, can be taken as it is (and
     /// counts it if so).
     fn take_as_is(&mut self, buf: &bytes::Bytes, start: usize, end: usize, layout: usize) -> bool {
         let depth = self.depth;
-        let ok = self.fast_path && self.already_canonical(buf, start, end, layout, depth);
+        let trusted = self.trust_children && depth == 1;
+        let ok =
+            self.fast_path && (trusted || self.already_canonical(buf, start, end, layout, depth));
         self.taken_as_is += u64::from(ok);
         ok
     }

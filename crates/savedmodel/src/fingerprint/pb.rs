@@ -8,7 +8,7 @@ use unbound_proto::fields::tensorflow::meta_graph_def;
 use unbound_wire::WireMessage;
 
 use super::canonical::{Encoder, Source};
-use super::farmhash::fingerprint_cat64;
+use super::farmhash::{fingerprint64, fingerprint_cat64};
 use super::hashes::{
     descriptor, field_sources, first_meta_graph, hash_message, merged, object_graph_hash,
     signature_hashes,
@@ -29,7 +29,14 @@ pub fn hashes(pb_file: &Path) -> Result<Hashes> {
     let model = WireMessage::parse(&bytes, Some(desc.clone()))
         .map_err(|error| SavedModelError::malformed(pb_file.display().to_string(), error))?;
     let mut enc = Encoder::new();
-    let saved_model_checksum = hash_message(&mut enc, &[Source::Ref(&model)], &desc)?;
+    // A model written deterministically (as TensorFlow and unbound write it) is hashed as it
+    // is, and its graph's nodes need no second scan below.
+    let canonical = enc.is_canonical(&bytes, &desc);
+    let saved_model_checksum = if canonical {
+        fingerprint64(&bytes)
+    } else {
+        hash_message(&mut enc, &[Source::Ref(&model)], &desc)?
+    };
 
     let meta_graph = [first_meta_graph(&model)?];
     let graph_desc = descriptor("tensorflow.GraphDef")?;
@@ -38,7 +45,11 @@ pub fn hashes(pb_file: &Path) -> Result<Hashes> {
         &graph_desc,
     )?;
     simple_delete(&mut graph)?;
+    // Every serialized field of `graph` is the value of the same GraphDef field in the model
+    // just found canonical (edited nodes are built messages, encoded as usual).
+    enc.trust_children(canonical);
     let graph_def_program_hash = hash_message(&mut enc, &[Source::Ref(&graph)], &graph_desc)?;
+    enc.trust_children(false);
     drop(graph);
 
     let signature_def_hash = signature_hashes(&mut enc, &meta_graph[0])?

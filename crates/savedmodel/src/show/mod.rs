@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use crate::dir::ModelFormat;
 use crate::Result;
+use unbound_wire::WireMessage;
 
 pub use structured::ArgValue;
 
@@ -219,7 +220,25 @@ pub struct CheckpointKey {
 
 /// Reads what `unbound show` reports about the SavedModel in `dir`.
 pub fn show(dir: &Path) -> Result<SavedModelInfo> {
-    let model = read::read_model(dir)?;
+    show_parts(dir, read::read_model(dir)?)
+}
+
+/// [`show`] of the SavedModel in `dir` whose `.cpb` model file was read already (whole, into
+/// `model`, with `chunks` chunks): what `verify` asks, so the chunks are not merged again.
+pub(crate) fn show_merged_cpb(
+    dir: &Path,
+    model: &WireMessage,
+    chunks: u64,
+) -> Result<SavedModelInfo> {
+    let path = dir.join(ModelFormat::Cpb.file_name());
+    show_parts(
+        dir,
+        read::model_parts(&path, ModelFormat::Cpb, model, Some(chunks))?,
+    )
+}
+
+/// What `show` reports, from the model's parts.
+fn show_parts(dir: &Path, model: read::ModelParts<'_>) -> Result<SavedModelInfo> {
     let (variables_bytes, variables_files) = dir_size(&dir.join("variables"));
     let checkpoint = checkpoint::read_checkpoint(dir);
     let mut meta_graphs = Vec::new();

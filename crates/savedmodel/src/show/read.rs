@@ -1,6 +1,7 @@
 //! Reading only what `show` needs: the top of a mapped `.pb`, or the chunks of a `.cpb` other
 //! than large `BYTES` chunks (tensor contents), merged.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use prost::Message as _;
@@ -10,7 +11,7 @@ use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as ChunkType, ChunkInfo, ChunkedField, ChunkedMessage,
 };
 use unbound_proto::tensorflow::MetaGraphDef;
-use unbound_wire::WireMessage;
+use unbound_wire::{WireMessage, WireValue};
 
 use super::{graph, objects, signature, wire, AssetInfo, MetaGraphInfo};
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFormat};
@@ -21,7 +22,7 @@ use crate::{Result, SavedModelError};
 const LARGE_BYTES_CHUNK: u64 = 64 * 1024;
 
 /// The parts of a model file `show` works from.
-pub struct ModelParts {
+pub struct ModelParts<'a> {
     /// The model file's format.
     pub format: ModelFormat,
     /// The model file's name.
@@ -32,19 +33,16 @@ pub struct ModelParts {
     pub chunks: Option<u64>,
     /// `saved_model_schema_version`.
     pub schema_version: i64,
-    /// The MetaGraphDefs, decoded one level (nested messages may still be bytes).
-    pub meta_graphs: Vec<WireMessage>,
+    /// The MetaGraphDefs, decoded one level (nested messages may still be bytes); borrowed
+    /// from a model already read.
+    pub meta_graphs: Vec<Cow<'a, WireMessage>>,
 }
 
 /// Reads the model file of `dir` (`.cpb`, else `.pb`, else `.pbtxt`) as cheaply as possible.
-pub fn read_model(dir: &Path) -> Result<ModelParts> {
+pub fn read_model(dir: &Path) -> Result<ModelParts<'static>> {
     let file = model_file(dir)?;
     let path = file.path;
     let desc = saved_model_descriptor()?;
-    let file_bytes = std::fs::metadata(&path)
-        .map_err(|e| SavedModelError::io(&path, e))?
-        .len();
-    let name = path.display().to_string();
     let (root, chunks) = match file.format {
         ModelFormat::Cpb => {
             let (chunks, metadata) = FileChunks::open(&path)?;
@@ -56,18 +54,58 @@ pub fn read_model(dir: &Path) -> Result<ModelParts> {
         ModelFormat::Pb => (unbound_chunked::read_pb(&path, &desc)?, None),
         ModelFormat::Pbtxt => (read_text(&path, &desc)?, None),
     };
-    let meta_graphs = wire::messages(&root, saved_model::META_GRAPHS, &name)
-        .map(|m| m.map(|m| m.into_owned()))
-        .collect::<Result<Vec<_>>>()?;
+    let parts = model_parts(&path, file.format, &root, chunks)?;
     Ok(ModelParts {
-        format: file.format,
+        meta_graphs: parts
+            .meta_graphs
+            .into_iter()
+            .map(|m| Cow::Owned(m.into_owned()))
+            .collect(),
+        ..parts
+    })
+}
+
+/// The parts of `root`, the model read from `path` (of `format`, with `chunks` chunks for a
+/// `.cpb`): its MetaGraphDefs borrowed where they are already parsed.
+pub fn model_parts<'a>(
+    path: &Path,
+    format: ModelFormat,
+    root: &'a WireMessage,
+    chunks: Option<u64>,
+) -> Result<ModelParts<'a>> {
+    let file_bytes = std::fs::metadata(path)
+        .map_err(|e| SavedModelError::io(path, e))?
+        .len();
+    let name = path.display().to_string();
+    // As `wire::messages` reads them, borrowing those already parsed.
+    let mut meta_graphs = Vec::new();
+    for f in &root.fields {
+        if f.number != saved_model::META_GRAPHS {
+            continue;
+        }
+        meta_graphs.push(match &f.value {
+            WireValue::Message(m) => Cow::Borrowed(m),
+            WireValue::Bytes(p) => Cow::Owned(wire::parse(p, &name)?),
+            _ => {
+                return Err(SavedModelError::invalid(
+                    &name,
+                    format!(
+                        "field {} holds a scalar where a message was expected",
+                        saved_model::META_GRAPHS
+                    ),
+                ))
+            }
+        });
+    }
+    Ok(ModelParts {
+        format,
         file_name: path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
         file_bytes,
         chunks,
-        schema_version: wire::varint(&root, saved_model::SAVED_MODEL_SCHEMA_VERSION) as i64,
+        schema_version: wire::varint(root, saved_model::SAVED_MODEL_SCHEMA_VERSION) as i64,
         meta_graphs,
     })
 }

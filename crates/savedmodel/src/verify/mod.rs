@@ -26,22 +26,25 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use prost::Message as _;
-use prost_reflect::{Kind, MessageDescriptor};
+use prost_reflect::MessageDescriptor;
 use serde::Serialize;
 use unbound_chunked::check::check_chunks;
-use unbound_chunked::merger::{FileChunks, MAX_NESTING};
+use unbound_chunked::merger::FileChunks;
 use unbound_chunked::Merger;
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::{saved_object::Kind as ObjectKind, FingerprintDef, MetaGraphDef};
 use unbound_records::RecordReader;
-use unbound_wire::scalar::{scalar_wire, ScalarWire};
-use unbound_wire::{Payload, WireMessage, WireValue};
+use unbound_wire::WireMessage;
 
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
 use crate::fingerprint::{fingerprint_dir, FINGERPRINT_FILE};
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use crate::{Result, SavedModelError};
 use unbound_bundle::BundleReader;
+
+mod schema;
+
+use schema::Schema;
 
 /// One problem found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -91,28 +94,47 @@ pub fn verify_dir(dir: &Path) -> VerifyReport {
 /// so they never write a model from a directory `verify` rejects
 /// ([`SavedModelError::Unverified`] lists what it found).
 pub fn verified_model(dir: &Path) -> Result<WireMessage> {
+    verified_model_with_fingerprint(dir).map(|(model, _)| model)
+}
+
+/// [`verified_model`], with the fingerprint verify computed for the directory's model file
+/// (none for a `.pbtxt`): `split` reuses it when it writes the same bytes again.
+pub(crate) fn verified_model_with_fingerprint(
+    dir: &Path,
+) -> Result<(WireMessage, Option<FingerprintDef>)> {
     // A missing directory or model file keeps its own error.
     model_file(dir)?;
     match verify_with_model(dir) {
-        (report, Some(model)) if report.faults.is_empty() => Ok(model),
-        (report, _) => Err(SavedModelError::Unverified {
+        (report, Some(model), fingerprint) if report.faults.is_empty() => Ok((model, fingerprint)),
+        (report, _, _) => Err(SavedModelError::Unverified {
             dir: dir.to_path_buf(),
             faults: report.faults,
         }),
     }
 }
 
-/// [`verify_dir`], also returning the model proto when it could be read.
-fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
+/// [`verify_dir`], also returning the model proto when it could be read, and the fingerprint
+/// computed for it.
+fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<FingerprintDef>) {
     let mut report = VerifyReport::default();
     let file = match model_file(dir) {
         Ok(file) => file,
         Err(e) => {
             report.fault(dir, e);
-            return (report, None);
+            return (report, None, None);
         }
     };
-    let model = verify_model_file(&file, &mut report);
+    // The fingerprint is computed on a second thread while the model is read and checked:
+    // both read the whole model, and neither needs the other (issue 15: it was about a fifth
+    // of a merge). Used only if the model reads (see verify_fingerprint).
+    let (model, fingerprint) = std::thread::scope(|s| {
+        let fingerprint = s.spawn(|| fingerprint_dir(dir));
+        let model = verify_model_file(&file, &mut report);
+        let fingerprint = fingerprint
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (model, fingerprint)
+    });
     // A model file TensorFlow ignores (a .pb beside the .cpb it prefers) is checked too: a
     // damaged one is a problem the next tool to read it would meet.
     for format in ModelFormat::SEARCH_ORDER {
@@ -150,11 +172,14 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>) {
     };
     verify_variables(dir, &meta_graphs, &mut report);
     verify_assets(dir, &meta_graphs, &mut report);
-    verify_fingerprint(dir, &file, model.is_some(), &mut report);
+    verify_fingerprint(dir, &file, model.is_some(), &fingerprint, &mut report);
     if report.faults.is_empty() {
-        verify_other_commands(dir, &file, &mut report);
+        verify_other_commands(dir, &file, model.as_ref(), &mut report);
     }
-    (report, model)
+    let fingerprint = fingerprint
+        .ok()
+        .filter(|_| file.format != ModelFormat::Pbtxt);
+    (report, model, fingerprint)
 }
 
 /// Whether the SavedModel `root` has a `meta_graphs` entry.
@@ -187,9 +212,16 @@ fn verify_model_file(file: &ModelFile, report: &mut VerifyReport) -> Option<Wire
 }
 
 /// `fingerprint.pb`: it parses, and every hash it stores equals the one computed from the
-/// files now (TensorFlow's algorithm, [`fingerprint_dir`]); the fingerprint computation
-/// itself must succeed for a `.pb` or `.cpb` model (`unbound fingerprint` would fail).
-fn verify_fingerprint(dir: &Path, file: &ModelFile, model_ok: bool, report: &mut VerifyReport) {
+/// files now (`computed`: TensorFlow's algorithm, [`fingerprint_dir`]); the fingerprint
+/// computation itself must succeed for a `.pb` or `.cpb` model (`unbound fingerprint` would
+/// fail).
+fn verify_fingerprint(
+    dir: &Path,
+    file: &ModelFile,
+    model_ok: bool,
+    computed: &Result<FingerprintDef>,
+    report: &mut VerifyReport,
+) {
     let path = dir.join(FINGERPRINT_FILE);
     let stored = if std::fs::symlink_metadata(&path).is_ok() {
         match unbound_io::map_file(&path).map(FingerprintDef::decode) {
@@ -212,7 +244,7 @@ fn verify_fingerprint(dir: &Path, file: &ModelFile, model_ok: bool, report: &mut
         }
         return;
     }
-    let computed = match fingerprint_dir(dir) {
+    let computed = match computed {
         Ok(def) => def,
         Err(e) => {
             let target = e
@@ -275,9 +307,24 @@ fn verify_fingerprint(dir: &Path, file: &ModelFile, model_ok: bool, report: &mut
 }
 
 /// What the other reading commands (`show`, `vars`) make of the directory: anything they
-/// refuse, `verify` refuses too.
-fn verify_other_commands(dir: &Path, file: &ModelFile, report: &mut VerifyReport) {
-    if let Err(e) = crate::show::show(dir) {
+/// refuse, `verify` refuses too. `model` is the model file as read and checked above: `show`
+/// of a `.cpb` works from it instead of merging the chunks again (its own merge leaves out
+/// large tensor contents, which it does not look at; the rest is the same message).
+fn verify_other_commands(
+    dir: &Path,
+    file: &ModelFile,
+    model: Option<&WireMessage>,
+    report: &mut VerifyReport,
+) {
+    let shown = match model {
+        Some(model) if file.format == ModelFormat::Cpb => FileChunks::open(&file.path)
+            .map_err(SavedModelError::from)
+            .and_then(|(_, metadata)| {
+                crate::show::show_merged_cpb(dir, model, metadata.chunks.len() as u64)
+            }),
+        _ => crate::show::show(dir),
+    };
+    if let Err(e) = shown {
         let target = e
             .path()
             .map_or_else(|| file.path.clone(), Path::to_path_buf);
@@ -305,7 +352,7 @@ fn verify_pb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
             return None;
         }
     };
-    match check_message(&root, &desc, 0) {
+    match check_message(&root, &desc) {
         Ok(()) => {
             report.checked.push(format!("{} parses", file_name(path)));
             Some(root)
@@ -364,7 +411,7 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
         report.fault(path, format!("the merged message does not serialize: {e}"));
         return None;
     }
-    if let Err(e) = check_message(&message, &desc, 0) {
+    if let Err(e) = check_message(&message, &desc) {
         report.fault(
             path,
             format!("the merged message is not a valid SavedModel: {e}"),
@@ -390,7 +437,7 @@ pub fn check_schema(
     desc: &MessageDescriptor,
     source_name: &str,
 ) -> Result<()> {
-    check_message(message, desc, 0).map_err(|fault| {
+    check_message(message, desc).map_err(|fault| {
         SavedModelError::invalid(
             source_name,
             format!("not a valid {}: {fault}", desc.full_name()),
@@ -399,139 +446,9 @@ pub fn check_schema(
 }
 
 /// Checks that `m` is a valid message of type `desc` as TensorFlow's parser (protobuf C++)
-/// accepts it: nested messages parse, packed runs are whole, strings are UTF-8, nesting is
-/// bounded. Unknown fields are allowed, and so is a known field with a wire type its kind
-/// does not have (the parser keeps it as an unknown field).
-fn check_message(m: &WireMessage, desc: &MessageDescriptor, depth: usize) -> Result<(), String> {
-    if depth > MAX_NESTING {
-        return Err(format!("nested deeper than {MAX_NESTING} levels"));
-    }
-    for (i, f) in m.fields.iter().enumerate() {
-        let Some(fd) = desc.get_field(f.number) else {
-            continue;
-        };
-        // The field's name for messages, with its occurrence for repeated fields: worked out
-        // only when there is a fault to report.
-        let at = || {
-            if fd.is_list() || fd.is_map() {
-                let n = m.fields[..i]
-                    .iter()
-                    .filter(|g| g.number == f.number)
-                    .count();
-                format!("{}[{n}]", fd.name())
-            } else {
-                fd.name().to_string()
-            }
-        };
-        let in_field = |e: String| format!("{}: {e}", at());
-        let packed_ok = fd.is_list();
-        match (fd.kind(), &f.value) {
-            (Kind::Message(sub), WireValue::Message(inner)) => {
-                check_message(inner, &sub, depth + 1).map_err(|e| format!("{}.{e}", at()))?
-            }
-            (Kind::Message(sub), WireValue::Bytes(p)) => {
-                // Scanned in place first (no message built per node); only a fault takes the
-                // slower path, which finds and words it.
-                let valid = p.bytes().is_ok_and(|b| valid_in_place(&b, &sub, depth + 1));
-                if !valid {
-                    let inner = wire::parse(p, &at()).map_err(|e| in_field(e.to_string()))?;
-                    check_message(&inner, &sub, depth + 1).map_err(|e| format!("{}.{e}", at()))?
-                }
-            }
-            (Kind::String, WireValue::Bytes(p)) => check_utf8(p).map_err(in_field)?,
-            (Kind::Bytes, WireValue::Bytes(_)) => {}
-            (kind, value) if wire_fits(&kind, value) => {}
-            (_, WireValue::Bytes(p)) if packed_ok => {
-                check_packed(&fd.kind(), p).map_err(in_field)?
-            }
-            // A value whose wire type the field's kind does not allow is an unknown field to
-            // TensorFlow's parser (protobuf C++ keeps it as such), not an error.
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// Whether serialized `buf` passes [`check_message`] as a message of type `desc`, scanned in
-/// place: the same rules, without building a message per level, and without saying why not.
-fn valid_in_place(buf: &[u8], desc: &MessageDescriptor, depth: usize) -> bool {
-    if depth > MAX_NESTING {
-        return false;
-    }
-    let mut pos = 0;
-    while pos < buf.len() {
-        let Ok(f) = unbound_wire::codec::read_field(buf, &mut pos) else {
-            return false;
-        };
-        let Some(fd) = desc.get_field(f.number) else {
-            continue;
-        };
-        if f.wire_type != unbound_wire::codec::WireType::Len {
-            // Scalars, groups and wrong wire types all pass check_message.
-            continue;
-        }
-        let value = &buf[f.start..f.end];
-        let ok = match fd.kind() {
-            Kind::Message(sub) => valid_in_place(value, &sub, depth + 1),
-            Kind::String => std::str::from_utf8(value).is_ok(),
-            Kind::Bytes => true,
-            kind if fd.is_list() => packed_run_ok(&kind, value).is_ok(),
-            _ => true,
-        };
-        if !ok {
-            return false;
-        }
-    }
-    true
-}
-
-/// A packed run of scalars of `kind`: whole fixed-width values, or varints that decode.
-/// Whether a fixed-width or varint value has the wire layout of `kind`.
-fn wire_fits(kind: &Kind, value: &WireValue) -> bool {
-    matches!(
-        (scalar_wire(kind), value),
-        (Some(ScalarWire::Varint), WireValue::Varint(_))
-            | (Some(ScalarWire::Fixed32), WireValue::Fixed32(_))
-            | (Some(ScalarWire::Fixed64), WireValue::Fixed64(_))
-    )
-}
-
-fn check_packed(kind: &Kind, p: &Payload) -> Result<(), String> {
-    let bytes = p.bytes().map_err(|e| e.to_string())?;
-    packed_run_ok(kind, &bytes)
-}
-
-/// [`check_packed`] on the run's bytes.
-fn packed_run_ok(kind: &Kind, bytes: &[u8]) -> Result<(), String> {
-    let width = match scalar_wire(kind) {
-        Some(ScalarWire::Fixed64) => 8,
-        Some(ScalarWire::Fixed32) => 4,
-        Some(ScalarWire::Varint) => 0,
-        Some(ScalarWire::Len) | None => {
-            return Err("a packed run where the schema has no scalar".into())
-        }
-    };
-    if width > 0 {
-        return match bytes.len() % width {
-            0 => Ok(()),
-            _ => Err(format!(
-                "packed run of {} bytes is not a multiple of {width}",
-                bytes.len()
-            )),
-        };
-    }
-    let mut pos = 0;
-    while pos < bytes.len() {
-        unbound_wire::codec::read_varint(bytes, &mut pos).map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
-fn check_utf8(p: &Payload) -> Result<(), String> {
-    let bytes = p.bytes().map_err(|e| e.to_string())?;
-    std::str::from_utf8(&bytes)
-        .map(|_| ())
-        .map_err(|e| format!("string is not valid UTF-8: {e}"))
+/// accepts it ([`schema`]); the fault, worded, if not.
+fn check_message(m: &WireMessage, desc: &MessageDescriptor) -> Result<(), String> {
+    Schema::new(desc).check_root(m)
 }
 
 /// The MetaGraphDefs of `root` without their graphs (which may be huge), decoded.

@@ -1,0 +1,207 @@
+//! The schema check `verify` (and so `split` and `merge`) makes of a model: every fault is
+//! found and worded the same whether the message is small (checked on one thread) or large
+//! (checked in parts on two), and wherever in the model it lies.
+
+use prost::Message as _;
+use unbound_proto::tensorflow::{
+    attr_value, AttrValue, FunctionDef, FunctionDefLibrary, GraphDef, MetaGraphDef, NodeDef, OpDef,
+    SavedModel, TensorProto,
+};
+use unbound_savedmodel::verify::verify_dir;
+
+/// A SavedModel of `nodes` graph nodes named `zz0000000`..., and one function of 3 `Const`
+/// nodes named `yy0`.. whose tensors hold a packed `int_val` run `[1, 2, 300]`.
+fn model(nodes: usize) -> Vec<u8> {
+    let node = |i: usize| NodeDef {
+        name: format!("zz{i:07}"),
+        op: "Identity".into(),
+        input: vec![format!("a{i}"), format!("b{i}")],
+        device: "/cpu:0".into(),
+        attr: [(
+            "T".to_string(),
+            AttrValue {
+                value: Some(attr_value::Value::Type(1)),
+            },
+        )]
+        .into(),
+        ..Default::default()
+    };
+    let konst = |i: usize| NodeDef {
+        name: format!("yy{i}"),
+        op: "Const".into(),
+        attr: [(
+            "value".to_string(),
+            AttrValue {
+                value: Some(attr_value::Value::Tensor(TensorProto {
+                    dtype: 3,
+                    int_val: vec![1, 2, 300],
+                    ..Default::default()
+                })),
+            },
+        )]
+        .into(),
+        ..Default::default()
+    };
+    let graph = GraphDef {
+        node: (0..nodes).map(node).collect(),
+        library: Some(FunctionDefLibrary {
+            function: vec![FunctionDef {
+                signature: Some(OpDef {
+                    name: "fn_1".into(),
+                    ..Default::default()
+                }),
+                node_def: (0..3).map(konst).collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    SavedModel {
+        saved_model_schema_version: 1,
+        meta_graphs: vec![MetaGraphDef {
+            graph_def: Some(graph),
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec()
+}
+
+/// `bytes` with the first occurrence of `from` replaced by `to` (of the same length).
+fn patched(mut bytes: Vec<u8>, from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("pattern present");
+    bytes[at..at + to.len()].copy_from_slice(to);
+    bytes
+}
+
+/// What `verify` says of a directory holding `bytes` as its `saved_model.pb`.
+fn faults(bytes: &[u8]) -> Vec<String> {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("saved_model.pb"), bytes).unwrap();
+    verify_dir(tmp.path())
+        .faults
+        .into_iter()
+        .map(|f| f.fault)
+        .collect()
+}
+
+#[test]
+fn faults_in_a_small_model_are_worded_by_their_path() {
+    let base = model(5);
+    assert_eq!(faults(&base), Vec::<String>::new());
+    let cases: [(&[u8], &[u8], &str); 4] = [
+        (
+            b"zz0000003",
+            b"z\xff0000003",
+            "not a valid SavedModel: meta_graphs[0].graph_def.node[3].name: string is not valid \
+             UTF-8: invalid utf-8 sequence of 1 bytes from index 1",
+        ),
+        (
+            b"yy1",
+            b"y\xfe1",
+            "not a valid SavedModel: meta_graphs[0].graph_def.library.function[0].node_def[1].name: \
+             string is not valid UTF-8: invalid utf-8 sequence of 1 bytes from index 1",
+        ),
+        (
+            b"\x01\x02\xac\x02",
+            b"\x01\x02\xac\xac",
+            "not a valid SavedModel: meta_graphs[0].graph_def.library.function[0].node_def[0].\
+             attr[0].value.tensor.int_val[0]: at byte 2: truncated varint",
+        ),
+        (
+            b"Identity",
+            b"Identit\xc3",
+            "not a valid SavedModel: meta_graphs[0].graph_def.node[0].op: string is not valid \
+             UTF-8: incomplete utf-8 byte sequence from index 7",
+        ),
+    ];
+    for (from, to, expected) in cases {
+        assert_eq!(faults(&patched(base.clone(), from, to)), vec![expected]);
+    }
+}
+
+#[test]
+fn faults_in_a_large_model_are_found_in_either_half_and_the_first_is_reported() {
+    // About 11 MB (over the 8 MiB from which a message is checked in two parts on two threads).
+    let nodes = 220_000;
+    let base = model(nodes);
+    assert!(base.len() > 9 << 20, "{}", base.len());
+    assert_eq!(faults(&base), Vec::<String>::new());
+    let name = |i: usize| format!("zz{i:07}").into_bytes();
+    let bad_name = |i: usize| {
+        let mut b = name(i);
+        b[1] = 0xff;
+        b
+    };
+    let fault = |i: usize| {
+        format!(
+            "not a valid SavedModel: meta_graphs[0].graph_def.node[{i}].name: string is not \
+             valid UTF-8: invalid utf-8 sequence of 1 bytes from index 1"
+        )
+    };
+    for i in [10, nodes / 2 + 10, nodes - 1] {
+        let one = patched(base.clone(), &name(i), &bad_name(i));
+        assert_eq!(faults(&one), vec![fault(i)], "node {i}");
+    }
+    // Faults in both halves: the first in field order is reported, as on one thread.
+    let both = patched(base.clone(), &name(nodes - 5), &bad_name(nodes - 5));
+    let both = patched(both, &name(20), &bad_name(20));
+    assert_eq!(faults(&both), vec![fault(20)]);
+    // The function after the nodes, in the second half.
+    let late = patched(base, b"yy2", b"y\xfe2");
+    assert_eq!(
+        faults(&late),
+        vec![
+            "not a valid SavedModel: meta_graphs[0].graph_def.library.function[0].node_def[2].\
+             name: string is not valid UTF-8: invalid utf-8 sequence of 1 bytes from index 1"
+                .to_string()
+        ]
+    );
+}
+
+#[test]
+fn a_parsed_message_of_many_fields_is_checked_in_two_halves_with_the_same_faults() {
+    use unbound_savedmodel::dir::message_descriptor;
+    use unbound_savedmodel::verify::check_schema;
+    use unbound_wire::WireMessage;
+    let nodes = 100_000;
+    let graph = GraphDef::decode(
+        &SavedModel::decode(&model(nodes)[..]).unwrap().meta_graphs[0]
+            .graph_def
+            .as_ref()
+            .unwrap()
+            .encode_to_vec()[..],
+    )
+    .unwrap()
+    .encode_to_vec();
+    let desc = message_descriptor("tensorflow.GraphDef").unwrap();
+    let check = |bytes: Vec<u8>| {
+        let message = WireMessage::parse(&bytes::Bytes::from(bytes), Some(desc.clone())).unwrap();
+        assert!(message.fields.len() > nodes);
+        check_schema(&message, &desc, "g").map_err(|e| e.to_string())
+    };
+    assert_eq!(check(graph.clone()), Ok(()));
+    let name = |i: usize| format!("zz{i:07}").into_bytes();
+    let bad_name = |i: usize| {
+        let mut b = name(i);
+        b[1] = 0xff;
+        b
+    };
+    for i in [7, nodes - 7] {
+        let err = check(patched(graph.clone(), &name(i), &bad_name(i))).unwrap_err();
+        assert!(
+            err.ends_with(&format!(
+                "not a valid tensorflow.GraphDef: node[{i}].name: string is not valid UTF-8: \
+                 invalid utf-8 sequence of 1 bytes from index 1"
+            )),
+            "{err}"
+        );
+    }
+    let both = patched(graph.clone(), &name(nodes - 7), &bad_name(nodes - 7));
+    let err = check(patched(both, &name(7), &bad_name(7))).unwrap_err();
+    assert!(err.contains("node[7].name"), "{err}");
+}

@@ -7,8 +7,10 @@
 //! (compressed as one record, and unreadable past protobuf's 2 GiB limit). Here each
 //! MetaGraphDef's graph in turn goes through the same GraphDef splitting
 //! ([`split_graph_def`]) while the model is still at least the maximum, and then, while it
-//! still is, each remaining graph moves whole into a chunk of its own. For a model of one
-//! MetaGraphDef this is exactly [`super::split_saved_model`] (same chunks, same bytes).
+//! still is, each remaining graph moves whole into a chunk of its own, the last MetaGraphDef's
+//! first (so the first one's graph, which fingerprints hash, stays in the root chunk when it
+//! can, as in TensorFlow's layout). For a model of one MetaGraphDef this is exactly
+//! [`super::split_saved_model`] (same chunks, same bytes).
 //!
 //! TensorFlow's Merger reads the result like any other `.cpb`: it follows each chunked
 //! field's path, whatever MetaGraphDef it names.
@@ -77,8 +79,11 @@ pub fn split_every_meta_graph(
         let mut scope = root.child(&graph_path(index));
         split_graph_def(graph, &graph_desc, &mut scope, ctx)?;
     }
+    // Last MetaGraphDef first: the first one's graph, which fingerprinting reads (TensorFlow's
+    // `CreateFingerprintDef` hashes `meta_graphs[0]`) and loaders usually want, stays in the
+    // root chunk as long as the others' can make room for it, as with TensorFlow's layout.
     let mut moved = 0;
-    for index in 0..count {
+    for index in (0..count).rev() {
         if model.encoded_len() < ctx.max_size {
             break;
         }
@@ -89,7 +94,8 @@ pub fn split_every_meta_graph(
         let mut graph = std::mem::take(meta.singular_message_mut(&graph_fd)?);
         meta.fields.retain(|f| f.number != graph_fd.number());
         graph.descriptor = Some(graph_desc.clone());
-        // TensorFlow inserts the first graph's chunk right after the root; later ones follow it.
+        // Right after the root, as TensorFlow places the first graph's chunk; each later move
+        // (of an earlier MetaGraphDef) comes after the ones before it.
         moved += 1;
         sink.add_chunk(Chunk::Message(graph), &graph_path(index), Some(moved))?;
     }

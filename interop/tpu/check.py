@@ -12,8 +12,8 @@
                                                   TensorFlow's CreateFingerprintDef (uuid aside)
     python check.py same_model A.pb B.pb          two SavedModels are equal messages
     python check.py layout INSPECT.json MODEL.pb  the split layout: every MetaGraphDef's graph
-                                                  has chunked fields, and the root chunk is
-                                                  smaller than any graph (holds none whole)
+                                                  has chunked fields, and the root chunk holds
+                                                  no graph whole
     python check.py jobs FILE                     each line of FILE as one of the above
     python check.py cpu ORIG CPU SPEC.json        {serve,tpu} of CPU (the --to-cpu rewrite of
                                                   an export) runs and gives ORIG's outputs bit
@@ -163,10 +163,15 @@ def layout(inspect_json, model_pb):
     walk(tree["message"])
     if graphs < 2 or 0 in per_graph:
         fail(f"{inspect_json}: chunked fields per MetaGraphDef graph: {per_graph}")
+    # Everything but the graphs stays in the root chunk (SavedModel splitting splits graphs
+    # only); a root holding a whole graph besides (TensorFlow's layout of a second
+    # MetaGraphDef) would be at least that plus the smallest graph.
     root = tree["chunks"][0]["size"]
-    smallest = min(m.graph_def.ByteSize() for m in model.meta_graphs)
-    if root >= smallest:
-        fail(f"{inspect_json}: the root chunk ({root} bytes) could hold a graph ({smallest} bytes)")
+    sizes = [m.graph_def.ByteSize() for m in model.meta_graphs]
+    outside = model.ByteSize() - sum(sizes)
+    if root >= outside + min(sizes):
+        fail(f"{inspect_json}: the root chunk ({root} bytes) holds a whole graph "
+             f"(graphs {sizes} bytes, {outside} bytes outside them)")
     print(f"ok {inspect_json}: every graph split ({per_graph} chunked fields), root {root} bytes")
 
 

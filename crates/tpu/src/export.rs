@@ -43,7 +43,8 @@ pub struct ExportOptions {
     pub batch: Vec<BatchOptions>,
     /// Stop before writing.
     pub dry_run: bool,
-    /// Split the written model when it reaches this many bytes.
+    /// Split the written model when it reaches this many bytes (every MetaGraphDef's graph,
+    /// see [`Model::write`](crate::model::Model::write)).
     pub max_size: u64,
     /// Record options of a split model.
     pub writer: WriterOptions,

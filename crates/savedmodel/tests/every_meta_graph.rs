@@ -6,6 +6,7 @@
 
 use bytes::Bytes;
 use prost::Message;
+use std::sync::Arc;
 use unbound_chunked::{Chunk, FileChunks, MemoryChunks, Merger, SplitOutput};
 use unbound_proto::tensorflow::proto_splitter::field_index::Kind;
 use unbound_proto::tensorflow::SavedModel;
@@ -15,8 +16,9 @@ use unbound_savedmodel::dir::{
 use unbound_savedmodel::split::{
     message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext,
 };
+use unbound_savedmodel::SavedModelError;
 use unbound_test_support::testdata::model;
-use unbound_wire::WireMessage;
+use unbound_wire::{Payload, RecordRef, WireField, WireMessage, WireValue};
 
 const MODELS: [&str; 2] = ["tf1_large_consts", "tf2_multi_sig"];
 const MAX_SIZES: [u64; 4] = [u64::MAX, 20000, 2000, 300];
@@ -204,4 +206,101 @@ fn the_writer_splits_every_graph_when_asked() {
     let graph_size = m.meta_graphs[1].graph_def.as_ref().unwrap().encoded_len() as u64;
     assert!(root_size("first") > graph_size);
     assert!(root_size("every") < graph_size);
+}
+
+/// A record file whose records are never to be read: the refusal below must come before any
+/// byte is.
+#[derive(Debug)]
+struct Unreadable;
+
+impl unbound_wire::RecordSource for Unreadable {
+    fn name(&self) -> &str {
+        "unreadable"
+    }
+    fn read_record(&self, _: u64) -> Result<Bytes, unbound_wire::SourceError> {
+        Err("read".into())
+    }
+    fn copy_record_to(
+        &self,
+        _: u64,
+        _: &mut dyn std::io::Write,
+    ) -> Result<u64, unbound_wire::SourceError> {
+        Err("read".into())
+    }
+    fn decoding_is_costly(&self, _: u64) -> bool {
+        false
+    }
+}
+
+/// A message of type `name` with `fields`.
+fn message(name: &str, fields: Vec<(u32, WireValue)>) -> WireMessage {
+    let mut m = WireMessage::new(Some(unbound_test_support::descriptor(name)));
+    m.fields = fields
+        .into_iter()
+        .map(|(number, value)| WireField { number, value })
+        .collect();
+    m
+}
+
+fn text(s: &str) -> WireValue {
+    WireValue::Bytes(Payload::Inline(Bytes::from(s.to_string())))
+}
+
+#[test]
+fn a_message_chunk_past_2_gib_is_refused_before_writing() {
+    // The second MetaGraphDef's graph holds a 3 GiB node that is not a Const (its device string
+    // is a lazy record of that size): split, it is a message chunk of its own, which protobuf
+    // could not parse.
+    let big = WireValue::Bytes(Payload::Record(RecordRef {
+        reader: Arc::new(Box::new(Unreadable)),
+        position: 0,
+        len: 3 << 30,
+    }));
+    let node = message(
+        "tensorflow.NodeDef",
+        vec![(1, text("big")), (2, text("Foo")), (4, big)],
+    );
+    let graph = |nodes: Vec<WireMessage>| {
+        message(
+            "tensorflow.GraphDef",
+            nodes
+                .into_iter()
+                .map(|n| (1, WireValue::Message(n)))
+                .collect(),
+        )
+    };
+    let small = message(
+        "tensorflow.NodeDef",
+        vec![(1, text("x")), (2, text("NoOp"))],
+    );
+    let meta =
+        |g: WireMessage| message("tensorflow.MetaGraphDef", vec![(2, WireValue::Message(g))]);
+    let saved_model = message(
+        "tensorflow.SavedModel",
+        vec![
+            (2, WireValue::Message(meta(graph(vec![small])))),
+            (2, WireValue::Message(meta(graph(vec![node])))),
+        ],
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let err = write_model_dir_with(
+        &model("tf2_multi_sig"),
+        &out,
+        saved_model,
+        1 << 30,
+        Default::default(),
+        MetaGraphSplitting::Every,
+        &mut |_| {},
+    )
+    .unwrap_err();
+    match &err {
+        SavedModelError::UnparsableChunk { path, size, .. } => {
+            assert_eq!(path, &out.join("saved_model.cpb"));
+            assert!(*size > 3 << 30, "{err}");
+        }
+        other => panic!("expected UnparsableChunk, got {other}"),
+    }
+    assert!(err.to_string().contains("past protobuf's limit"), "{err}");
+    assert!(!out.exists());
 }

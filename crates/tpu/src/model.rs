@@ -257,9 +257,10 @@ impl Model {
     /// Every MetaGraphDef's graph is split, not only the first one's as TensorFlow's algorithm
     /// does ([`MetaGraphSplitting::Every`]): a model that holds one large graph under two
     /// tag-sets (`{serve}` and `{serve, tpu}`, or a duplicated tag-set) then has both copies cut
-    /// into chunks alike, none left whole in the root chunk, so each MetaGraphDef may be past
-    /// 2 GiB (a chunk protobuf could still not parse is refused before writing). A model of one
-    /// MetaGraphDef is split exactly as TensorFlow splits it.
+    /// into chunks alike, and the root chunk keeps a graph (or what is left of one) only while
+    /// it stays under `max_size`, so each MetaGraphDef may be past 2 GiB (a chunk protobuf could
+    /// still not parse is refused before writing). A model of one MetaGraphDef is split
+    /// exactly as TensorFlow splits it.
     ///
     /// Consumes the model: once the written message is dropped nothing refers to the mapped
     /// input any more (callers drop their decoded graphs first), so its pages are not held

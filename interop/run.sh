@@ -14,7 +14,9 @@
 # - TensorFlow itself loads and runs the SDK's example plugins from a tensorflow-plugins
 #   directory (grappler_sdk_in_tf.sh);
 # - a SavedModel past 2 GiB built in Rust is read by TensorFlow's Merger, and so is what
-#   `unbound optimize` makes of it with a plugin (huge_model.sh), unless UNBOUND_SKIP_HUGE=1;
+#   `unbound optimize` makes of it with a plugin (huge_model.sh), and what `unbound export-tpu`
+#   makes of a model past 2 GiB: two MetaGraphDefs past 2 GiB each (tpu/huge_export.sh), unless
+#   UNBOUND_SKIP_HUGE=1;
 # - DTensor on 8 logical CPU devices and `unbound layout` agree on meshes, layouts, OpShardings
 #   and array components (dtensor/check.sh);
 # - DTensor checkpoints TensorFlow writes are read (every variable, random boxes) and resharded
@@ -113,6 +115,8 @@ fi
 if [ "${UNBOUND_SKIP_HUGE:-0}" != 1 ] && [ -x interop/huge_model.sh ]; then
   echo "== past 2 GiB"
   interop/huge_model.sh || failed=$((failed + 1))
+  bash interop/tpu/huge_export.sh "$unbound" "$py" "$harness" 2>&1 | grep -e '^ok ' -e FAIL ||
+    failed=$((failed + 1))
 fi
 
 passed=$(grep -c '^ok ' "$work/compare.out" || true)

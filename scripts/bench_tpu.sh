@@ -12,12 +12,14 @@
 #
 # Commands, each --reps times (default 3) under /usr/bin/time -f '%e %M', best wall time and
 # largest peak RSS shown (MB = 10^6 bytes); the input is read once first (warm page cache);
-# outputs go to bench-data/scratch/ and are removed after each run:
+# outputs go to bench-data/scratch/ and are removed after each run; the last output is first
+# fingerprinted on its own (`unbound fingerprint OUT`, the step every command ends with), once:
 #   split:                unbound split MODEL OUT                       (one 1.6 GB .cpb)
 #   export-tpu --tpu-only: unbound export-tpu MODEL OUT --tpu-only      (one MetaGraphDef, 1.6 GB)
 #   export-tpu:           unbound export-tpu MODEL OUT                  ({serve} and {serve,tpu}:
 #                                                                      both hold the constants,
-#                                                                      3.2 GB .cpb)
+#                                                                      both graphs split, 3.2 GB
+#                                                                      .cpb)
 #   export-tpu --batch:   as above with --batch max_batch_size=8
 # All with unbound's defaults (--max-size 1 GiB, zstd with incompressible chunks stored).
 set -euo pipefail
@@ -55,11 +57,17 @@ measure() { # LABEL ARGS... (OUT is appended)
   done
   local size
   size=$(du -sb "$out" | cut -f1)
+  # The last step of every command is fingerprinting what it wrote (read back from disk):
+  # the same on its own, to tell its share of the time and of the peak.
+  /usr/bin/time -f '%e %M' -o "$scratch/time" "$unbound" fingerprint "$out" >"$scratch/log" 2>&1 ||
+    { cat "$scratch/log"; exit 1; }
+  read -r fp_secs fp_kb <"$scratch/time"
   rm -rf "$out"
-  printf '| %s | %.2f | %d | %d |\n' "$label" "$best" $(( peak * 1024 / 1000000 )) $(( size / 1000000 ))
+  printf '| %s | %.2f | %d | %d | %.2f | %d |\n' "$label" "$best" $(( peak * 1024 / 1000000 )) \
+    $(( size / 1000000 )) "$fp_secs" $(( fp_kb * 1024 / 1000000 ))
 }
-echo "| command | best wall (s) | peak RSS (MB) | output (MB) |"
-echo "|---|---|---|---|"
+echo "| command | best wall (s) | peak RSS (MB) | output (MB) | fingerprint of the output alone (s) | its peak RSS (MB) |"
+echo "|---|---|---|---|---|---|"
 measure "unbound split" split "$model"
 measure "unbound export-tpu --tpu-only" export-tpu --tpu-only "$model"
 measure "unbound export-tpu (keeps {serve})" export-tpu "$model"

@@ -8,6 +8,12 @@
                                                   missing-kernel error of a TPU op; {serve} of
                                                   EXPORT (when present) gives ORIG's outputs
                                                   bit for bit
+    python check.py fingerprint OURS.pb TF.pb     the fingerprint.pb unbound wrote equals
+                                                  TensorFlow's CreateFingerprintDef (uuid aside)
+    python check.py same_model A.pb B.pb          two SavedModels are equal messages
+    python check.py layout INSPECT.json MODEL.pb  the split layout: every MetaGraphDef's graph
+                                                  has chunked fields, and the root chunk holds
+                                                  no graph whole
     python check.py jobs FILE                     each line of FILE as one of the above
     python check.py cpu ORIG CPU SPEC.json        {serve,tpu} of CPU (the --to-cpu rewrite of
                                                   an export) runs and gives ORIG's outputs bit
@@ -111,6 +117,64 @@ def cpu(orig, cpu_dir, spec):
     print(f"ok {cpu_dir} {{serve,tpu}} runs on CPU with the original outputs, bit for bit")
 
 
+def parse_file(cls, path):
+    message = cls()
+    with open(path, "rb") as f:
+        message.ParseFromString(f.read())
+    return message
+
+
+def fingerprint(ours_path, tf_path):
+    from tensorflow.core.protobuf import fingerprint_pb2
+
+    ours = parse_file(fingerprint_pb2.FingerprintDef, ours_path)
+    theirs = parse_file(fingerprint_pb2.FingerprintDef, tf_path)
+    for name in ["saved_model_checksum", "graph_def_program_hash", "signature_def_hash",
+                 "saved_object_graph_hash", "checkpoint_hash", "version"]:
+        if getattr(ours, name) != getattr(theirs, name):
+            fail(f"{ours_path}: {name} {getattr(ours, name)} != TensorFlow's {getattr(theirs, name)}")
+    print(f"ok {ours_path} equals TensorFlow's CreateFingerprintDef")
+
+
+def same_model(a, b):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    if parse_file(saved_model_pb2.SavedModel, a) != parse_file(saved_model_pb2.SavedModel, b):
+        fail(f"{a} and {b} differ")
+    print(f"ok {a} equals {b}")
+
+
+def layout(inspect_json, model_pb):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    with open(inspect_json) as f:
+        tree = json.load(f)
+    model = parse_file(saved_model_pb2.SavedModel, model_pb)
+    graphs = len(model.meta_graphs)
+    per_graph = [0] * graphs
+
+    def walk(message):
+        for cf in message.get("chunked_fields", []):
+            tags = cf["field_tag"]
+            # SavedModel.meta_graphs = 2, MetaGraphDef.graph_def = 2.
+            if len(tags) >= 3 and tags[0] == {"field": 2} and tags[2] == {"field": 2}:
+                per_graph[tags[1]["index"]] += 1
+
+    walk(tree["message"])
+    if graphs < 2 or 0 in per_graph:
+        fail(f"{inspect_json}: chunked fields per MetaGraphDef graph: {per_graph}")
+    # Everything but the graphs stays in the root chunk (SavedModel splitting splits graphs
+    # only); a root holding a whole graph besides (TensorFlow's layout of a second
+    # MetaGraphDef) would be at least that plus the smallest graph.
+    root = tree["chunks"][0]["size"]
+    sizes = [m.graph_def.ByteSize() for m in model.meta_graphs]
+    outside = model.ByteSize() - sum(sizes)
+    if root >= outside + min(sizes):
+        fail(f"{inspect_json}: the root chunk ({root} bytes) holds a whole graph "
+             f"(graphs {sizes} bytes, {outside} bytes outside them)")
+    print(f"ok {inspect_json}: every graph split ({per_graph} chunked fields), root {root} bytes")
+
+
 def read_saved_model(model_dir):
     from tensorflow.python.saved_model import loader_impl
 
@@ -120,6 +184,12 @@ def read_saved_model(model_dir):
 def run(command, args):
     if command == "show":
         show(args[0], tpu_only=len(args) > 1 and args[1] == "--tpu-only")
+    elif command == "fingerprint":
+        fingerprint(args[0], args[1])
+    elif command == "same_model":
+        same_model(args[0], args[1])
+    elif command == "layout":
+        layout(args[0], args[1])
     elif command in ("tpu", "cpu"):
         with open(args[2]) as f:
             spec = json.load(f)

@@ -9,8 +9,10 @@
 # - {serve} still gives the original outputs, bit for bit;
 # - `unbound export-tpu --to-cpu` of the export (keeping BatchFunction, and with --unbatch)
 #   runs on CPU and gives the original outputs bit for bit.
-# Also: `unbound tags --duplicate` (TensorFlow runs the copy), --tpu-only, a .cpb input (a model split with a small --max-size, exported and written
-# split), and the refusals (unknown function, existing tag-set, no MetaGraphDef), which must
+# Also: `unbound tags --duplicate` (TensorFlow runs the copy), --tpu-only, a .cpb input (a
+# model split with a small --max-size, exported and written split, every MetaGraphDef's graph
+# in chunks of its own: TensorFlow's Merger reads it equal to the unsplit export, and the
+# fingerprint written is TensorFlow's), and the refusals (unknown function, existing tag-set, no MetaGraphDef), which must
 # exit 1 and write nothing.
 #
 # TensorFlow's Python loaders and saved_model_cli (2.21) read only saved_model.pb: the .cpb
@@ -85,6 +87,39 @@ done
 job show "$work/$m.cpb_out.tf"
 job tpu "$work/models/$m" "$work/$m.cpb_out.tf" "$work/models/$m.json"
 job cpu "$work/models/$m" "$work/$m.cpb_cpu.tf" "$work/models/$m.json"
+
+# The split layout of exports (every MetaGraphDef's graph split, not only the first one's as in
+# TensorFlow's algorithm), on the export above and on a duplicated tag-set written split:
+# - both graphs have chunks of their own and the root chunk holds neither graph whole
+#   (`unbound inspect` for the chunk tree, TensorFlow's parse of the merged model for the sizes);
+# - TensorFlow's Merger reads the .cpb into the model the same export makes unsplit (.pb);
+# - the fingerprint.pb written equals TensorFlow's CreateFingerprintDef of the output.
+"$unbound" export-tpu "$work/$m.cpb_in" "$work/$m.pb_out" --function tpu_predict --batch "$batch" >/dev/null
+[ -f "$work/$m.pb_out/saved_model.pb" ] || fail "export at the default --max-size did not write a .pb"
+"$unbound" tags "$work/models/variables" "$work/variables.dup_cpb" --duplicate serve=serve,tpu --max-size 2000 >/dev/null
+"$unbound" tags "$work/models/variables" "$work/variables.dup_pb" --duplicate serve=serve,tpu >/dev/null
+for pair in "$m.cpb_out:$m.pb_out" "variables.dup_cpb:variables.dup_pb"; do
+  split_dir="$work/${pair%%:*}"
+  whole="$work/${pair##*:}"
+  [ -f "$split_dir/saved_model.cpb" ] || fail "${pair%%:*}: no saved_model.cpb"
+  "$unbound" inspect --json "$split_dir/saved_model.cpb" >"$split_dir.inspect.json"
+  if [ -n "$harness" ]; then
+    "$harness" read --type tensorflow.SavedModel "$split_dir/saved_model" "$split_dir.merged.pb" >/dev/null 2>"$work/harness.err" ||
+      fail "TensorFlow's Merger cannot read ${pair%%:*}/saved_model.cpb: $(tail -n 3 "$work/harness.err")"
+    "$harness" fingerprint "$split_dir" "$split_dir.tf_fingerprint.pb" >/dev/null 2>"$work/harness.err" ||
+      fail "TensorFlow cannot fingerprint ${pair%%:*}: $(tail -n 3 "$work/harness.err")"
+    job fingerprint "$split_dir/fingerprint.pb" "$split_dir.tf_fingerprint.pb"
+  else
+    "$unbound" merge "$split_dir" "$split_dir.merged" >/dev/null
+    cp "$split_dir.merged/saved_model.pb" "$split_dir.merged.pb"
+  fi
+  job same_model "$split_dir.merged.pb" "$whole/saved_model.pb"
+  job layout "$split_dir.inspect.json" "$split_dir.merged.pb"
+done
+mkdir "$work/variables.dup_cpb.tf"
+cp -r "$work/variables.dup_cpb/variables" "$work/variables.dup_cpb.tf/"
+cp "$work/variables.dup_cpb.merged.pb" "$work/variables.dup_cpb.tf/saved_model.pb"
+job cpu "$work/models/variables" "$work/variables.dup_cpb.tf" "$work/models/variables.json"
 # TensorFlow 2.21 has been seen to abort at random in a process that mixes TF1 sessions and
 # TF2 loading ("Mutex corrupt: both reader and writer lock held", SIGABRT); a process killed
 # by a signal runs every check again, once. A check that fails exits 1 and is not retried.

@@ -17,7 +17,7 @@ use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
 use crate::error::{Result, SavedModelError};
-use crate::split::{split_saved_model, SplitContext};
+use crate::split::{message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext};
 
 /// The format of a SavedModel's model file. Serializes as `"cpb"`, `"pb"` or `"pbtxt"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -219,7 +219,16 @@ pub fn split_dir(
         let model_file = model_file(src).ok()?.path;
         Some(KnownFingerprint { model_file, def })
     });
-    write_model_dir_with(src, out, model, max_size, options, progress, known.as_ref())
+    write_model_dir_reusing(
+        src,
+        out,
+        model,
+        max_size,
+        options,
+        MetaGraphSplitting::First,
+        progress,
+        known.as_ref(),
+    )
 }
 
 /// A fingerprint already computed for a model file (by the verification before a split),
@@ -265,23 +274,61 @@ pub fn write_model_dir(
     options: WriterOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SplitReport> {
-    write_model_dir_with(src, out, model, max_size, options, progress, None)
+    write_model_dir_with(
+        src,
+        out,
+        model,
+        max_size,
+        options,
+        MetaGraphSplitting::First,
+        progress,
+    )
 }
 
-/// [`write_model_dir`], reusing `known` for the new fingerprint where it applies.
-fn write_model_dir_with(
+/// [`write_model_dir`] with a choice of which MetaGraphDefs' graphs are split
+/// ([`MetaGraphSplitting`]; [`write_model_dir`] uses TensorFlow's, `First`). With `Every`, a
+/// split whose root or any message chunk would still be past protobuf's 2 GiB limit (a graph
+/// node that large, say) is refused before anything is written
+/// ([`SavedModelError::UnparsableChunk`]).
+pub fn write_model_dir_with(
     src: &Path,
     out: &Path,
     model: WireMessage,
     max_size: u64,
     options: WriterOptions,
+    splitting: MetaGraphSplitting,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SplitReport> {
+    write_model_dir_reusing(
+        src, out, model, max_size, options, splitting, progress, None,
+    )
+}
+
+/// [`write_model_dir_with`], reusing `known` for the new fingerprint where it applies.
+#[allow(clippy::too_many_arguments)]
+fn write_model_dir_reusing(
+    src: &Path,
+    out: &Path,
+    model: WireMessage,
+    max_size: u64,
+    options: WriterOptions,
+    splitting: MetaGraphSplitting,
     progress: &mut dyn FnMut(u64),
     known: Option<&KnownFingerprint>,
 ) -> Result<SplitReport> {
     let desc = saved_model_descriptor()?;
     let model_bytes = model.encoded_len();
     let mut ctx = SplitContext::new(max_size);
-    let split = split_saved_model(model, &desc, &mut ctx)?;
+    let split = split_saved_model_with(model, &desc, &mut ctx, splitting)?;
+    if splitting == MetaGraphSplitting::Every {
+        if let Some((chunk, size)) = message_chunk_over(&split, MAX_PROTO_SIZE) {
+            return Err(SavedModelError::UnparsableChunk {
+                path: out.join(ModelFormat::Cpb.file_name()),
+                chunk,
+                size,
+            });
+        }
+    }
     let (mut written, copied_files) = write_dir_atomically(src, out, known, |tmp| {
         Ok(write_split(
             &tmp.join("saved_model"),

@@ -82,6 +82,21 @@ pub enum SavedModelError {
         /// Size of the merged model in bytes.
         size: u64,
     },
+    /// A split would leave a message chunk (the root, chunk 0, included) larger than protobuf
+    /// can parse, so the `.cpb` could not be read back; nothing is written.
+    #[error(
+        "{}: chunk {chunk} would be a {size}-byte message, past protobuf's limit of \
+         {MAX_PROTO_SIZE}: no reader could parse it",
+        path.display()
+    )]
+    UnparsableChunk {
+        /// The `.cpb` that would have been written.
+        path: PathBuf,
+        /// The chunk's position in the file.
+        chunk: usize,
+        /// Its size in bytes.
+        size: u64,
+    },
     /// The model's messages do not fit the SavedModel schema (a MetaGraphDef that does not
     /// decode, a scalar where a message belongs, ...).
     #[error("{source_name}: {fault}")]
@@ -237,6 +252,7 @@ impl SavedModelError {
             | Self::NotFingerprintable { dir: p }
             | Self::TextFormat { path: p, .. }
             | Self::TooLargeToMerge { dir: p, .. }
+            | Self::UnparsableChunk { path: p, .. }
             | Self::Fingerprint { path: p, .. }
             | Self::BadFingerprintFile { path: p, .. }
             | Self::OutputExists { path: p }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use unbound_proto::fields::tensorflow::meta_graph_def;
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{SplitReport, MAX_PROTO_SIZE};
+use unbound_savedmodel::dir::SplitReport;
 
 use crate::check::check_graph;
 use crate::error::{Result, TpuError};
@@ -43,7 +43,8 @@ pub struct ExportOptions {
     pub batch: Vec<BatchOptions>,
     /// Stop before writing.
     pub dry_run: bool,
-    /// Split the written model when it reaches this many bytes.
+    /// Split the written model when it reaches this many bytes (every MetaGraphDef's graph,
+    /// see [`Model::write`](crate::model::Model::write)).
     pub max_size: u64,
     /// Record options of a split model.
     pub writer: WriterOptions,
@@ -193,22 +194,9 @@ pub fn export_tpu(src: &Path, out: &Path, options: &ExportOptions) -> Result<Exp
     }
     Model::set_tags(&mut meta, &options.tags)?;
     Model::set_stripped_op_list(&mut meta, &ops)?;
-    if !options.tpu_only && meta.encoded_len() >= MAX_PROTO_SIZE {
-        // TensorFlow's SavedModel splitting (ours follows it) splits only the first
-        // MetaGraphDef's graph; the second stays whole in the root chunk, which protobuf cannot
-        // parse past 2 GiB.
-        return Err(TpuError::Unsupported {
-            dir: src.to_path_buf(),
-            fault: format!(
-                "the {{{}}} MetaGraphDef would be {} bytes: beside {{{}}} it would be one record \
-                 past protobuf's 2 GiB limit (TensorFlow's splitting splits only the first \
-                 MetaGraphDef); use --tpu-only",
-                options.tags.join(","),
-                meta.encoded_len(),
-                tag_sets[index].join(",")
-            ),
-        });
-    }
+    // No size refusal here: the output is written with every MetaGraphDef's graph split
+    // (`Model::write`), so a second MetaGraphDef past 2 GiB is chunked like the first; a chunk
+    // protobuf could still not parse is refused by the writer.
     let changes = GraphChanges::of(&graph);
     // The decoded graph and meta info hold slices of the mapped input: gone before writing.
     drop(graph);

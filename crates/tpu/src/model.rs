@@ -18,7 +18,10 @@ use unbound_proto::fields::tensorflow::{
 };
 use unbound_proto::tensorflow::{FunctionDef, MetaGraphDef, NodeDef, OpList};
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{message_descriptor, read_saved_model, write_model_dir, SplitReport};
+use unbound_savedmodel::dir::{
+    message_descriptor, read_saved_model, write_model_dir_with, SplitReport,
+};
+use unbound_savedmodel::split::MetaGraphSplitting;
 use unbound_savedmodel::SavedModelError;
 use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
@@ -251,6 +254,14 @@ impl Model {
     /// exist): split into `saved_model.cpb` when it reaches `max_size`, every other file of the
     /// source directory carried over, a fresh fingerprint, atomically.
     ///
+    /// Every MetaGraphDef's graph is split, not only the first one's as TensorFlow's algorithm
+    /// does ([`MetaGraphSplitting::Every`]): a model that holds one large graph under two
+    /// tag-sets (`{serve}` and `{serve, tpu}`, or a duplicated tag-set) then has both copies cut
+    /// into chunks alike, and the root chunk keeps a graph (or what is left of one) only while
+    /// it stays under `max_size`, so each MetaGraphDef may be past 2 GiB (a chunk protobuf could
+    /// still not parse is refused before writing). A model of one MetaGraphDef is split
+    /// exactly as TensorFlow splits it.
+    ///
     /// Consumes the model: once the written message is dropped nothing refers to the mapped
     /// input any more (callers drop their decoded graphs first), so its pages are not held
     /// while the output is read back for the fingerprint.
@@ -276,12 +287,13 @@ impl Model {
                 value: WireValue::Message(meta),
             });
         }
-        Ok(write_model_dir(
+        Ok(write_model_dir_with(
             &dir,
             out,
             message,
             max_size,
             options,
+            MetaGraphSplitting::Every,
             &mut |_| {},
         )?)
     }

@@ -76,6 +76,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Split the written model when it reaches this many bytes (TensorFlow's default: 1 GiB).
+    /// Every MetaGraphDef's graph is split, not only the first one's as in TensorFlow.
     #[arg(long, default_value_t = DEFAULT_MAX_SIZE, value_parser = clap::value_parser!(u64).range(1..))]
     max_size: u64,
     /// Record compression, when the model is split.

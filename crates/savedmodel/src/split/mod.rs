@@ -6,13 +6,20 @@
 //! where TensorFlow gives up (a node larger than the maximum that is not a `Const`, or a `Const`
 //! whose value cannot be turned into `tensor_content`), we chunk the node whole and record a
 //! warning, so splitting a valid model never fails, whatever the maximum.
+//!
+//! One opt-in extension: [`MetaGraphSplitting::Every`] splits every MetaGraphDef's graph, not
+//! only the first one's (for models holding one graph under several tag-sets).
 
+mod every_meta_graph;
 mod graph_def;
 mod nodes;
 mod repeated;
 mod saved_model;
 mod tensor_bytes;
 
+pub use every_meta_graph::{
+    message_chunk_over, split_every_meta_graph, split_saved_model_with, MetaGraphSplitting,
+};
 pub use graph_def::split_graph_def;
 pub use saved_model::{split_graph_def_root, split_message, split_saved_model};
 pub use tensor_bytes::typed_values_to_bytes;

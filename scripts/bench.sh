@@ -77,7 +77,8 @@ if [[ ! -x /usr/bin/time ]]; then
 fi
 
 log "building unbound and make_bench_model (release)"
-(cd "$root" && cargo build --release --quiet -p unbound-cli -p unbound-savedmodel --example make_bench_model)
+# Two builds: with `--example`, cargo builds only the examples named, not the CLI.
+(cd "$root" && cargo build --release --quiet -p unbound-cli && cargo build --release --quiet -p unbound-savedmodel --example make_bench_model)
 target="${CARGO_TARGET_DIR:-$root/target}"
 unbound="$target/release/unbound"
 generator="$target/release/examples/make_bench_model"

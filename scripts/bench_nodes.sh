@@ -44,7 +44,8 @@ log() { echo "bench_nodes.sh: $*" >&2; }
 command -v zstd >/dev/null || { log "zstd missing (apt-get install -y zstd)"; exit 1; }
 [[ -x /usr/bin/time ]] || { log "/usr/bin/time missing (apt-get install -y time)"; exit 1; }
 
-(cd "$root" && cargo build --release --quiet -p unbound-cli -p unbound-savedmodel --example make_graph_model)
+# Two builds: with `--example`, cargo builds only the examples named, not the CLI.
+(cd "$root" && cargo build --release --quiet -p unbound-cli && cargo build --release --quiet -p unbound-savedmodel --example make_graph_model)
 (cd "$root" && cargo build --release --quiet -p unbound-plugin-prune-identity)
 target="${CARGO_TARGET_DIR:-$root/target}"
 unbound="$target/release/unbound"

@@ -32,7 +32,9 @@ while (( $# > 0 )); do
   esac
 done
 cd "$root"
-cargo build --release --quiet -p unbound-cli -p unbound-tpu --example make_tpu_bench_model
+# Two builds: with `--example`, cargo builds only the examples named, not the CLI.
+cargo build --release --quiet -p unbound-cli
+cargo build --release --quiet -p unbound-tpu --example make_tpu_bench_model
 unbound="$root/target/release/unbound"
 model="$root/bench-data/tpu_model"
 scratch="$root/bench-data/scratch"

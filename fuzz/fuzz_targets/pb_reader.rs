@@ -6,7 +6,8 @@
 //! hold; errors are fine. What parses must serialize to exactly `encoded_len` bytes, and
 //! serializing is a fixed point: the bytes written parse and serialize to themselves.
 //!
-//! `show` also reads it from a file (errors are fine, panics are not).
+//! `show` and `verify` (its compiled schema check, the fingerprint's canonical fast path on a
+//! second thread) also read it from a file (errors are fine, panics are not).
 //!
 //! Seed it with `testdata/models/*/saved_model.pb`.
 
@@ -71,6 +72,7 @@ fn show_dir() -> &'static std::path::Path {
 fuzz_target!(|data: &[u8]| {
     std::fs::write(show_dir().join("saved_model.pb"), data).unwrap();
     let _ = unbound_savedmodel::show::show(show_dir());
+    let _ = unbound_savedmodel::verify::verify_dir(show_dir());
     let bytes = Bytes::copy_from_slice(data);
     let Ok(mut message) = WireMessage::parse(&bytes, Some(saved_model().clone())) else {
         return;

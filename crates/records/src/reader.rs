@@ -395,6 +395,23 @@ impl RecordReader {
         }
     }
 
+    /// Gives the file pages of the chunk holding the record at `pos` back to the kernel
+    /// ([`unbound_io::release_pages`]), for a reader done with that chunk: a pass over a
+    /// file larger than the memory it should use releases each chunk once read, so its
+    /// resident memory is a window rather than the file. The pages stay in the page cache
+    /// and a later read maps them back with the same bytes. Does nothing for a reader over
+    /// bytes in memory or a `pos` past the end. Returns the number of bytes released.
+    pub fn release_chunk_pages(&self, pos: u64) -> usize {
+        match self.locate(pos) {
+            Ok((chunk, _)) => {
+                let len = self.file.data.len() as u64;
+                let (begin, end) = (chunk.begin.min(len), chunk.end.min(len));
+                unbound_io::release_pages(&self.file.data[begin as usize..end as usize])
+            }
+            Err(_) => 0,
+        }
+    }
+
     /// The cached decoded chunk and record index for `pos`, if the cached
     /// chunk holds a record at exactly that position.
     fn cached_record(&self, pos: u64) -> Option<(Arc<DecodedChunk>, usize)> {

@@ -178,6 +178,46 @@ fn uncompressed_records_are_slices_of_the_file() {
 }
 
 #[test]
+fn released_chunk_pages_read_back_the_same() {
+    // Two records of 1 MiB, one chunk each: releasing the first chunk's pages gives back
+    // whole pages of the mapped file, and both records still read the same afterwards.
+    let records: Vec<Vec<u8>> = (0..2).map(|i| noise(i, 1 << 20)).collect();
+    let (file, positions) = write(&records, opts(Compression::None, Some(1)));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("x.cpb");
+    std::fs::write(&path, &file).expect("write");
+    let r = RecordReader::open(&path).expect("open");
+    let mut first = Vec::new();
+    r.copy_record_to(positions[0], &mut first).expect("copy");
+    let released = r.release_chunk_pages(positions[0]);
+    assert!(
+        released >= (1 << 20) - 2 * 4096,
+        "released {released} bytes"
+    );
+    assert!(
+        released <= file.len() / 2 + 4096,
+        "released {released} bytes"
+    );
+    assert_eq!(
+        r.read_record_at(positions[0]).expect("read").1,
+        records[0][..]
+    );
+    assert_eq!(
+        r.read_record_at(positions[1]).expect("read").1,
+        records[1][..]
+    );
+    assert_eq!(first, records[0]);
+    assert_eq!(
+        r.release_chunk_pages(file.len() as u64 + 10),
+        0,
+        "past the end"
+    );
+    // In memory (not a file map), nothing is released.
+    let memory = RecordReader::from_bytes(Bytes::from(file), "memory").expect("open");
+    assert_eq!(memory.release_chunk_pages(positions[0]), 0);
+}
+
+#[test]
 fn open_maps_a_file() {
     let records: Vec<Vec<u8>> = (0..20).map(|i| text(i, 3000)).collect();
     let (file, positions) = write(&records, WriterOptions::default());

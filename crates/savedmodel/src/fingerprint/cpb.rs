@@ -143,6 +143,9 @@ fn chunk_prints(
                 })?;
             let mut hasher = HashWriter(Fingerprint64::new());
             reader.copy_record_to(info.offset, &mut hasher)?;
+            // Hashed once: its mapped pages leave resident memory (the pruned merge below
+            // maps back only the chunks of the first graph).
+            reader.release_chunk_pages(info.offset);
             out.push((index, hasher.0.finish()));
         }
         Ok(out)

@@ -16,7 +16,7 @@ use unbound_proto::fields::tensorflow::{function_def, function_def_library};
 use unbound_proto::tensorflow::{FunctionDef, FunctionDefLibrary, GradientDef, NodeDef, OpDef};
 use unbound_wire::codec::{read_field, WireType};
 
-use super::library::{stub_library, API_IMPLEMENTS};
+use super::library::{node_callees, stub_library, API_IMPLEMENTS};
 use crate::ops::OpLibrary;
 
 /// Why a serialized library cannot be indexed or a function in it decoded.
@@ -245,16 +245,8 @@ impl<'a> Walk<'a> {
 
     /// Reaches what `nodes` call: their ops and the functions in their attrs.
     fn visit_all(&mut self, nodes: &[NodeDef]) {
-        use unbound_proto::tensorflow::attr_value::Value;
-        for node in nodes {
-            self.reach(&node.op);
-            for value in node.attr.values() {
-                match &value.value {
-                    Some(Value::Func(f)) => self.reach(&f.name),
-                    Some(Value::List(list)) => list.func.iter().for_each(|f| self.reach(&f.name)),
-                    _ => {}
-                }
-            }
+        for name in nodes.iter().flat_map(node_callees) {
+            self.reach(name);
         }
     }
 

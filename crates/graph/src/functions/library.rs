@@ -131,13 +131,8 @@ impl<'a> Walk<'a> {
 
     /// Reaches what `node` calls: its op and the functions in its attrs.
     fn visit(&mut self, node: &NodeDef) {
-        self.reach(&node.op);
-        for value in node.attr.values() {
-            match &value.value {
-                Some(Value::Func(f)) => self.reach(&f.name),
-                Some(Value::List(list)) => list.func.iter().for_each(|f| self.reach(&f.name)),
-                _ => {}
-            }
+        for name in node_callees(node) {
+            self.reach(name);
         }
     }
 
@@ -157,4 +152,20 @@ impl<'a> Walk<'a> {
             }
         }
     }
+}
+
+/// What `node` may call: its op, then every function its attributes name (singly or in a
+/// list), in attribute order. Shared by the reachability walks over a decoded library and
+/// over a [`super::index::LibraryIndex`].
+pub(super) fn node_callees(node: &NodeDef) -> impl Iterator<Item = &str> {
+    std::iter::once(node.op.as_str()).chain(node.attr.values().flat_map(|value| {
+        let (single, list) = match &value.value {
+            Some(Value::Func(f)) => (Some(f.name.as_str()), &[][..]),
+            Some(Value::List(list)) => (None, &list.func[..]),
+            _ => (None, &[][..]),
+        };
+        single
+            .into_iter()
+            .chain(list.iter().map(|f| f.name.as_str()))
+    }))
 }

@@ -293,3 +293,70 @@ fn a_model_with_a_repeated_singular_field_is_not_canonical() {
     assert!(Encoder::new().is_canonical(&Bytes::from(bytes), &desc));
     assert!(!Encoder::new().is_canonical(&Bytes::from(twice), &desc));
 }
+
+/// `node` (a serialized NodeDef) as a GraphDef `node` field.
+fn node_field(node: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x0a];
+    let mut len = node.len();
+    while len >= 0x80 {
+        out.push((len as u8) | 0x80);
+        len >>= 7;
+    }
+    out.push(len as u8);
+    out.extend_from_slice(node);
+    out
+}
+
+/// A GraphDef past the size checked on two threads (16 MiB), made of copies of the canonical
+/// nodes of a TensorFlow-made model, with `edit` applied to the copy numbered `at`.
+fn large_graph(at: usize, edit: impl Fn(&mut Vec<u8>)) -> (Bytes, usize) {
+    let bytes = canonical_model("tf2_multi_sig");
+    let meta = occurrences(&bytes, 2).remove(0);
+    let graph = occurrences(&meta, 2).remove(0);
+    let nodes = occurrences(&graph, 1);
+    let mut out = Vec::new();
+    let mut count = 0;
+    while out.len() < 20 << 20 {
+        let mut node = nodes[count % nodes.len()].to_vec();
+        if count == at {
+            edit(&mut node);
+        }
+        out.extend(node_field(&node));
+        count += 1;
+    }
+    (Bytes::from(out), count)
+}
+
+/// The check of a large message splits it between two threads; a fault in either half, at
+/// any depth, is still found, and the hash is the one of the full encoding.
+#[test]
+fn a_large_graph_checked_on_two_threads_gives_the_one_thread_answer() {
+    let desc = descriptor("tensorflow.GraphDef");
+    let (graph, count) = large_graph(usize::MAX, |_| {});
+    assert!(Encoder::new().is_canonical(&graph, &desc));
+    let full = Encoder::without_fast_path()
+        .encode(&[Source::Raw(graph.clone())], &desc)
+        .unwrap()
+        .to_vec()
+        .unwrap();
+    assert_eq!(full, graph.to_vec());
+    let hashed = Encoder::new()
+        .fingerprint64(&[Source::Raw(graph.clone())], &desc)
+        .unwrap();
+    let reference = Encoder::without_fast_path()
+        .fingerprint64(&[Source::Raw(graph)], &desc)
+        .unwrap();
+    assert_eq!(hashed, reference);
+
+    // `op` written again after the attributes: out of order, so not canonical.
+    let twice = |node: &mut Vec<u8>| node.extend_from_slice(&[0x12, 0x01, b'X']);
+    for at in [1, count / 2 + 1, count - 2] {
+        let (edited, _) = large_graph(at, twice);
+        assert!(
+            !Encoder::new().is_canonical(&edited, &desc),
+            "node {at} of {count}: the repeated op was not seen"
+        );
+        let (with, without) = both(&edited, &desc);
+        assert_eq!(with.unwrap(), without.unwrap(), "node {at} of {count}");
+    }
+}

@@ -22,15 +22,38 @@ use super::layout::{FieldInfo, MapInfo};
 use super::maps::{map_key, MapKey};
 use super::wire_values::Class;
 
+/// A message at least this large is checked on two threads: the second checks the nested
+/// messages of its second half while the first checks everything else. Below it, starting a
+/// thread costs more than it saves.
+const SPLIT_AT: usize = 16 << 20;
+
 /// Reads a varint at `*pos` if it is well formed and minimal (no trailing zero byte after
-/// the first), as every writer emits varints; `None` otherwise.
-#[inline]
+/// the first), as every writer emits varints; `None` otherwise. One- and two-byte varints
+/// (keys, and the lengths of small nodes) are read inline; this runs once per field of every
+/// message a fingerprint checks.
+#[inline(always)]
 fn minimal_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    let first = *buf.get(*pos)?;
+    let at = *pos;
+    let first = *buf.get(at)?;
     if first < 0x80 {
-        *pos += 1;
+        *pos = at + 1;
         return Some(u64::from(first));
     }
+    let second = *buf.get(at + 1)?;
+    if second < 0x80 {
+        if second == 0 {
+            return None;
+        }
+        *pos = at + 2;
+        return Some(u64::from(first & 0x7f) | (u64::from(second) << 7));
+    }
+    long_minimal_varint(buf, pos)
+}
+
+/// [`minimal_varint`] of three bytes or more.
+#[inline(never)]
+fn long_minimal_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let first = *buf.get(*pos)?;
     let mut value = u64::from(first & 0x7f);
     for i in 1..10 {
         let byte = *buf.get(*pos + i)?;
@@ -51,7 +74,7 @@ fn minimal_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 
 /// Reads the field at `*pos` if its key and any varint or length prefix are minimal (as a
 /// writer emits them) and it lies within `buf`; `None` otherwise, groups included.
-#[inline]
+#[inline(always)]
 fn minimal_field(buf: &[u8], pos: &mut usize) -> Option<RawField> {
     let key = minimal_varint(buf, pos)?;
     let number = u32::try_from(key >> 3).ok().filter(|&n| n != 0)?;
@@ -92,6 +115,16 @@ fn minimal_field(buf: &[u8], pos: &mut usize) -> Option<RawField> {
         start,
         end,
     })
+}
+
+/// The first field boundary at or after `target` in the fields from `start`, scanning keys
+/// and lengths only; `None` if a field on the way is malformed (the full check refuses it).
+fn field_boundary(buf: &[u8], start: usize, target: usize) -> Option<usize> {
+    let mut pos = start;
+    while pos < target {
+        minimal_field(buf, &mut pos)?;
+    }
+    Some(pos)
 }
 
 /// Whether a varint scalar read for `class` is written back as it was (normalized already:
@@ -171,6 +204,87 @@ impl Encoder {
         if depth > MAX_DEPTH {
             return false;
         }
+        if end - start >= SPLIT_AT {
+            if let Some(half) = field_boundary(&buf[..end], start, start + (end - start) / 2) {
+                if half < end {
+                    return self.canonical_on_two_threads(buf, start, half, end, layout, depth);
+                }
+            }
+        }
+        self.canonical_fields(buf, start, end, layout, depth, end)
+    }
+
+    /// [`Encoder::already_canonical`] of `buf[start..end]` with the nested messages of
+    /// `buf[half..end]` (`half` a field boundary) checked on a second thread, by an encoder of
+    /// its own (an encoder's layouts are not shared between threads). The answer is the same
+    /// as on one thread: every check is made once, by one of the two.
+    fn canonical_on_two_threads(
+        &mut self,
+        buf: &Bytes,
+        start: usize,
+        half: usize,
+        end: usize,
+        layout: usize,
+        depth: usize,
+    ) -> bool {
+        let desc = self.layout_rc(layout).desc.clone();
+        std::thread::scope(|s| {
+            let second = s.spawn(|| Encoder::new().nested_canonical(buf, half, end, &desc, depth));
+            let first = self.canonical_fields(buf, start, end, layout, depth, half);
+            let second = second
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            first && second
+        })
+    }
+
+    /// Whether every nested message held by a (non-map) message field of `buf[start..end]`,
+    /// a message of type `desc`, is canonical; `false` also for anything
+    /// [`Encoder::canonical_fields`] would refuse on the way (an unknown or malformed field).
+    fn nested_canonical(
+        &mut self,
+        buf: &Bytes,
+        start: usize,
+        end: usize,
+        desc: &prost_reflect::MessageDescriptor,
+        depth: usize,
+    ) -> bool {
+        let index = self.layout_index(desc);
+        let layout = self.layout_rc(index);
+        let within = &buf[..end];
+        let mut pos = start;
+        while pos < end {
+            let Some(raw) = minimal_field(within, &mut pos) else {
+                return false;
+            };
+            let Some(i) = layout.index(raw.number) else {
+                return false;
+            };
+            let info = &layout.fields[i];
+            if info.map.is_none() && info.class == Class::Message {
+                let child = self.child(info);
+                if raw.wire_type != WireType::Len
+                    || !self.already_canonical(buf, raw.start, raw.end, child, depth + 1)
+                {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// [`Encoder::already_canonical`] on this thread, leaving out the nested messages of
+    /// (non-map) message fields from `deep_until` on (checked by
+    /// [`Encoder::nested_canonical`] instead; `deep_until == end` checks them all).
+    fn canonical_fields(
+        &mut self,
+        buf: &Bytes,
+        start: usize,
+        end: usize,
+        layout: usize,
+        depth: usize,
+        deep_until: usize,
+    ) -> bool {
         let layout = self.layout_rc(layout);
         let within = &buf[..end];
         let mut pos = start;
@@ -216,6 +330,12 @@ impl Encoder {
                     return false;
                 }
                 last_key = Some(key);
+                continue;
+            }
+            if info.class == Class::Message && raw.start >= deep_until {
+                if raw.wire_type != WireType::Len {
+                    return false;
+                }
                 continue;
             }
             if !self.canonical_field(info, &raw, buf, depth) {
@@ -297,5 +417,52 @@ impl Encoder {
             _ => Val::Fixed64(u64::from_le_bytes(buf[key.start..key.end].try_into().ok()?)),
         };
         map_key(map, key_val).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(mut v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+        out
+    }
+
+    /// Minimal varints of every length read back with their length; padded (a trailing zero
+    /// group), truncated and overlong ones are refused.
+    #[test]
+    fn only_minimal_varints_are_read() {
+        let mut values = vec![0, 1, 127, 128, 300, 16383, 16384, u64::from(u32::MAX), u64::MAX];
+        values.extend((0..64).map(|shift| 1u64 << shift));
+        values.extend((1..64).map(|shift| (1u64 << shift) - 1));
+        for v in values {
+            let bytes = encode(v);
+            let mut buf = bytes.clone();
+            buf.push(0x55);
+            let mut pos = 0;
+            assert_eq!(minimal_varint(&buf, &mut pos), Some(v), "{v}");
+            assert_eq!(pos, bytes.len(), "{v}");
+
+            let mut truncated = bytes.clone();
+            truncated.pop();
+            assert_eq!(minimal_varint(&truncated, &mut 0), None, "{v} truncated");
+
+            if bytes.len() < 10 {
+                let mut padded = bytes.clone();
+                *padded.last_mut().unwrap() |= 0x80;
+                padded.push(0);
+                assert_eq!(minimal_varint(&padded, &mut 0), None, "{v} padded");
+            }
+        }
+        let overlong = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
+        assert_eq!(minimal_varint(&overlong, &mut 0), None);
+        let eleven = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x81, 0x01];
+        assert_eq!(minimal_varint(&eleven, &mut 0), None);
     }
 }

@@ -40,6 +40,12 @@ pub const MAX_DEPTH: usize = 100;
 /// Output buffers start this large at most (they grow past it as needed).
 const MAX_RESERVE: usize = 64 << 10;
 
+/// Room to reserve for the encoding of `sources`: about their size, within [`MAX_RESERVE`].
+fn reserve_for(sources: &[Source<'_>]) -> usize {
+    let input: usize = sources.iter().map(Source::input_len).sum();
+    (input + input / 8 + 16).min(MAX_RESERVE)
+}
+
 /// Writes deterministic serializations; caches the field layout of each message type.
 pub struct Encoder {
     layouts: Vec<Rc<Layout>>,
@@ -117,7 +123,7 @@ impl Encoder {
         ok
     }
 
-    fn layout_index(&mut self, desc: &MessageDescriptor) -> usize {
+    pub(super) fn layout_index(&mut self, desc: &MessageDescriptor) -> usize {
         if let Some(&i) = self.by_name.get(desc.full_name()) {
             return i;
         }
@@ -145,25 +151,47 @@ impl Encoder {
 
     /// The deterministic serialization of the message of type `desc` made of `sources`.
     pub fn encode(&mut self, sources: &[Source<'_>], desc: &MessageDescriptor) -> Result<Rope> {
+        let mut out = Rope::with_capacity(reserve_for(sources));
+        self.encode_to(sources, desc, &mut out)?;
+        Ok(out)
+    }
+
+    /// FarmHash `Fingerprint64` of [`Encoder::encode`]'s bytes, hashed as they are produced
+    /// (never held whole: see [`Rope::hashing`]).
+    pub fn fingerprint64(
+        &mut self,
+        sources: &[Source<'_>],
+        desc: &MessageDescriptor,
+    ) -> Result<u64> {
+        let mut out = Rope::hashing();
+        self.encode_to(sources, desc, &mut out)?;
+        out.finish()
+    }
+
+    fn encode_to(
+        &mut self,
+        sources: &[Source<'_>],
+        desc: &MessageDescriptor,
+        out: &mut Rope,
+    ) -> Result<()> {
         let layout = self.layout_index(desc);
         if let [Source::Slice(buf, start, end)] = sources {
             if self.take_as_is(buf, *start, *end, layout) {
-                let mut out = Rope::new();
                 out.put_shared(buf, *start, *end);
-                return Ok(out);
+                return Ok(());
             }
         }
         if let [Source::Raw(buf)] = sources {
             if self.take_as_is(buf, 0, buf.len(), layout) {
-                let mut out = Rope::new();
                 out.put_shared(buf, 0, buf.len());
-                return Ok(out);
+                return Ok(());
             }
         }
-        self.encode_at(sources, layout)
+        self.encode_at(sources, layout, out)
     }
 
-    fn encode_at(&mut self, sources: &[Source<'_>], layout: usize) -> Result<Rope> {
+    /// Appends the encoding of the message of layout `layout` made of `sources` to `out`.
+    fn encode_at(&mut self, sources: &[Source<'_>], layout: usize, out: &mut Rope) -> Result<()> {
         let layout = self.layouts[layout].clone();
         if self.depth > MAX_DEPTH {
             return Err(SavedModelError::TooDeep {
@@ -172,12 +200,24 @@ impl Encoder {
             });
         }
         self.depth += 1;
-        let result = self.encode_fields(sources, &layout);
+        let result = self.encode_fields(sources, &layout, out);
         self.depth -= 1;
         result
     }
 
-    fn encode_fields(&mut self, sources: &[Source<'_>], layout: &Layout) -> Result<Rope> {
+    /// The encoding of a nested message, held so that its length can prefix it.
+    fn encode_nested(&mut self, sources: &[Source<'_>], layout: usize) -> Result<Rope> {
+        let mut out = Rope::with_capacity(reserve_for(sources));
+        self.encode_at(sources, layout, &mut out)?;
+        Ok(out)
+    }
+
+    fn encode_fields(
+        &mut self,
+        sources: &[Source<'_>],
+        layout: &Layout,
+        out: &mut Rope,
+    ) -> Result<()> {
         // Known occurrences (field index, sequence number, value) and unknown ones.
         let mut known: Vec<(usize, usize, Val<'_>)> = Vec::with_capacity(16);
         let mut unknown: Vec<(u32, Val<'_>)> = Vec::new();
@@ -208,8 +248,6 @@ impl Encoder {
             known.sort_by_key(|&(i, s, _)| (i, s));
         }
 
-        let input: usize = sources.iter().map(Source::input_len).sum();
-        let mut out = Rope::with_capacity((input + input / 8 + 16).min(MAX_RESERVE));
         let mut rest = known.as_slice();
         let mut values: Vec<Val<'_>> = Vec::new();
         while let Some(&(i, _, _)) = rest.first() {
@@ -229,12 +267,12 @@ impl Encoder {
                     .filter(|&&(_, s, _)| s >= from)
                     .map(|&(_, _, v)| v),
             );
-            self.encode_field(info, &values, &mut out)?;
+            self.encode_field(info, &values, out)?;
         }
         for (number, value) in unknown {
-            put_unknown(number, value, &mut out)?;
+            put_unknown(number, value, out)?;
         }
-        Ok(out)
+        Ok(())
     }
 
     fn encode_field(&mut self, info: &FieldInfo, values: &[Val<'_>], out: &mut Rope) -> Result<()> {
@@ -311,13 +349,13 @@ impl Encoder {
         }
         let body = if let [one] = values {
             let source = one.to_source()?;
-            self.encode_at(source.as_slice(), layout)?
+            self.encode_nested(source.as_slice(), layout)?
         } else {
             let mut sources = Vec::with_capacity(values.len());
             for v in values {
                 sources.extend(v.to_source()?);
             }
-            self.encode_at(&sources, layout)?
+            self.encode_nested(&sources, layout)?
         };
         out.put_key(number, LEN);
         out.put_varint(body.len());

@@ -71,7 +71,7 @@ pub fn hash_message(
     sources: &[Source<'_>],
     desc: &MessageDescriptor,
 ) -> Result<u64> {
-    enc.encode(sources, desc)?.fingerprint64()
+    enc.fingerprint64(sources, desc)
 }
 
 /// The signature entries of `meta_graph` in key order, each as

@@ -48,6 +48,8 @@ impl MapInfo {
 /// A message type's fields in number order.
 pub(super) struct Layout {
     pub name: String,
+    /// The message type itself (for an encoder on another thread to build its own layout).
+    pub desc: MessageDescriptor,
     pub fields: Vec<FieldInfo>,
     /// Field index + 1 by field number, for small numbers (0: none).
     dense: Vec<u16>,
@@ -112,6 +114,7 @@ impl Layout {
         }
         Self {
             name: desc.full_name().to_string(),
+            desc: desc.clone(),
             fields,
             dense,
             sparse,

@@ -1,5 +1,11 @@
 //! [`Rope`]: a serialization held as pieces, so that large values stay shared slices of their
 //! source (a mapped file, a decoded chunk) or lazy Riegeli records, and hashing streams.
+//!
+//! A rope made with [`Rope::hashing`] keeps nothing: each piece goes into the hash as it is
+//! appended. The outermost serialization a fingerprint hashes needs no length prefix, so it
+//! never has to be held; held, a graph of millions of small nodes was copied whole into a
+//! buffer as large as the model (issue 15: a fifth of a `.pb` fingerprint was that copy and
+//! the page faults of its growth).
 
 use crate::Result;
 use bytes::Bytes;
@@ -9,6 +15,9 @@ use super::farmhash::Fingerprint64;
 
 /// Values at least this large are shared, not copied.
 const SHARE_AT: usize = 4 << 10;
+
+/// A hashing rope feeds its small writes to the hash once this many have gathered.
+const HASH_BATCH: usize = 64 << 10;
 
 /// One piece of a [`Rope`].
 enum Part {
@@ -27,6 +36,11 @@ pub struct Rope {
     parts: Vec<Part>,
     pending: Vec<u8>,
     len: u64,
+    /// Set for a [`Rope::hashing`] rope: the hash of every byte appended before `pending`
+    /// (`parts` then stays empty).
+    hash: Option<Box<Fingerprint64>>,
+    /// A hashing rope's first failure to read a record, reported by [`Rope::fingerprint64`].
+    failed: Option<crate::SavedModelError>,
 }
 
 impl Rope {
@@ -38,9 +52,18 @@ impl Rope {
     /// An empty rope with room for `capacity` bytes of small writes.
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
-            parts: Vec::new(),
             pending: Vec::with_capacity(capacity),
-            len: 0,
+            ..Self::default()
+        }
+    }
+
+    /// A rope that hashes its bytes as they are appended instead of holding them: only
+    /// [`Rope::fingerprint64`] and [`Rope::len`] can be asked of it.
+    pub fn hashing() -> Self {
+        Self {
+            pending: Vec::with_capacity(HASH_BATCH),
+            hash: Some(Box::default()),
+            ..Self::default()
         }
     }
 
@@ -58,6 +81,7 @@ impl Rope {
     pub fn put(&mut self, bytes: &[u8]) {
         self.pending.extend_from_slice(bytes);
         self.len += bytes.len() as u64;
+        self.hash_pending_batch();
     }
 
     /// Appends a varint.
@@ -69,6 +93,7 @@ impl Rope {
         }
         self.pending.push(value as u8);
         self.len += 1;
+        self.hash_pending_batch();
     }
 
     /// Appends a field key.
@@ -96,31 +121,87 @@ impl Rope {
 
     fn push_part(&mut self, part: Part, len: u64) {
         self.flush();
-        self.parts.push(part);
         self.len += len;
+        let Some(hash) = &mut self.hash else {
+            self.parts.push(part);
+            return;
+        };
+        match part {
+            Part::Bytes(b) => hash.update(&b),
+            Part::Record(r) => match Payload::Record(r).bytes() {
+                Ok(b) => hash.update(&b),
+                Err(e) => {
+                    self.failed.get_or_insert(e.into());
+                }
+            },
+        }
     }
 
+    /// Moves the small writes gathered so far behind the parts (into the hash, for a hashing
+    /// rope).
     fn flush(&mut self) {
-        if !self.pending.is_empty() {
-            let pending = std::mem::take(&mut self.pending);
-            self.parts.push(Part::Bytes(Bytes::from(pending)));
+        if self.pending.is_empty() {
+            return;
+        }
+        match &mut self.hash {
+            Some(hash) => {
+                hash.update(&self.pending);
+                self.pending.clear();
+            }
+            None => {
+                let pending = std::mem::take(&mut self.pending);
+                self.parts.push(Part::Bytes(Bytes::from(pending)));
+            }
+        }
+    }
+
+    /// For a hashing rope, hashes the small writes once a batch has gathered.
+    fn hash_pending_batch(&mut self) {
+        if self.hash.is_some() && self.pending.len() >= HASH_BATCH {
+            self.flush();
         }
     }
 
     /// Appends `other`, moving its pieces.
     pub fn append(&mut self, mut other: Rope) {
-        self.len += other.len;
+        debug_assert!(
+            other.hash.is_none(),
+            "a hashing rope holds no pieces to move"
+        );
         if other.parts.is_empty() {
+            self.len += other.len;
             self.pending.extend_from_slice(&other.pending);
+            self.hash_pending_batch();
             return;
         }
+        if self.hash.is_some() {
+            for part in other.parts.drain(..) {
+                let len = part.len();
+                self.push_part(part, len);
+            }
+            self.len += other.pending.len() as u64;
+            self.pending.extend_from_slice(&other.pending);
+            self.hash_pending_batch();
+            return;
+        }
+        self.len += other.len;
         self.flush();
         self.parts.append(&mut other.parts);
         self.pending = other.pending;
     }
 
-    /// Calls `f` with each piece in order (reading lazy records one at a time).
+    /// Calls `f` with each piece in order (reading lazy records one at a time). A hashing
+    /// rope holds no pieces: asking it for them is an error.
     pub fn for_each(&self, mut f: impl FnMut(&[u8])) -> Result<()> {
+        if self.hash.is_some() {
+            return Err(super::model_fault(
+                "internal: the bytes of a hashing rope were asked for",
+            ));
+        }
+        self.for_each_held(&mut f)
+    }
+
+    fn for_each_held(&self, f: &mut impl FnMut(&[u8])) -> Result<()> {
         for part in &self.parts {
             match part {
                 Part::Bytes(b) => f(b),
@@ -133,9 +214,24 @@ impl Rope {
 
     /// FarmHash `Fingerprint64` of the bytes.
     pub fn fingerprint64(&self) -> Result<u64> {
-        let mut h = Fingerprint64::new();
-        self.for_each(|b| h.update(b))?;
+        if let Some(e) = &self.failed {
+            return Err(super::model_fault(e.to_string()));
+        }
+        let mut h = match &self.hash {
+            Some(hash) => (**hash).clone(),
+            None => Fingerprint64::new(),
+        };
+        self.for_each_held(&mut |b| h.update(b))?;
         Ok(h.finish())
+    }
+
+    /// [`Rope::fingerprint64`], consuming the rope: a hashing rope's failure to read a record
+    /// comes back as it was.
+    pub fn finish(mut self) -> Result<u64> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.fingerprint64(),
+        }
     }
 
     /// The bytes, in one buffer.
@@ -143,6 +239,16 @@ impl Rope {
         let mut out = Vec::with_capacity(self.len.min(1 << 30) as usize);
         self.for_each(|b| out.extend_from_slice(b))?;
         Ok(out)
+    }
+}
+
+impl Part {
+    /// Length in bytes.
+    fn len(&self) -> u64 {
+        match self {
+            Part::Bytes(b) => b.len() as u64,
+            Part::Record(r) => r.len,
+        }
     }
 }
 
@@ -171,4 +277,32 @@ mod tests {
             super::super::farmhash::fingerprint64(&want)
         );
     }
+
+    /// A hashing rope hashes what a held rope holds, however the pieces came: small writes
+    /// across batch boundaries, shared slices, appended ropes.
+    #[test]
+    fn a_hashing_rope_hashes_what_a_held_rope_holds() {
+        let big = Bytes::from((0..3 * HASH_BATCH).map(|i| i as u8).collect::<Vec<_>>());
+        let build = |rope: &mut Rope| {
+            for i in 0..HASH_BATCH / 3 {
+                rope.put_varint(i as u64 * 131);
+            }
+            rope.put_shared(&big, 5, big.len() - 5);
+            let mut child = Rope::new();
+            child.put(b"child");
+            child.put_shared(&big, 0, SHARE_AT + 9);
+            child.put_key(7, 2);
+            rope.append(child);
+            rope.put(&big[..HASH_BATCH + 3]);
+        };
+        let (mut held, mut hashing) = (Rope::new(), Rope::hashing());
+        build(&mut held);
+        build(&mut hashing);
+        assert_eq!(held.len(), hashing.len());
+        let want = super::super::farmhash::fingerprint64(&held.to_vec().unwrap());
+        assert_eq!(hashing.fingerprint64().unwrap(), want);
+        assert_eq!(hashing.finish().unwrap(), want);
+        assert!(Rope::hashing().for_each(|_| {}).is_err());
+    }
 }
+

@@ -28,29 +28,30 @@ pub fn hashes(pb_file: &Path) -> Result<Hashes> {
     let bytes = map_file(pb_file)?;
     let model = WireMessage::parse(&bytes, Some(desc.clone()))
         .map_err(|error| SavedModelError::malformed(pb_file.display().to_string(), error))?;
-    let mut enc = Encoder::new();
+    let meta_graph = [first_meta_graph(&model)?];
     // A model written deterministically (as TensorFlow and unbound write it) is hashed as it
-    // is, and its graph's nodes need no second scan below.
-    let canonical = enc.is_canonical(&bytes, &desc);
+    // is, and its graph's nodes need no second scan. The graph is hashed on a second thread
+    // on that assumption while the whole model is checked (issue 15: the two are most of the
+    // time, and neither needs the other), and again without it if the check fails.
+    let (canonical, graph_hash) = std::thread::scope(|s| {
+        let graph = s.spawn(|| graph_program_hash(&meta_graph, true));
+        let canonical = Encoder::new().is_canonical(&bytes, &desc);
+        let graph = graph
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (canonical, graph)
+    });
+    let graph_def_program_hash = if canonical {
+        graph_hash?
+    } else {
+        graph_program_hash(&meta_graph, false)?
+    };
+    let mut enc = Encoder::new();
     let saved_model_checksum = if canonical {
         fingerprint64(&bytes)
     } else {
         hash_message(&mut enc, &[Source::Ref(&model)], &desc)?
     };
-
-    let meta_graph = [first_meta_graph(&model)?];
-    let graph_desc = descriptor("tensorflow.GraphDef")?;
-    let mut graph = merged(
-        &field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?,
-        &graph_desc,
-    )?;
-    simple_delete(&mut graph)?;
-    // Every serialized field of `graph` is the value of the same GraphDef field in the model
-    // just found canonical (edited nodes are built messages, encoded as usual).
-    enc.trust_children(canonical);
-    let graph_def_program_hash = hash_message(&mut enc, &[Source::Ref(&graph)], &graph_desc)?;
-    enc.trust_children(false);
-    drop(graph);
 
     let signature_def_hash = signature_hashes(&mut enc, &meta_graph[0])?
         .into_iter()
@@ -66,3 +67,20 @@ pub fn hashes(pb_file: &Path) -> Result<Hashes> {
         saved_object_graph_hash,
     })
 }
+
+/// `graph_def_program_hash`: the hash of `meta_graph`'s graph after `SimpleDelete`, its
+/// nodes taken as they are when `trusted` (the whole model was found canonical: every node is
+/// then a slice of it that is canonical too; edited nodes are built messages, encoded as
+/// usual).
+fn graph_program_hash(meta_graph: &[Source<'_>], trusted: bool) -> Result<u64> {
+    let graph_desc = descriptor("tensorflow.GraphDef")?;
+    let mut graph = merged(
+        &field_sources(meta_graph, meta_graph_def::GRAPH_DEF)?,
+        &graph_desc,
+    )?;
+    simple_delete(&mut graph)?;
+    let mut enc = Encoder::new();
+    enc.trust_children(trusted);
+    hash_message(&mut enc, &[Source::Ref(&graph)], &graph_desc)
+}
+

@@ -7,7 +7,7 @@
 //! Only `MetaGraphDef.graph_def` changes: every other field of the model (signatures, assets,
 //! object graph, fields this schema does not know) is written back byte for byte as read.
 //!
-//! There is one walk, [`rewrite_graphs`]: it hands the rewrite the graph as bytes, never
+//! There is one walk, `rewrite_graphs`: it hands the rewrite the graph as bytes, never
 //! decoded, and a graph the rewrite keeps is written back as the very bytes that were read.
 //! [`rewrite_serialized_graphs`] (graph-optimizer plugins take bytes) and
 //! [`rewrite_meta_graphs`] (a rewrite of the decoded MetaGraphDef, which decodes the graph

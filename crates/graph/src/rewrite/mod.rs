@@ -88,7 +88,7 @@ pub trait FunctionLibrary {
     fn function(&self, position: usize) -> Result<Cow<'_, FunctionDef>, Self::Error>;
 
     /// The library the graph of `function` carries:
-    /// [`plugin_library`](crate::functions::plugin_library) of this library.
+    /// [`crate::functions::plugin_library`] of this library.
     fn plugin_library(&self, function: &FunctionDef) -> Result<FunctionDefLibrary, Self::Error>;
 }
 

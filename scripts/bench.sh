@@ -77,11 +77,9 @@ if [[ ! -x /usr/bin/time ]]; then
 fi
 
 log "building unbound and make_bench_model (release)"
-# Two builds: with `--example`, cargo builds only the examples named, not the CLI.
-(cd "$root" && cargo build --release --quiet -p unbound-cli && cargo build --release --quiet -p unbound-savedmodel --example make_bench_model)
-target="${CARGO_TARGET_DIR:-$root/target}"
-unbound="$target/release/unbound"
-generator="$target/release/examples/make_bench_model"
+source "$root/scripts/bench/build.sh"
+bench_build unbound-savedmodel:make_bench_model
+generator="$bench_release/examples/make_bench_model"
 harness="$("$root/interop/build_harness.sh" | tail -n 1)"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 

@@ -44,11 +44,8 @@ log() { echo "bench_nodes.sh: $*" >&2; }
 command -v zstd >/dev/null || { log "zstd missing (apt-get install -y zstd)"; exit 1; }
 [[ -x /usr/bin/time ]] || { log "/usr/bin/time missing (apt-get install -y time)"; exit 1; }
 
-# Two builds: with `--example`, cargo builds only the examples named, not the CLI.
-(cd "$root" && cargo build --release --quiet -p unbound-cli && cargo build --release --quiet -p unbound-savedmodel --example make_graph_model)
-(cd "$root" && cargo build --release --quiet -p unbound-plugin-prune-identity)
-target="${CARGO_TARGET_DIR:-$root/target}"
-unbound="$target/release/unbound"
+source "$root/scripts/bench/build.sh"
+bench_build unbound-savedmodel:make_graph_model unbound-plugin-prune-identity
 harness="$("$root/interop/build_harness.sh" | tail -n 1)"
 venv="$("$root/scripts/tf-venv.sh" | tail -n 1)"
 export TF_CPP_MIN_LOG_LEVEL=2
@@ -57,7 +54,7 @@ data="$root/bench-data/nodes-$nodes-$functions"
 if [[ ! -f "$data/model_pb/saved_model.pb" || ! -f "$data/model_cpb/saved_model.cpb" ]]; then
   log "generating $data"
   rm -rf "$data"
-  "$target/release/examples/make_graph_model" "$data" --nodes "$nodes" --functions "$functions" \
+  "$bench_release/examples/make_graph_model" "$data" --nodes "$nodes" --functions "$functions" \
     --max-size "$chunk" >/dev/null
 fi
 scratch="$data/scratch"
@@ -125,7 +122,7 @@ echo "verify (.cpb):"
 measure "unbound verify" "$unbound" verify "$cpb_dir"
 echo "  ratio to unbound merge: $(ratio "$T" "$merge_t") (target <= 2)"
 echo "optimize (.pb, prune-identity: changes nothing here), next to merge of the .cpb:"
-plugin="$target/release/libunbound_plugin_prune_identity.so"
+plugin="$bench_release/libunbound_plugin_prune_identity.so"
 pb_bytes="$(stat -c %s "$pb_dir/saved_model.pb")"
 warm "$cpb_dir/saved_model.cpb"
 measure "unbound merge" "$unbound" merge "$cpb_dir" "$scratch/out"

@@ -20,9 +20,9 @@ vars="${2:-16}"
 dim="${3:-8192}"
 no_tf=0
 [ "${4:-}" = "--no-tf" ] && no_tf=1
-cargo build --quiet --release -p unbound-cli
-cargo build --quiet --release -p unbound-reshard --example make_bench_checkpoint
-target="${CARGO_TARGET_DIR:-$root/target}/release"
+source "$root/scripts/bench/build.sh"
+bench_build unbound-reshard:make_bench_checkpoint
+target="$bench_release"
 rm -rf "$work"
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT

@@ -32,14 +32,12 @@ while (( $# > 0 )); do
   esac
 done
 cd "$root"
-# Two builds: with `--example`, cargo builds only the examples named, not the CLI.
-cargo build --release --quiet -p unbound-cli
-cargo build --release --quiet -p unbound-tpu --example make_tpu_bench_model
-unbound="$root/target/release/unbound"
+source "$root/scripts/bench/build.sh"
+bench_build unbound-tpu:make_tpu_bench_model
 model="$root/bench-data/tpu_model"
 scratch="$root/bench-data/scratch"
 if [ ! -f "$model/saved_model.pb" ]; then
-  "$root/target/release/examples/make_tpu_bench_model" "$model"
+  "$bench_release/examples/make_tpu_bench_model" "$model"
 fi
 mkdir -p "$scratch"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); unbound $(git rev-parse --short HEAD)"

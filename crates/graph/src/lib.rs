@@ -11,7 +11,7 @@
 //! - [`functions`]: a library function as a standalone graph and back, as TensorFlow's
 //!   `MakeGrapplerFunctionItem` / `MakeFunctionDef`;
 //! - [`rewrite`]: the walk over every function of a library as a graph, for optimizers and
-//!   rewrites ([`rewrite_functions`]);
+//!   rewrites ([`rewrite_library`], over a decoded or an indexed [`FunctionLibrary`]);
 //! - [`device`] and [`tensor_names`]: TensorFlow's device-name parsing and `node:port` names.
 //!
 //! ```
@@ -37,4 +37,7 @@ pub mod tensor_names;
 
 pub use ops::OpLibrary;
 pub use properties::{GraphProperties, InferOptions};
-pub use rewrite::{rewrite_functions, FunctionGraph, FunctionNote, FunctionRewriter};
+pub use rewrite::{
+    rewrite_functions, rewrite_library, FunctionGraph, FunctionLibrary, FunctionNote,
+    FunctionRewriter,
+};

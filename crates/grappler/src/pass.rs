@@ -5,9 +5,11 @@
 //!
 //! - the main graph is handed to plugins as the bytes it was read as (a slice of the mapped
 //!   model); the host only scans it at the wire level (node count, device types, library);
-//! - the library is indexed, not decoded ([`LibraryIndex`]): one function is decoded, turned
-//!   into a graph, serialized for the plugins and dropped before the next; the library a
-//!   function's graph carries is built from the functions its body reaches;
+//! - the library is indexed, not decoded ([`LibraryIndex`]) and walked by
+//!   [`rewrite_library`] (the loop `rewrite_functions` runs over a decoded library): one
+//!   function is decoded, turned into a graph, serialized for the plugins and dropped before
+//!   the next; the library a function's graph carries is built from the functions its body
+//!   reaches;
 //! - what a plugin returns is checked, and its bytes kept as they are: a plugin output is
 //!   decoded only to check it and, for a function, to turn it back into a FunctionDef;
 //! - an unchanged graph (ABORTED, or the very bytes it was given) is never decoded or
@@ -20,8 +22,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use prost::Message;
-use unbound_graph::functions::{function_to_graph, graph_to_function, LibraryIndex};
-use unbound_graph::OpLibrary;
+use unbound_graph::functions::LibraryIndex;
+use unbound_graph::{rewrite_library, FunctionGraph, FunctionNote, FunctionRewriter, OpLibrary};
 use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 
 use crate::error::GrapplerError;
@@ -61,6 +63,72 @@ struct Ran {
     bytes: Bytes,
     /// The last valid output, decoded (None when nothing changed).
     changed: Option<GraphDef>,
+}
+
+/// The plugins as the [`FunctionRewriter`] of a library walk: each function whose device types
+/// a plugin matches is serialized, run through the plugins and, when one changed it, replaced
+/// by the last valid output.
+struct FunctionPlugins<'a> {
+    plugins: &'a mut PluginSet,
+    library: &'a Library,
+    report: &'a mut PassReport,
+    /// The device types of the function [`FunctionRewriter::wants`] last took.
+    types: BTreeSet<String>,
+}
+
+impl FunctionRewriter for FunctionPlugins<'_> {
+    fn wants(&mut self, function: &FunctionGraph, graph: &GraphDef) -> bool {
+        let types = unbound_graph::device::graph_device_types(graph);
+        match self
+            .plugins
+            .device_types_of(types, &function.id, self.report)
+        {
+            Some(types) => {
+                self.types = types;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn rewrite(&mut self, function: &FunctionGraph, graph: &mut GraphDef) -> bool {
+        let nodes = graph.node.len();
+        // Plugins take bytes: the decoded graph is dropped while they run.
+        let bytes = Bytes::from(std::mem::take(graph).encode_to_vec());
+        let item = GrapplerItem {
+            id: function.id.clone(),
+            fetch: function.fetch.clone(),
+            feed: function.feed.clone(),
+            keep_ops: function.keep_ops.clone(),
+            ops: Arc::clone(&self.library.ops),
+            sources: Arc::clone(&self.library.sources),
+            ..Default::default()
+        };
+        let types = std::mem::take(&mut self.types);
+        let ran = self
+            .plugins
+            .run_all(&item, &types, bytes, nodes, self.report);
+        match ran.changed {
+            Some(new_graph) => {
+                *graph = new_graph;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn note(&mut self, note: FunctionNote) {
+        match note {
+            FunctionNote::Skipped { id, error } => self
+                .report
+                .skipped
+                .push(format!("{id}: cannot be turned into a graph: {error}")),
+            FunctionNote::Kept { id, error } => self.report.warnings.push(format!(
+                "{id}: the optimized graph does not convert back to a function ({error}); kept \
+                 the original function"
+            )),
+        }
+    }
 }
 
 impl PluginSet {
@@ -107,8 +175,9 @@ impl PluginSet {
     }
 
     /// Runs matching plugins on every function of `library`, each turned into a graph as
-    /// TensorFlow's `MakeGrapplerFunctionItem` does. Returns the serialized FunctionDefs of
-    /// the functions whose optimized graphs convert back, by library position.
+    /// TensorFlow's `MakeGrapplerFunctionItem` does ([`rewrite_library`] over the index: one
+    /// function decoded at a time). Returns the serialized FunctionDefs of the functions whose
+    /// optimized graphs convert back, by library position.
     fn optimize_functions(
         &mut self,
         library: &Library,
@@ -116,63 +185,23 @@ impl PluginSet {
         report: &mut PassReport,
     ) -> Result<BTreeMap<usize, Vec<u8>>, GrapplerError> {
         let mut replacements = BTreeMap::new();
-        for position in 0..library.index.len() {
-            let function = library
-                .index
-                .decode(position)
-                .map_err(|e| graph_error(&e))?;
-            let name = function
-                .signature
-                .as_ref()
-                .map(|s| s.name.clone())
-                .unwrap_or_default();
-            let id = format!("function {name}");
-            let converted = match function_to_graph(&function, &library.ops, versions) {
-                Ok(c) => c,
-                Err(e) => {
-                    report
-                        .skipped
-                        .push(format!("{id}: cannot be turned into a graph: {e}"));
-                    continue;
-                }
-            };
-            let types = unbound_graph::device::graph_device_types(&converted.graph);
-            let Some(types) = self.device_types_of(types, &id, report) else {
-                continue;
-            };
-            let mut graph = converted.graph;
-            graph.library = Some(
-                library
-                    .index
-                    .plugin_library(&function)
-                    .map_err(|e| graph_error(&e))?,
-            );
-            let nodes = graph.node.len();
-            let bytes = Bytes::from(graph.encode_to_vec());
-            drop(graph);
-            let item = GrapplerItem {
-                id,
-                fetch: converted.fetch,
-                feed: converted.feed,
-                keep_ops: converted.keep_ops,
-                ops: Arc::clone(&library.ops),
-                sources: Arc::clone(&library.sources),
-                ..Default::default()
-            };
-            let Some(new_graph) = self.run_all(&item, &types, bytes, nodes, report).changed else {
-                continue;
-            };
-            match graph_to_function(&function, &new_graph, &library.ops) {
-                Ok(rewritten) => {
-                    replacements.insert(position, rewritten.encode_to_vec());
-                }
-                Err(e) => report.warnings.push(format!(
-                    "{}: the optimized graph does not convert back to a function ({e}); kept \
-                     the original function",
-                    item.id
-                )),
-            }
-        }
+        let mut rewriter = FunctionPlugins {
+            plugins: self,
+            library,
+            report,
+            types: BTreeSet::new(),
+        };
+        rewrite_library(
+            &library.index,
+            &library.ops,
+            versions,
+            &mut rewriter,
+            |position, rewritten| {
+                // Kept serialized: the library's bytes are spliced, not re-encoded.
+                replacements.insert(position, rewritten.encode_to_vec());
+            },
+        )
+        .map_err(|e| graph_error(&e))?;
         Ok(replacements)
     }
 

@@ -1,15 +1,17 @@
-//! Rewriting the graphs of a SavedModel directory: [`rewrite_meta_graphs`] reads the model,
-//! hands each MetaGraphDef, decoded, to a rewrite (graph-optimizer plugins, TPU export, ...),
-//! splices the graph it returns back into the lossless copy of the model, and writes the output
-//! directory with [`write_model_dir`] (split when large, every other file carried over, a fresh
-//! fingerprint, atomically).
+//! Rewriting the graphs of a SavedModel directory: read the model, hand each MetaGraphDef's
+//! graph to a rewrite (graph-optimizer plugins, TPU export, ...), splice the graph it returns
+//! back into the lossless copy of the model, and write the output directory with
+//! [`write_model_dir`] (split when large, every other file carried over, a fresh fingerprint,
+//! atomically).
 //!
 //! Only `MetaGraphDef.graph_def` changes: every other field of the model (signatures, assets,
 //! object graph, fields this schema does not know) is written back byte for byte as read.
 //!
-//! [`rewrite_serialized_graphs`] is the same walk for rewrites that work on the serialized
-//! graph (graph-optimizer plugins take bytes): the graph is never decoded here, and a graph the
-//! rewrite leaves alone is written back as the very bytes that were read.
+//! There is one walk, `rewrite_graphs`: it hands the rewrite the graph as bytes, never
+//! decoded, and a graph the rewrite keeps is written back as the very bytes that were read.
+//! [`rewrite_serialized_graphs`] (graph-optimizer plugins take bytes) and
+//! [`rewrite_meta_graphs`] (a rewrite of the decoded MetaGraphDef, which decodes the graph
+//! inside the callback it passes) are thin wrappers over it.
 
 use std::path::Path;
 
@@ -45,56 +47,19 @@ where
     E: From<SavedModelError>,
     F: FnMut(&[String], MetaGraphDef) -> Result<GraphDef, E>,
 {
-    let mut model = read_saved_model(src)?.message;
-    let saved_model_desc = message_descriptor("tensorflow.SavedModel")?;
-    let meta_desc = message_descriptor("tensorflow.MetaGraphDef")?;
-    let graph_desc = message_descriptor("tensorflow.GraphDef")?;
-    let meta_fd = field(&saved_model_desc, "meta_graphs")?;
-    let graph_fd = field(&meta_desc, "graph_def")?;
-    let count = model.positions(meta_fd.number()).len();
-    for index in 0..count {
-        let meta_wire = model
-            .repeated_message_mut(&meta_fd, index as u64)
-            .map_err(SavedModelError::from)?;
-        let meta_bytes = Bytes::from(meta_wire.to_vec().map_err(SavedModelError::from)?);
-        let meta = MetaGraphDef::decode(meta_bytes).map_err(|e| {
+    rewrite_graphs(src, out, max_size, options, |at, mut meta, graph| {
+        // Decoding consumes the bytes: the only other holder is the model's own copy, which
+        // `rewrite_graphs` has already given up, so the graph is held once, decoded.
+        let graph = GraphDef::decode(graph).map_err(|e| {
             SavedModelError::invalid(
-                src.display().to_string(),
-                format!("meta_graphs[{index}] is not a valid MetaGraphDef: {e}"),
+                at.source_name(),
+                format!("graph_def is not a GraphDef: {e}"),
             )
         })?;
-        let tags = meta
-            .meta_info_def
-            .as_ref()
-            .map(|m| m.tags.clone())
-            .unwrap_or_default();
-        // The decoded copy is what the rewrite works on: free the wire copy of the graph now
-        // (it is replaced below), so a graph past 2 GiB is not held twice meanwhile.
-        *meta_wire
-            .singular_message_mut(&graph_fd)
-            .map_err(SavedModelError::from)? = WireMessage::new(Some(graph_desc.clone()));
-        let graph = rewrite(&tags, meta)?;
-        let graph_bytes = Bytes::from(graph.encode_to_vec());
-        drop(graph);
-        let graph_wire =
-            WireMessage::parse(&graph_bytes, Some(graph_desc.clone())).map_err(|error| {
-                SavedModelError::from(unbound_wire::WireError::Malformed {
-                    source_name: format!("the rewritten graph of meta_graphs[{index}]"),
-                    error,
-                })
-            })?;
-        *meta_wire
-            .singular_message_mut(&graph_fd)
-            .map_err(SavedModelError::from)? = graph_wire;
-    }
-    Ok(write_model_dir(
-        src,
-        out,
-        model,
-        max_size,
-        options,
-        &mut |_| {},
-    )?)
+        meta.graph_def = Some(graph);
+        let graph = rewrite(at.tags, meta)?;
+        Ok(NewGraph::Replaced(graph.encode_to_vec()))
+    })
 }
 
 /// Reads the SavedModel in `src`, calls `rewrite` on each of its MetaGraphDefs in order with
@@ -117,6 +82,56 @@ pub fn rewrite_serialized_graphs<E, F>(
 where
     E: From<SavedModelError>,
     F: FnMut(&[String], &MetaGraphDef, Bytes) -> Result<Option<Vec<u8>>, E>,
+{
+    rewrite_graphs(src, out, max_size, options, |at, meta, graph| {
+        // A clone of `Bytes` shares the buffer: kept for the case the rewrite keeps the graph.
+        Ok(match rewrite(at.tags, &meta, graph.clone())? {
+            None => NewGraph::Kept(graph),
+            Some(new) => NewGraph::Replaced(new),
+        })
+    })
+}
+
+/// Which MetaGraphDef of which model a rewrite is called on.
+struct MetaGraphAt<'a> {
+    /// The model directory, for error messages.
+    src: &'a Path,
+    /// The MetaGraphDef's position in `SavedModel.meta_graphs`.
+    index: usize,
+    /// The MetaGraphDef's tags (`meta_info_def.tags`).
+    tags: &'a [String],
+}
+
+impl MetaGraphAt<'_> {
+    /// The model and MetaGraphDef, as error messages name them.
+    fn source_name(&self) -> String {
+        format!("{} (meta_graphs[{}])", self.src.display(), self.index)
+    }
+}
+
+/// What a rewrite returns to [`rewrite_graphs`] for one graph.
+enum NewGraph {
+    /// The graph bytes the rewrite was handed, written back as they are.
+    Kept(Bytes),
+    /// The serialization of a new graph, checked one level deep and spliced in.
+    Replaced(Vec<u8>),
+}
+
+/// The one walk behind [`rewrite_meta_graphs`] and [`rewrite_serialized_graphs`]: reads the
+/// model, and for each MetaGraphDef decodes everything but its graph, takes the graph's bytes
+/// out of the model (freeing the model's own pieces of it, see [`take_graph_bytes`]), hands
+/// both to `rewrite` by value, splices what it returns back where the graph was, and writes
+/// the model directory.
+fn rewrite_graphs<E, F>(
+    src: &Path,
+    out: &Path,
+    max_size: u64,
+    options: WriterOptions,
+    mut rewrite: F,
+) -> Result<SplitReport, E>
+where
+    E: From<SavedModelError>,
+    F: FnMut(&MetaGraphAt<'_>, MetaGraphDef, Bytes) -> Result<NewGraph, E>,
 {
     use unbound_proto::fields::tensorflow::meta_graph_def::GRAPH_DEF;
     use unbound_wire::{Payload, WireField, WireValue};
@@ -153,11 +168,14 @@ where
             .map(|m| m.tags.clone())
             .unwrap_or_default();
         let graph = take_graph_bytes(meta_wire, GRAPH_DEF, &source_name())?;
-        let new_graph = rewrite(&tags, &meta, graph.clone())?;
-        let value = match new_graph {
-            None => WireValue::Bytes(Payload::Inline(graph)),
-            Some(new) => {
-                drop(graph);
+        let at = MetaGraphAt {
+            src,
+            index,
+            tags: &tags,
+        };
+        let value = match rewrite(&at, meta, graph)? {
+            NewGraph::Kept(graph) => WireValue::Bytes(Payload::Inline(graph)),
+            NewGraph::Replaced(new) => {
                 let new = Bytes::from(new);
                 let parsed =
                     WireMessage::parse(&new, Some(graph_desc.clone())).map_err(|error| {
@@ -194,19 +212,20 @@ where
 }
 
 /// The serialization of field `number` of `message` (all its occurrences, which protobuf
-/// merges, concatenated). A single unexpanded occurrence is returned as its own bytes (a slice
-/// of the source, no copy); otherwise the occurrences are serialized into one buffer and each
-/// is replaced by an empty value, so the model does not hold the graph twice.
+/// merges, concatenated), taken out: each occurrence is left an empty value, so the model does
+/// not hold the graph while the rewrite does. A single unexpanded occurrence is returned as its
+/// own bytes (a slice of the source, no copy); otherwise the occurrences are serialized into
+/// one buffer.
 fn take_graph_bytes(
     message: &mut WireMessage,
     number: u32,
     source_name: &str,
 ) -> Result<Bytes, SavedModelError> {
     use unbound_wire::{Payload, WireValue};
-    let mut occurrences = message.fields.iter().filter(|f| f.number == number);
+    let mut occurrences = message.fields.iter_mut().filter(|f| f.number == number);
     if let (Some(only), None) = (occurrences.next(), occurrences.next()) {
-        if let WireValue::Bytes(Payload::Inline(bytes)) = &only.value {
-            return Ok(bytes.clone());
+        if let WireValue::Bytes(Payload::Inline(bytes)) = &mut only.value {
+            return Ok(std::mem::take(bytes));
         }
     }
     let mut out = Vec::new();
@@ -368,6 +387,34 @@ mod tests {
             });
         assert!(result.is_err());
         assert!(!bad.exists());
+    }
+
+    #[test]
+    fn a_chunked_models_graphs_are_handed_over_whole() {
+        // A .cpb whose graphs are cut into chunks: the decoded rewrite sees each graph as the
+        // .pb has it, and writing it back unchanged gives the same model.
+        let src = testdata("tf2_multi_sig");
+        let tmp = tempfile::tempdir().unwrap();
+        let split = tmp.path().join("split");
+        let options = WriterOptions::default();
+        let report = crate::dir::split_dir(&src, &split, 20_000, options, &mut |_| {}).unwrap();
+        assert!(report.written.chunked);
+        let before = saved_model(&src);
+        let mut seen = Vec::new();
+        let out = tmp.path().join("out");
+        rewrite_meta_graphs(&split, &out, u64::MAX, options, |_, mut meta| {
+            let graph = meta.graph_def.take().unwrap_or_default();
+            seen.push(graph.clone());
+            Ok::<_, SavedModelError>(graph)
+        })
+        .unwrap();
+        let expected: Vec<_> = before
+            .meta_graphs
+            .iter()
+            .map(|m| m.graph_def.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(seen, expected);
+        assert_eq!(saved_model(&out), before);
     }
 
     #[test]

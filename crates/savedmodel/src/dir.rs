@@ -330,12 +330,8 @@ fn write_model_dir_reusing(
         }
     }
     let (mut written, copied_files) = write_dir_atomically(src, out, known, |tmp| {
-        Ok(write_split(
-            &tmp.join("saved_model"),
-            split,
-            options,
-            progress,
-        )?)
+        let written = write_split(&tmp.join("saved_model"), split, options, progress)?;
+        Ok((written, None))
     })?;
     if let Some(name) = written.path.file_name() {
         written.path = out.join(name);
@@ -389,14 +385,22 @@ pub fn merge_dir(
             size,
         });
     }
-    // The closure owns the model, so its input mapping is released once the model is written,
-    // before the fingerprint maps the output: peak memory holds one copy, not two.
+    // The output's fingerprint is computed from the model in memory, on other threads, while
+    // the file is written (issue 15: reading the file back afterwards was a third of a merge
+    // of a model of millions of nodes). Its hashes are those of the model's deterministic
+    // serialization, so the bytes need not be read; `fingerprint_check.sh` compares the
+    // result with TensorFlow's fingerprint of the written directory.
     let (model_bytes, copied_files) = write_dir_atomically(src, out, None, move |tmp| {
-        let written = write_message_with_progress(&tmp.join("saved_model.pb"), &model, &mut |n| {
-            progress(n, size)
-        });
-        drop(model);
-        Ok(written?)
+        let pb_file = tmp.join("saved_model.pb");
+        std::thread::scope(|s| {
+            let fingerprint =
+                s.spawn(|| crate::fingerprint::fingerprint_model_as_pb(&model, &pb_file, 0));
+            let written = write_message_with_progress(&pb_file, &model, &mut |n| progress(n, size));
+            let fingerprint = fingerprint
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            Ok((written?, Some(fingerprint?)))
+        })
     })?;
     Ok(MergeReport {
         model_bytes,
@@ -405,26 +409,33 @@ pub fn merge_dir(
 }
 
 /// Builds `out` in a temporary directory beside it: `write_model` writes the model file, every
-/// other file of `src` is copied, a fresh `fingerprint.pb` is computed for the result, then the
-/// directory is renamed into place (`known` spares computing the fingerprint when it
-/// applies). `out` must not exist yet. Returns what `write_model` returned and the number of
-/// files copied.
+/// other file of `src` is copied, the fingerprint is written, then the directory is renamed
+/// into place. The fingerprint is the one `write_model` returns when it computed it (its
+/// checkpoint hash is then filled in here), else `known`'s when it applies, else one computed
+/// from the directory. `out` must not exist yet. Returns what `write_model` returned and the
+/// number of files copied.
 fn write_dir_atomically<T>(
     src: &Path,
     out: &Path,
     known: Option<&KnownFingerprint>,
-    write_model: impl FnOnce(&Path) -> Result<T>,
+    write_model: impl FnOnce(&Path) -> Result<(T, Option<FingerprintDef>)>,
 ) -> Result<(T, usize)> {
     refuse_existing(out)?;
     refuse_inside(src, out)?;
     let tmp = TempPath::new(out);
     fs::create_dir_all(tmp.path()).map_err(|e| SavedModelError::io(tmp.path(), e))?;
-    let value = write_model(tmp.path())?;
+    let (value, computed) = write_model(tmp.path())?;
     let copied = copy_tree(src, tmp.path(), true)?;
     // A fresh fingerprint of the model just written (the old one is not carried over).
-    let fingerprint = match known.and_then(|k| k.reuse(tmp.path())) {
-        Some(def) => def,
-        None => crate::fingerprint::fingerprint_dir(tmp.path())?,
+    let fingerprint = match computed {
+        Some(def) => FingerprintDef {
+            checkpoint_hash: crate::fingerprint::checkpoint_hash(tmp.path()),
+            ..def
+        },
+        None => match known.and_then(|k| k.reuse(tmp.path())) {
+            Some(def) => def,
+            None => crate::fingerprint::fingerprint_dir(tmp.path())?,
+        },
     };
     crate::fingerprint::write_fingerprint(tmp.path(), &fingerprint)?;
     tmp.persist()?;

@@ -438,7 +438,17 @@ mod tests {
     /// group), truncated and overlong ones are refused.
     #[test]
     fn only_minimal_varints_are_read() {
-        let mut values = vec![0, 1, 127, 128, 300, 16383, 16384, u64::from(u32::MAX), u64::MAX];
+        let mut values = vec![
+            0,
+            1,
+            127,
+            128,
+            300,
+            16383,
+            16384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ];
         values.extend((0..64).map(|shift| 1u64 << shift));
         values.extend((1..64).map(|shift| (1u64 << shift) - 1));
         for v in values {
@@ -462,7 +472,9 @@ mod tests {
         }
         let overlong = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
         assert_eq!(minimal_varint(&overlong, &mut 0), None);
-        let eleven = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x81, 0x01];
+        let eleven = [
+            0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x81, 0x01,
+        ];
         assert_eq!(minimal_varint(&eleven, &mut 0), None);
     }
 }

@@ -90,48 +90,69 @@ pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
     } else {
         pb::hashes(&file)
     }
-    .map_err(|e| {
-        // Every error names the model file (the hashing code names only the part at fault).
-        let named = |source_name: String| {
-            let file = file.display().to_string();
-            if source_name.starts_with(&file) {
-                source_name
-            } else {
-                format!("{file}: {source_name}")
-            }
-        };
-        match e {
-            SavedModelError::Fingerprint { fault, .. } => SavedModelError::Fingerprint {
-                path: file.clone(),
-                fault,
-            },
-            SavedModelError::Malformed { source_name, error } => SavedModelError::Malformed {
-                source_name: named(source_name),
-                error,
-            },
-            SavedModelError::InvalidModel { source_name, fault } => SavedModelError::InvalidModel {
-                source_name: named(source_name),
-                fault,
-            },
-            SavedModelError::TooDeep { source_name, limit } => SavedModelError::TooDeep {
-                source_name: named(source_name),
-                limit,
-            },
-            e => e,
-        }
-    })?;
-    Ok(FingerprintDef {
+    .map_err(|e| naming_file(&file, e))?;
+    Ok(definition(hashes, checkpoint_hash(dir), chunked))
+}
+
+/// The fingerprint `fingerprint_dir` would compute for a directory whose `saved_model.pb`
+/// (`pb_file`, not read) holds `model` and whose checkpoint hashes to `checkpoint_hash`: the
+/// same hashes, from the message in memory, so that a merge computes its output's fingerprint
+/// while it writes the file instead of reading it back afterwards.
+pub fn fingerprint_model_as_pb(
+    model: &WireMessage,
+    pb_file: &Path,
+    checkpoint_hash: u64,
+) -> Result<FingerprintDef> {
+    let hashes = pb::hashes_of_model(model).map_err(|e| naming_file(pb_file, e))?;
+    Ok(definition(hashes, checkpoint_hash, false))
+}
+
+/// A fingerprint of `hashes`, with a fresh uuid and the producer TensorFlow writes for the
+/// model file's format.
+fn definition(hashes: Hashes, checkpoint_hash: u64, chunked: bool) -> FingerprintDef {
+    FingerprintDef {
         saved_model_checksum: hashes.saved_model_checksum,
         graph_def_program_hash: hashes.graph_def_program_hash,
         signature_def_hash: hashes.signature_def_hash,
         saved_object_graph_hash: hashes.saved_object_graph_hash,
-        checkpoint_hash: checkpoint_hash(dir),
+        checkpoint_hash,
         uuid: random_uuid(),
         version: Some(VersionDef {
             producer: if chunked { PRODUCER_CPB } else { PRODUCER_PB },
             ..Default::default()
         }),
-    })
+    }
+}
+
+/// `e` naming the model `file` (the hashing code names only the part at fault).
+fn naming_file(file: &Path, e: SavedModelError) -> SavedModelError {
+    let named = |source_name: String| {
+        let file = file.display().to_string();
+        if source_name.starts_with(&file) {
+            source_name
+        } else {
+            format!("{file}: {source_name}")
+        }
+    };
+    match e {
+        SavedModelError::Fingerprint { fault, .. } => SavedModelError::Fingerprint {
+            path: file.to_path_buf(),
+            fault,
+        },
+        SavedModelError::Malformed { source_name, error } => SavedModelError::Malformed {
+            source_name: named(source_name),
+            error,
+        },
+        SavedModelError::InvalidModel { source_name, fault } => SavedModelError::InvalidModel {
+            source_name: named(source_name),
+            fault,
+        },
+        SavedModelError::TooDeep { source_name, limit } => SavedModelError::TooDeep {
+            source_name: named(source_name),
+            limit,
+        },
+        e => e,
+    }
 }
 
 /// TensorFlow's `HashCheckpointIndexFile`: `Fingerprint64` of `variables/variables.index`,

@@ -46,19 +46,46 @@ pub fn hashes(pb_file: &Path) -> Result<Hashes> {
     } else {
         graph_program_hash(&meta_graph, false)?
     };
-    let mut enc = Encoder::new();
     let saved_model_checksum = if canonical {
         fingerprint64(&bytes)
     } else {
-        hash_message(&mut enc, &[Source::Ref(&model)], &desc)?
+        hash_message(&mut Encoder::new(), &[Source::Ref(&model)], &desc)?
     };
+    small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash)
+}
 
+/// [`hashes`] of a `saved_model.pb` holding `model`, from the message itself (a model merged
+/// in memory, about to be written): the same hashes, since they are hashes of the model's
+/// deterministic serialization, whatever bytes the file holds. The whole model and its graph
+/// are hashed on two threads (the nodes are checked twice: no whole-file check vouches for
+/// them here).
+pub fn hashes_of_model(model: &WireMessage) -> Result<Hashes> {
+    let desc = descriptor("tensorflow.SavedModel")?;
+    let meta_graph = [first_meta_graph(model)?];
+    let (checksum, graph_hash) = std::thread::scope(|s| {
+        let graph = s.spawn(|| graph_program_hash(&meta_graph, false));
+        let checksum = hash_message(&mut Encoder::new(), &[Source::Ref(model)], &desc);
+        let graph = graph
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (checksum, graph)
+    });
+    small_hashes(&meta_graph, checksum?, graph_hash?)
+}
+
+/// The hashes of `meta_graph`'s signatures and object graph, with the two large ones.
+fn small_hashes(
+    meta_graph: &[Source<'_>; 1],
+    saved_model_checksum: u64,
+    graph_def_program_hash: u64,
+) -> Result<Hashes> {
+    let mut enc = Encoder::new();
     let signature_def_hash = signature_hashes(&mut enc, &meta_graph[0])?
         .into_iter()
         .fold(0, |h, (key, sig)| {
             fingerprint_cat64(fingerprint_cat64(h, key), sig)
         });
-    let object_graph = field_sources(&meta_graph, meta_graph_def::OBJECT_GRAPH_DEF)?;
+    let object_graph = field_sources(meta_graph, meta_graph_def::OBJECT_GRAPH_DEF)?;
     let saved_object_graph_hash = object_graph_hash(&mut enc, &object_graph)?;
     Ok(Hashes {
         saved_model_checksum,
@@ -83,4 +110,3 @@ fn graph_program_hash(meta_graph: &[Source<'_>], trusted: bool) -> Result<u64> {
     enc.trust_children(trusted);
     hash_message(&mut enc, &[Source::Ref(&graph)], &graph_desc)
 }
-

@@ -305,4 +305,3 @@ mod tests {
         assert!(Rope::hashing().for_each(|_| {}).is_err());
     }
 }
-

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
 use serde::Serialize;
-use unbound_chunked::check::check_chunks;
+use unbound_chunked::check::{check_chunks, check_chunks_sharing};
 use unbound_chunked::merger::FileChunks;
 use unbound_chunked::Merger;
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
@@ -37,7 +37,8 @@ use unbound_records::RecordReader;
 use unbound_wire::WireMessage;
 
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
-use crate::fingerprint::{fingerprint_dir, FINGERPRINT_FILE};
+use crate::fingerprint::{fingerprint_dir_sharing, FINGERPRINT_FILE};
+use crate::shared_cpb::SharedCpb;
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use crate::{Result, SavedModelError};
 use unbound_bundle::BundleReader;
@@ -127,9 +128,15 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
     // The fingerprint is computed on a second thread while the model is read and checked:
     // both read the whole model, and neither needs the other (issue 15: it was about a fifth
     // of a merge). Used only if the model reads (see verify_fingerprint).
+    // Both read a `.cpb` through one SharedCpb: each message chunk is decoded once for the
+    // check, the merge and the fingerprint together.
+    let shared = match file.format {
+        ModelFormat::Cpb => SharedCpb::open(&file.path),
+        _ => None,
+    };
     let (model, fingerprint) = std::thread::scope(|s| {
-        let fingerprint = s.spawn(|| fingerprint_dir(dir));
-        let model = verify_model_file(&file, &mut report);
+        let fingerprint = s.spawn(|| fingerprint_dir_sharing(dir, shared.as_ref()));
+        let model = verify_model_file(&file, shared.as_ref(), &mut report);
         let fingerprint = fingerprint
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -141,7 +148,7 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
         let path = dir.join(format.file_name());
         if format != file.format && std::fs::symlink_metadata(&path).is_ok() {
             let other = ModelFile { path, format };
-            let parsed = verify_model_file(&other, &mut report);
+            let parsed = verify_model_file(&other, None, &mut report);
             if parsed.as_ref().is_some_and(|m| !has_meta_graph(m)) {
                 report.fault(
                     &other.path,
@@ -189,10 +196,14 @@ fn has_meta_graph(root: &WireMessage) -> bool {
         .any(|f| f.number == saved_model::META_GRAPHS)
 }
 
-/// Checks one model file by its format.
-fn verify_model_file(file: &ModelFile, report: &mut VerifyReport) -> Option<WireMessage> {
+/// Checks one model file by its format (a `.cpb` through `shared` when it is that file).
+fn verify_model_file(
+    file: &ModelFile,
+    shared: Option<&SharedCpb>,
+    report: &mut VerifyReport,
+) -> Option<WireMessage> {
     match file.format {
-        ModelFormat::Cpb => verify_cpb(&file.path, report),
+        ModelFormat::Cpb => verify_cpb(&file.path, shared.filter(|s| s.path == file.path), report),
         ModelFormat::Pb => verify_pb(&file.path, report),
         ModelFormat::Pbtxt => {
             match saved_model_descriptor().and_then(|d| read_text(&file.path, &d)) {
@@ -365,16 +376,30 @@ fn verify_pb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
 }
 
 /// A `.cpb`: Riegeli chunks, metadata and layout ([`check_chunks`], the checker every
-/// command shares), merge, and the merged message.
-fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
-    let reader = match RecordReader::open(path) {
-        Ok(r) => Arc::new(r),
-        Err(e) => {
-            report.fault(path, e);
-            return None;
-        }
+/// command shares), merge, and the merged message. With `shared` (the same file, opened for
+/// sharing), the check and the merge read its kept chunks through its cache.
+fn verify_cpb(
+    path: &Path,
+    shared: Option<&SharedCpb>,
+    report: &mut VerifyReport,
+) -> Option<WireMessage> {
+    let (reader, checked) = match shared {
+        Some(shared) => (
+            Arc::clone(shared.chunks.reader()),
+            check_chunks_sharing(&shared.chunks),
+        ),
+        None => match RecordReader::open(path) {
+            Ok(r) => {
+                let reader = Arc::new(r);
+                let checked = check_chunks(&reader);
+                (reader, checked)
+            }
+            Err(e) => {
+                report.fault(path, e);
+                return None;
+            }
+        },
     };
-    let checked = check_chunks(&reader);
     for fault in &checked.faults {
         report.fault(path, fault);
     }
@@ -385,8 +410,11 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
     }
     let tree = metadata.message.clone().unwrap_or_default();
     let desc = saved_model_descriptor().ok()?;
-    let merged = FileChunks::from_reader(reader.clone())
-        .and_then(|(chunks, _)| Merger::new(&chunks).merge(&desc, &tree));
+    let merged = match shared {
+        Some(shared) => Merger::new(&shared.chunks).merge(&desc, &tree),
+        None => FileChunks::from_reader(reader.clone())
+            .and_then(|(chunks, _)| Merger::new(&chunks).merge(&desc, &tree)),
+    };
     let message = match merged {
         Ok(m) => m,
         Err(e) => {

@@ -625,3 +625,128 @@ fn file_name(path: &Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dir::split_dir;
+    use unbound_records::WriterOptions;
+    use unbound_test_support::testdata::model as testdata;
+
+    /// Every record in its own Riegeli chunk, as TensorFlow writes a `.cpb` (unbound packs
+    /// small records together, and [`FileChunks::keep_decoded`] keeps only lone records).
+    fn one_record_per_chunk() -> WriterOptions {
+        WriterOptions {
+            chunk_size: Some(1),
+            ..WriterOptions::default()
+        }
+    }
+
+    /// The hash fields of a fingerprint (its uuid is random).
+    fn hashes(def: &FingerprintDef) -> [u64; 5] {
+        [
+            def.saved_model_checksum,
+            def.graph_def_program_hash,
+            def.signature_def_hash,
+            def.saved_object_graph_hash,
+            def.checkpoint_hash,
+        ]
+    }
+
+    /// verify's check and merge and the fingerprint, on two threads through one SharedCpb,
+    /// decode each message chunk once, and give what each gives reading the file alone.
+    #[test]
+    fn verify_and_fingerprint_share_each_decoded_chunk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("split");
+        split_dir(
+            &testdata("tf2_multi_sig"),
+            &dir,
+            5000,
+            one_record_per_chunk(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let path = dir.join("saved_model.cpb");
+        let shared = SharedCpb::open(&path).expect("a small .cpb is shared");
+        let kept = shared.chunks.message_chunks();
+        assert!(kept.len() >= 3, "{kept:?}");
+        let mut report = VerifyReport::default();
+        let (model, fingerprint) = std::thread::scope(|s| {
+            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared)));
+            let model = verify_cpb(&path, Some(&shared), &mut report);
+            (model, fingerprint.join().unwrap())
+        });
+        let cache = shared.chunks.cache().unwrap();
+        for &index in &kept {
+            assert!(cache.get(index).is_some(), "chunk {index} was never read");
+        }
+        assert_eq!(
+            cache.decodes(),
+            kept.len() as u64,
+            "a chunk was decoded more than once"
+        );
+
+        let mut alone = VerifyReport::default();
+        let model_alone = verify_cpb(&path, None, &mut alone);
+        assert!(report.faults.is_empty(), "{:?}", report.faults);
+        assert_eq!(report.checked, alone.checked);
+        assert_eq!(
+            model.unwrap().to_vec().unwrap(),
+            model_alone.unwrap().to_vec().unwrap()
+        );
+        let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir).unwrap();
+        assert_eq!(hashes(&fingerprint.unwrap()), hashes(&fingerprint_alone));
+        // What split wrote (TensorFlow's algorithm, checked against TensorFlow in interop).
+        let written = crate::fingerprint::read_fingerprint(&dir).unwrap();
+        assert_eq!(hashes(&fingerprint_alone), hashes(&written));
+    }
+
+    /// A damaged chunk: the shared check reports exactly what the check alone reports, and
+    /// the fingerprint fails (or not) alike.
+    #[test]
+    fn a_damaged_chunk_reads_the_same_with_sharing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("split");
+        split_dir(
+            &testdata("tf2_multi_sig"),
+            &dir,
+            5000,
+            one_record_per_chunk(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let path = dir.join("saved_model.cpb");
+        let original = std::fs::read(&path).unwrap();
+        let mut shared_cases = 0;
+        for at in (200..original.len().saturating_sub(400)).step_by(97) {
+            let mut damaged = original.clone();
+            damaged[at] ^= 0x24;
+            std::fs::write(&path, &damaged).unwrap();
+            let Some(shared) = SharedCpb::open(&path) else {
+                continue;
+            };
+            shared_cases += 1;
+            let mut report = VerifyReport::default();
+            let model = verify_cpb(&path, Some(&shared), &mut report);
+            let fingerprint = fingerprint_dir_sharing(&dir, Some(&shared));
+            let mut alone = VerifyReport::default();
+            let model_alone = verify_cpb(&path, None, &mut alone);
+            let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir);
+            let text =
+                |r: &VerifyReport| r.faults.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+            assert_eq!(text(&report), text(&alone), "byte {at}");
+            assert_eq!(report.checked, alone.checked, "byte {at}");
+            assert_eq!(model.is_some(), model_alone.is_some(), "byte {at}");
+            match (fingerprint, fingerprint_alone) {
+                (Ok(a), Ok(b)) => assert_eq!(hashes(&a), hashes(&b), "byte {at}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "byte {at}"),
+                (a, b) => panic!("byte {at}: {a:?} shared, {b:?} alone"),
+            }
+        }
+        assert!(
+            shared_cases > 10,
+            "only {shared_cases} damaged files shared"
+        );
+    }
+}

@@ -171,12 +171,13 @@ impl FileChunks {
     /// merges, checks ([`crate::check_chunks_sharing`]) and hashes read it. Meant for chunks
     /// a merge holds anyway ([`FileChunks::message_chunks`]), so keeping them costs nothing.
     ///
-    /// Refused (returns `false`, nothing kept, every read decodes as before) when the
-    /// decoded sizes their Riegeli chunk headers declare, added up, pass the reader's
-    /// [`unbound_records::DecodeLimits`]: decoding them all whole would then fail (or be
-    /// refused) at a point that depends on which thread reads first, where without the cache
-    /// it fails at the same chunk every time. Also refused when a chunk is not the only record
-    /// of its Riegeli chunk, or cannot be located.
+    /// Only a chunk that is the only record of its Riegeli chunk is kept (TensorFlow writes
+    /// every chunk so; unbound packs small records together, and those decode together as
+    /// before). Refused (returns `false`, nothing kept, every read decodes as before) when a
+    /// chunk cannot be located, or when the decoded sizes the kept chunks' Riegeli headers
+    /// declare, added up, pass the reader's [`unbound_records::DecodeLimits`]: decoding them
+    /// all whole would then fail (or be refused) at a point that depends on which thread
+    /// reads first, where without the cache it fails at the same chunk every time.
     pub fn keep_decoded(&mut self, indices: impl IntoIterator<Item = u64>) -> bool {
         let limits = self.reader.decode_limits();
         let budget = limits.budget_for(self.reader.len());
@@ -190,7 +191,9 @@ impl FileChunks {
                 return false;
             };
             if chunk.begin != info.offset || chunk.num_records != 1 {
-                return false;
+                // Packed with other records: decoded with them, through the reader's cache
+                // of its last chunk, as before.
+                continue;
             }
             if kept_at.insert(info.offset, index).is_some() {
                 continue;

@@ -671,13 +671,17 @@ mod tests {
         let shared = SharedCpb::open(&path).expect("a small .cpb is shared");
         let kept = shared.chunks.message_chunks();
         assert!(kept.len() >= 3, "{kept:?}");
+        let cache = shared.chunks.cache().unwrap();
+        assert!(
+            kept.iter().all(|&i| cache.is_cached(i)),
+            "lone records are kept"
+        );
         let mut report = VerifyReport::default();
         let (model, fingerprint) = std::thread::scope(|s| {
             let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared)));
             let model = verify_cpb(&path, Some(&shared), &mut report);
             (model, fingerprint.join().unwrap())
         });
-        let cache = shared.chunks.cache().unwrap();
         for &index in &kept {
             assert!(cache.get(index).is_some(), "chunk {index} was never read");
         }

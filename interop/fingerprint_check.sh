@@ -11,7 +11,8 @@
 # - a graph-heavy model of many small nodes and functions (make_graph_model; the shape of
 #   issue 15, where most messages take the encoder's already-canonical fast path; its graph is
 #   past 16 MiB, so the check is split between two threads), .pb and .cpb, fingerprints as in
-#   TensorFlow;
+#   TensorFlow; with TensorFlow's fingerprint as its fingerprint.pb, `unbound verify` of the
+#   .cpb (whose fingerprint shares the chunks its check and merge decode) finds it equal;
 # - our deterministic serialization equals protobuf C++'s byte for byte, and hand-built models
 #   full of wire-format and regularization corner cases fingerprint as in TensorFlow
 #   (crates/savedmodel/tests/fingerprint_{deterministic,synthetic}.rs, given the harness).
@@ -143,6 +144,41 @@ cat "$work/compare.out"
 passed=$(grep -c '^ok ' "$work/compare.out" || true)
 failed=$((failed + $(grep -c '^FAIL ' "$work/compare.out" || true)))
 grep -q '^compared: ' "$work/compare.out" || { echo "FAIL comparison script"; failed=$((failed + 1)); }
+
+echo "== verify's fingerprint of a .cpb (chunks decoded once, shared with its merge) against TensorFlow's"
+# TensorFlow's fingerprint written as the model's fingerprint.pb: verify, which computes the
+# fingerprint through the chunks its own check and merge decode (SharedCpb, issue 15), must
+# find every hash equal. many_nodes.cpb has one record per Riegeli chunk, as TensorFlow
+# writes a .cpb, so its message chunks are shared.
+"$py" - "$work/many_nodes.cpb.tf.json" "$work/nodes/model_cpb/fingerprint.pb" <<'EOF'
+import json, sys
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+tf = json.load(open(sys.argv[1]))
+fields = ["saved_model_checksum", "graph_def_program_hash", "signature_def_hash",
+          "saved_object_graph_hash", "checkpoint_hash"]
+pb = b"".join(varint((n << 3) | 0) + varint(int(tf[k])) for n, k in enumerate(fields, 1))
+version = varint(8) + varint(int(tf["version_producer"]))
+pb += varint((6 << 3) | 2) + varint(len(version)) + version
+open(sys.argv[2], "wb").write(pb)
+EOF
+if "$unbound" verify "$work/nodes/model_cpb" >"$work/verify.out" 2>&1 \
+  && grep -q "fingerprint.pb matches" "$work/verify.out"; then
+  echo "ok many_nodes.cpb: verify's shared fingerprint equals TensorFlow's"
+  passed=$((passed + 1))
+else
+  tail -n 5 "$work/verify.out"
+  echo "FAIL many_nodes.cpb: verify's fingerprint differs from TensorFlow's"
+  failed=$((failed + 1))
+fi
 
 echo "== deterministic serialization against protobuf C++; hand-built corner cases"
 for t in fingerprint_deterministic fingerprint_synthetic; do

@@ -19,7 +19,7 @@ use unbound_proto::tensorflow::proto_splitter::{
 };
 use unbound_records::{ChunkSummary, ChunkType, RecordReader, RecordsError};
 
-use crate::merger::MAX_NESTING;
+use crate::merger::{ChunkSource, FileChunks, MAX_NESTING};
 use crate::tags::steps;
 
 /// At most this many faults of one kind are listed (a metadata of a million lying entries
@@ -401,6 +401,32 @@ pub struct ChunkReport {
 /// record is decoded as the `ChunkMetadata`; then [`check_layout`]'s checks and every
 /// `ChunkInfo` size against its record. Never fails: what cannot be read is a fault.
 pub fn check_chunks(reader: &RecordReader) -> ChunkReport {
+    check_chunks_with(reader, None)
+}
+
+/// [`check_chunks`] of the file of `chunks`, reading the chunks it keeps decoded
+/// ([`FileChunks::keep_decoded`]) through its cache: each is decoded whole once, and the merge
+/// (and any other reader) that follows takes the same bytes instead of decoding it again. The
+/// report is the same as [`check_chunks`]'s: a kept chunk that fails to decode is checked
+/// again the streaming way, which gives the fault its usual words.
+pub fn check_chunks_sharing(chunks: &FileChunks) -> ChunkReport {
+    check_chunks_with(chunks.reader(), Some(chunks))
+}
+
+/// [`check_chunks`], with the kept chunks of `shared` read through its cache.
+fn check_chunks_with(reader: &RecordReader, shared: Option<&FileChunks>) -> ChunkReport {
+    let check = |c: &ChunkSummary| -> Result<Vec<u64>, RecordsError> {
+        let kept = shared
+            .filter(|_| c.num_records == 1)
+            .and_then(|fc| Some((fc, fc.kept_chunk_at(c.begin)?)));
+        match kept {
+            Some((fc, index)) => match fc.bytes(index) {
+                Ok(bytes) => Ok(vec![bytes.len() as u64]),
+                Err(_) => reader.check_chunk(c.begin),
+            },
+            None => reader.check_chunk(c.begin),
+        }
+    };
     let mut report = ChunkReport::default();
     let strip = |e: &RecordsError| {
         let text = e.to_string();
@@ -434,7 +460,7 @@ pub fn check_chunks(reader: &RecordReader) -> ChunkReport {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(c) = chunks.get(i) else { break };
-                        out.push((i, reader.check_chunk(c.begin)));
+                        out.push((i, check(c)));
                     }
                     out
                 })

@@ -18,6 +18,8 @@
 //!   merge from a file makes the first (and checks each chunk's size as it reads it), so a
 //!   hash-valid file whose metadata lies is refused rather than merged into another message;
 //!   `verify` makes the second.
+//! - [`ChunkCache`] ([`FileChunks::keep_decoded`], [`check_chunks_sharing`]): the chunks a
+//!   command reads several times (check, merge, fingerprint, on two threads) decoded once.
 //!
 //! ```
 //! use unbound_chunked::{MemoryChunks, Merger};
@@ -36,6 +38,7 @@
 //! Invariants: every index, position and size in chunk metadata is checked before use; output
 //! is written to a temporary file and renamed ([`unbound_io::write_atomically`]).
 
+pub mod cache;
 pub mod check;
 pub mod error;
 pub mod generic;
@@ -48,7 +51,8 @@ pub mod split;
 pub mod tags;
 pub mod write;
 
-pub use check::{check_chunks, check_layout, ChunkFault, ChunkReport};
+pub use cache::ChunkCache;
+pub use check::{check_chunks, check_chunks_sharing, check_layout, ChunkFault, ChunkReport};
 pub use error::{ChunkedError, Result};
 pub use inspect::{inspect, InspectReport};
 pub use lazy::RecordFile;

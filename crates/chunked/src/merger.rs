@@ -15,16 +15,18 @@
 //! records ([`Payload::Record`]) until written, so a multi-gigabyte tensor is streamed from the
 //! `.cpb` to the output without being held in memory.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use prost::Message as _;
 use prost_reflect::{Kind, MessageDescriptor};
 use unbound_proto::tensorflow::proto_splitter::{
-    ChunkInfo, ChunkMetadata, ChunkedField, ChunkedMessage,
+    chunk_info::Type as InfoType, ChunkInfo, ChunkMetadata, ChunkedField, ChunkedMessage,
 };
-use unbound_records::RecordReader;
+use unbound_records::{ChunkType, CompressionType, RecordReader};
 
+use crate::cache::ChunkCache;
 use crate::error::{ChunkedError, Result};
 use crate::lazy::RecordFile;
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
@@ -102,12 +104,20 @@ impl ChunkSource for MemoryChunks {
 }
 
 /// The chunks of a `.cpb` file, located by the `ChunkInfo` list of its metadata.
+///
+/// `FileChunks` is `Sync`: several threads may merge from (and check) the same file at once.
+/// With [`FileChunks::keep_decoded`], the chunks they read whole are decoded once and shared
+/// ([`ChunkCache`]).
 pub struct FileChunks {
     reader: Arc<RecordReader>,
     /// The same file as the source of lazy payloads, made once and shared by all of them.
     source: Arc<Box<dyn RecordSource>>,
     infos: Vec<ChunkInfo>,
     lazy: bool,
+    /// The decoded chunks kept for every reader, when [`FileChunks::keep_decoded`] was called.
+    cache: Option<ChunkCache>,
+    /// The kept chunks by record position (each is the only record of its Riegeli chunk).
+    kept_at: HashMap<u64, u64>,
 }
 
 impl FileChunks {
@@ -138,9 +148,86 @@ impl FileChunks {
                 reader,
                 infos,
                 lazy: true,
+                cache: None,
+                kept_at: HashMap::new(),
             },
             metadata,
         ))
+    }
+
+    /// The indices of the chunks whose `ChunkInfo` type is MESSAGE: the chunks a merge reads
+    /// whole and keeps slices of in the message it builds (BYTES chunks become lazy record
+    /// references).
+    pub fn message_chunks(&self) -> Vec<u64> {
+        (0u64..)
+            .zip(&self.infos)
+            .filter(|(_, info)| info.r#type == InfoType::Message as i32)
+            .map(|(index, _)| index)
+            .collect()
+    }
+
+    /// Keeps the decoded bytes of the chunks in `indices` once read, for every later reader
+    /// on any thread ([`ChunkCache`]): each is then decompressed at most once however many
+    /// merges, checks ([`crate::check_chunks_sharing`]) and hashes read it. Meant for chunks
+    /// a merge holds anyway ([`FileChunks::message_chunks`]), so keeping them costs nothing.
+    ///
+    /// Only a chunk that is the only record of its Riegeli chunk is kept (TensorFlow writes
+    /// every chunk so; unbound packs small records together, and those decode together as
+    /// before). Refused (returns `false`, nothing kept, every read decodes as before) when a
+    /// chunk cannot be located, or when the decoded sizes the kept chunks' Riegeli headers
+    /// declare, added up, pass the reader's [`unbound_records::DecodeLimits`]: decoding them
+    /// all whole would then fail (or be refused) at a point that depends on which thread
+    /// reads first, where without the cache it fails at the same chunk every time.
+    pub fn keep_decoded(&mut self, indices: impl IntoIterator<Item = u64>) -> bool {
+        let limits = self.reader.decode_limits();
+        let budget = limits.budget_for(self.reader.len());
+        let mut total = self.reader.decoded_bytes_held();
+        let mut kept_at = HashMap::new();
+        for index in indices {
+            let Ok(info) = self.info(index) else {
+                return false;
+            };
+            let Ok(chunk) = self.reader.chunk_of(info.offset) else {
+                return false;
+            };
+            if chunk.begin != info.offset || chunk.num_records != 1 {
+                // Packed with other records: decoded with them, through the reader's cache
+                // of its last chunk, as before.
+                continue;
+            }
+            if kept_at.insert(info.offset, index).is_some() {
+                continue;
+            }
+            let read_in_place = chunk.chunk_type == ChunkType::Simple
+                && chunk.compression == Some(CompressionType::None);
+            let need = if read_in_place {
+                0
+            } else {
+                chunk.decoded_data_size
+            };
+            total = total.saturating_add(need);
+            if need > limits.max_chunk || total > budget {
+                return false;
+            }
+        }
+        self.cache = Some(ChunkCache::new(self.infos.len(), kept_at.values().copied()));
+        self.kept_at = kept_at;
+        true
+    }
+
+    /// The cache of decoded chunks, when [`FileChunks::keep_decoded`] set one up.
+    pub fn cache(&self) -> Option<&ChunkCache> {
+        self.cache.as_ref()
+    }
+
+    /// The index of the kept chunk whose record is at `position`, if any.
+    pub fn kept_chunk_at(&self, position: u64) -> Option<u64> {
+        self.kept_at.get(&position).copied()
+    }
+
+    /// The `ChunkInfo` list of the metadata.
+    pub fn infos(&self) -> &[ChunkInfo] {
+        &self.infos
     }
 
     /// Whether string and bytes values stay lazy record references (the default) or are read
@@ -202,19 +289,10 @@ impl ChunkSource for FileChunks {
         self.check_size(index, self.info(index)?, len)
     }
     fn bytes(&self, index: u64) -> Result<Bytes> {
-        let info = self.info(index)?;
-        let (position, bytes) = self.reader.read_record_at(info.offset)?;
-        if position != info.offset {
-            // `check_layout` makes this impossible; kept so no other record is ever taken.
-            return Err(ChunkedError::Layout {
-                source_name: self.reader.name().to_string(),
-                faults: vec![crate::check::ChunkFault::NoRecord {
-                    chunk: usize::try_from(index).unwrap_or(usize::MAX),
-                    position: info.offset,
-                }],
-            });
+        match &self.cache {
+            Some(cache) => cache.get_or_decode(index, || self.read_bytes(index)),
+            None => self.read_bytes(index),
         }
-        Ok(bytes)
     }
     fn payload(&self, index: u64) -> Result<Payload> {
         let info = self.info(index)?;
@@ -230,6 +308,25 @@ impl ChunkSource for FileChunks {
             position: info.offset,
             len,
         }))
+    }
+}
+
+impl FileChunks {
+    /// Chunk `index` read (and decoded) from the file.
+    fn read_bytes(&self, index: u64) -> Result<Bytes> {
+        let info = self.info(index)?;
+        let (position, bytes) = self.reader.read_record_at(info.offset)?;
+        if position != info.offset {
+            // `check_layout` makes this impossible; kept so no other record is ever taken.
+            return Err(ChunkedError::Layout {
+                source_name: self.reader.name().to_string(),
+                faults: vec![crate::check::ChunkFault::NoRecord {
+                    chunk: usize::try_from(index).unwrap_or(usize::MAX),
+                    position: info.offset,
+                }],
+            });
+        }
+        Ok(bytes)
     }
 }
 

@@ -16,7 +16,8 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use prost::Message;
 use unbound_chunked::{
-    check_chunks, generic::split_generic, ChunkSink, ChunkedError, FileChunks, Merger,
+    check_chunks, check_chunks_sharing, generic::split_generic, ChunkSink, ChunkedError,
+    FileChunks, Merger,
 };
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
 use unbound_proto::unbound::test::ManyFields;
@@ -189,6 +190,111 @@ fn merge(file: &[u8], lazy: bool) -> Result<Vec<u8>, ChunkedError> {
         .to_vec()?)
 }
 
+/// The file opened for sharing its message chunks ([`FileChunks::keep_decoded`]), when it
+/// can be.
+fn shared(file: &[u8], lazy: bool) -> Option<(FileChunks, ChunkMetadata)> {
+    let reader = RecordReader::from_bytes(Bytes::copy_from_slice(file), NAME).ok()?;
+    let (mut chunks, metadata) = FileChunks::from_reader(Arc::new(reader)).ok()?;
+    chunks.set_lazy(lazy);
+    let messages = chunks.message_chunks();
+    chunks.keep_decoded(messages).then_some((chunks, metadata))
+}
+
+/// What reading `file` through a shared cache gives, checked against reading it without one:
+/// the same check report, the same merge result (or error text) on two threads at once.
+/// Returns whether the file could be shared.
+fn same_with_sharing(file: &[u8], lazy: bool) -> bool {
+    let Some((chunks, metadata)) = shared(file, lazy) else {
+        return false;
+    };
+    let reader = RecordReader::from_bytes(Bytes::copy_from_slice(file), NAME).unwrap();
+    let alone = check_chunks(&reader);
+    let sharing = check_chunks_sharing(&chunks);
+    assert_eq!(sharing.faults, alone.faults);
+    assert_eq!(sharing.record_lengths, alone.record_lengths);
+    let expected = merge(file, lazy).map_err(|e| e.to_string());
+    let root = metadata.message.unwrap_or_default();
+    let merged: Vec<Result<Vec<u8>, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    Merger::new(&chunks)
+                        .merge(&many_fields(), &root)
+                        .and_then(|m| Ok(m.to_vec()?))
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for m in merged {
+        assert_eq!(m, expected);
+    }
+    true
+}
+
+#[test]
+fn shared_chunks_are_decoded_once_for_check_and_merges() {
+    for (compression, chunk_size) in LAYOUTS {
+        let file = write(&[], compression, chunk_size);
+        let (chunks, metadata) = shared(&file, true).expect("an honest file is shared");
+        let cache = chunks.cache().unwrap();
+        let kept: Vec<u64> = chunks
+            .message_chunks()
+            .into_iter()
+            .filter(|&i| cache.is_cached(i))
+            .collect();
+        if chunk_size == 1 {
+            // One record per Riegeli chunk: every message chunk is kept.
+            assert_eq!(kept, chunks.message_chunks());
+            assert!(kept.len() >= 4, "{kept:?}");
+        }
+        assert!(check_chunks_sharing(&chunks).faults.is_empty());
+        assert_eq!(
+            cache.decodes(),
+            kept.len() as u64,
+            "the check decodes each once"
+        );
+        let root = metadata.message.unwrap_or_default();
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    let m = Merger::new(&chunks).merge(&many_fields(), &root).unwrap();
+                    assert_eq!(m.to_vec().unwrap(), original().0);
+                });
+            }
+        });
+        assert_eq!(
+            cache.decodes(),
+            kept.len() as u64,
+            "{compression:?}: three merges after the check decoded a kept chunk again"
+        );
+        for index in kept {
+            let bytes = cache.get(index).unwrap();
+            assert_eq!(bytes, original().1[index as usize]);
+        }
+        assert!(same_with_sharing(&file, true) && same_with_sharing(&file, false));
+    }
+}
+
+#[test]
+fn damaged_chunks_give_the_same_faults_with_sharing() {
+    let file = write(&[], Compression::Zstd { level: 1 }, 1);
+    let mut shared_cases = 0;
+    // One byte changed at a time, through the chunk data and headers.
+    for at in (64..file.len()).step_by(7) {
+        let mut damaged = file.clone();
+        damaged[at] ^= 0x41;
+        for lazy in [true, false] {
+            shared_cases += usize::from(same_with_sharing(&damaged, lazy));
+        }
+    }
+    assert!(
+        shared_cases > 20,
+        "only {shared_cases} damaged files could be shared"
+    );
+}
+
 const LAYOUTS: [(Compression, u64); 4] = [
     (Compression::None, 1),
     (Compression::None, 1 << 12),
@@ -277,6 +383,7 @@ proptest! {
         if let Ok(bytes) = &merged {
             prop_assert!(bytes == &original().0, "{:?} merged into a different message", lies);
         }
+        same_with_sharing(&file, lazy);
         let reader = RecordReader::from_bytes(Bytes::from(file), NAME).unwrap();
         let report = check_chunks(&reader);
         if !report.faults.is_empty() {

@@ -11,6 +11,7 @@ pub mod dir;
 pub mod error;
 pub mod fingerprint;
 pub mod rewrite;
+mod shared_cpb;
 pub mod show;
 pub mod split;
 pub mod vars;

@@ -20,11 +20,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use unbound_chunked::prune::{tag_field, tag_index};
-use unbound_chunked::{FileChunks, Merger};
+use unbound_chunked::{ChunkSource, FileChunks, Merger};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
-use unbound_proto::tensorflow::proto_splitter::{
-    ChunkInfo, ChunkedField, ChunkedMessage, FieldIndex,
-};
+use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
 use unbound_records::RecordReader;
 
 use super::canonical::Encoder;
@@ -42,30 +40,51 @@ fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
     ]
 }
 
-/// The hash fields for the chunked SavedModel in `cpb_file`.
+/// The hash fields for the chunked SavedModel in `cpb_file`, read on its own.
+///
+/// No chunk is kept decoded here ([`FileChunks::keep_decoded`]): each graph chunk is hashed as
+/// a stream, then decoded again by the pruned merge. Keeping them saved that decode (the
+/// fingerprint of the 3M-node `.cpb`: 2.50 → 1.99 s) but moved the whole decodes onto the
+/// hashing threads, whose own malloc arenas could not reuse what the main thread had freed:
+/// `split`, which fingerprints its output after writing it, peaked 200 MB higher (2040 →
+/// 2243 MB; equal with `MALLOC_ARENA_MAX=1`). `verify` shares its chunks
+/// (`hashes_of` with a `SharedCpb`), where they save a whole merge's worth of memory.
 pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     let reader = Arc::new(RecordReader::open(cpb_file)?);
-    let (chunks, metadata) = FileChunks::from_reader(reader.clone())?;
+    let (chunks, metadata) = FileChunks::from_reader(reader)?;
     let root = metadata.message.clone().unwrap_or_default();
+    hashes_of(&chunks, &root)
+}
+
+/// `[meta_graphs, 0, graph_def]`, `[..., signature_def]`, `[..., object_graph_def]`: what the
+/// fingerprint merges and hashes.
+fn targets() -> [Vec<FieldIndex>; 3] {
+    [
+        meta_graph_tags(meta_graph_def::GRAPH_DEF),
+        meta_graph_tags(meta_graph_def::SIGNATURE_DEF),
+        meta_graph_tags(meta_graph_def::OBJECT_GRAPH_DEF),
+    ]
+}
+
+/// The hash fields of the chunked SavedModel whose chunks are `chunks` and whose metadata
+/// tree is `root`; chunks `chunks` keeps decoded are hashed from its cache (shared with
+/// whatever else reads them, `verify` on another thread for one), the others streamed.
+pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Hashes> {
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
     let signature_tags = meta_graph_tags(meta_graph_def::SIGNATURE_DEF);
     let object_graph_tags = meta_graph_tags(meta_graph_def::OBJECT_GRAPH_DEF);
-    let targets = [
-        graph_tags.clone(),
-        signature_tags.clone(),
-        object_graph_tags.clone(),
-    ];
+    let targets = targets();
 
     // Every chunk `HashFields` reads, fingerprinted once, in parallel (TensorFlow reads most
     // of them twice: for the checksum and for the graph).
     let mut wanted = BTreeSet::new();
     for tags in std::iter::once(&[][..]).chain(targets.iter().map(Vec::as_slice)) {
-        hash_fields(&root, tags, &mut |index| {
+        hash_fields(root, tags, &mut |index| {
             wanted.insert(index);
             Ok(0)
         })?;
     }
-    let prints = chunk_prints(&reader, &metadata.chunks, wanted.into_iter().collect())?;
+    let prints = chunk_prints(chunks, wanted.into_iter().collect())?;
     let mut print = |index: u64| {
         prints
             .get(&index)
@@ -74,23 +93,23 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     };
 
     let saved_model_checksum =
-        fingerprint_cat64(hash_fields(&root, &[], &mut print)?, fingerprint64(b""));
+        fingerprint_cat64(hash_fields(root, &[], &mut print)?, fingerprint64(b""));
 
     let desc = descriptor("tensorflow.SavedModel")?;
-    let model = Merger::new(&chunks).merge(&desc, &prune(&root, &targets))?;
+    let model = Merger::new(chunks).merge(&desc, &prune(root, &targets))?;
     let meta_graph = [first_meta_graph(&model)?];
     let mut enc = Encoder::new();
 
     let graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
     let graph_def_program_hash = fingerprint_cat64(
         hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?)?,
-        hash_fields(&root, &graph_tags, &mut print)?,
+        hash_fields(root, &graph_tags, &mut print)?,
     );
 
     let signatures = signature_hashes(&mut enc, &meta_graph[0])?;
     let mut signature_def_hash = 0;
     if !signatures.is_empty() {
-        let chunked = hash_fields(&root, &signature_tags, &mut print)?;
+        let chunked = hash_fields(root, &signature_tags, &mut print)?;
         for (key, sig) in signatures {
             signature_def_hash = fingerprint_cat64(signature_def_hash, fingerprint_cat64(key, sig));
             signature_def_hash = fingerprint_cat64(signature_def_hash, chunked);
@@ -104,7 +123,7 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
             &object_graph,
             &descriptor("tensorflow.SavedObjectGraph")?,
         )?,
-        hash_fields(&root, &object_graph_tags, &mut print)?,
+        hash_fields(root, &object_graph_tags, &mut print)?,
     );
     Ok(Hashes {
         saved_model_checksum,
@@ -114,13 +133,12 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     })
 }
 
-/// `Fingerprint64` of each chunk in `indices`, streamed from the file (a multi-gigabyte chunk
-/// is never held whole) on as many threads as there are cores.
-fn chunk_prints(
-    reader: &RecordReader,
-    infos: &[ChunkInfo],
-    indices: Vec<u64>,
-) -> Result<HashMap<u64, u64>> {
+/// `Fingerprint64` of each chunk in `indices`, on as many threads as there are cores: a chunk
+/// `chunks` keeps decoded is hashed from its cache (decoded there once for every reader),
+/// any other streamed from the file (a multi-gigabyte chunk is never held whole).
+fn chunk_prints(chunks: &FileChunks, indices: Vec<u64>) -> Result<HashMap<u64, u64>> {
+    let reader = chunks.reader();
+    let infos = chunks.infos();
     let next = AtomicUsize::new(0);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -141,12 +159,24 @@ fn chunk_prints(
                         ),
                     )
                 })?;
-            let mut hasher = HashWriter(Fingerprint64::new());
-            reader.copy_record_to(info.offset, &mut hasher)?;
+            let kept = chunks
+                .cache()
+                .is_some_and(|cache| cache.is_cached(index))
+                .then(|| chunks.bytes(index).ok())
+                .flatten();
+            let print = match kept {
+                Some(bytes) => fingerprint64(&bytes),
+                // Not kept, or it failed to decode (streamed again, the error then says why).
+                None => {
+                    let mut hasher = HashWriter(Fingerprint64::new());
+                    reader.copy_record_to(info.offset, &mut hasher)?;
+                    hasher.0.finish()
+                }
+            };
             // Hashed once: its mapped pages leave resident memory (the pruned merge below
-            // maps back only the chunks of the first graph).
+            // maps back only the chunks of the first graph that were not kept decoded).
             reader.release_chunk_pages(info.offset);
-            out.push((index, hasher.0.finish()));
+            out.push((index, print));
         }
         Ok(out)
     };

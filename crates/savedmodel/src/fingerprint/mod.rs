@@ -26,6 +26,7 @@ mod wire_values;
 use std::path::{Path, PathBuf};
 
 use crate::dir::{model_file, ModelFormat};
+use crate::shared_cpb::SharedCpb;
 use crate::{Result, SavedModelError};
 
 use prost::Message as _;
@@ -81,11 +82,25 @@ pub fn fingerprinted_file(dir: &Path) -> Result<PathBuf> {
 /// TensorFlow's `CreateFingerprintDef(dir)`: the fingerprint of the SavedModel in `dir`, with
 /// a fresh random `uuid`.
 pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
+    fingerprint_dir_sharing(dir, None)
+}
+
+/// [`fingerprint_dir`], reading the `.cpb` through `shared` when it is the file fingerprinted
+/// (`verify` hands it the file it checks and merges on another thread, so each chunk is
+/// decoded once for both).
+pub(crate) fn fingerprint_dir_sharing(
+    dir: &Path,
+    shared: Option<&SharedCpb>,
+) -> Result<FingerprintDef> {
     let file = fingerprinted_file(dir)?;
     let chunked = file
         .extension()
         .is_some_and(|e| e == ModelFormat::Cpb.as_str());
-    let hashes = if chunked {
+    let shared = shared.filter(|s| s.path == file);
+    let hashes = if let (true, Some(shared)) = (chunked, shared) {
+        let root = shared.metadata.message.clone().unwrap_or_default();
+        cpb::hashes_of(&shared.chunks, &root)
+    } else if chunked {
         cpb::hashes(&file)
     } else {
         pb::hashes(&file)

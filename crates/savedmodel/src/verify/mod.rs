@@ -28,7 +28,7 @@ use std::sync::Arc;
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
 use serde::Serialize;
-use unbound_chunked::check::check_chunks;
+use unbound_chunked::check::{check_chunks, check_chunks_sharing};
 use unbound_chunked::merger::FileChunks;
 use unbound_chunked::Merger;
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
@@ -37,7 +37,8 @@ use unbound_records::RecordReader;
 use unbound_wire::WireMessage;
 
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
-use crate::fingerprint::{fingerprint_dir, FINGERPRINT_FILE};
+use crate::fingerprint::{fingerprint_dir_sharing, FINGERPRINT_FILE};
+use crate::shared_cpb::SharedCpb;
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use crate::{Result, SavedModelError};
 use unbound_bundle::BundleReader;
@@ -127,9 +128,15 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
     // The fingerprint is computed on a second thread while the model is read and checked:
     // both read the whole model, and neither needs the other (issue 15: it was about a fifth
     // of a merge). Used only if the model reads (see verify_fingerprint).
+    // Both read a `.cpb` through one SharedCpb: each message chunk is decoded once for the
+    // check, the merge and the fingerprint together.
+    let shared = match file.format {
+        ModelFormat::Cpb => SharedCpb::open(&file.path),
+        _ => None,
+    };
     let (model, fingerprint) = std::thread::scope(|s| {
-        let fingerprint = s.spawn(|| fingerprint_dir(dir));
-        let model = verify_model_file(&file, &mut report);
+        let fingerprint = s.spawn(|| fingerprint_dir_sharing(dir, shared.as_ref()));
+        let model = verify_model_file(&file, shared.as_ref(), &mut report);
         let fingerprint = fingerprint
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -141,7 +148,7 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
         let path = dir.join(format.file_name());
         if format != file.format && std::fs::symlink_metadata(&path).is_ok() {
             let other = ModelFile { path, format };
-            let parsed = verify_model_file(&other, &mut report);
+            let parsed = verify_model_file(&other, None, &mut report);
             if parsed.as_ref().is_some_and(|m| !has_meta_graph(m)) {
                 report.fault(
                     &other.path,
@@ -189,10 +196,14 @@ fn has_meta_graph(root: &WireMessage) -> bool {
         .any(|f| f.number == saved_model::META_GRAPHS)
 }
 
-/// Checks one model file by its format.
-fn verify_model_file(file: &ModelFile, report: &mut VerifyReport) -> Option<WireMessage> {
+/// Checks one model file by its format (a `.cpb` through `shared` when it is that file).
+fn verify_model_file(
+    file: &ModelFile,
+    shared: Option<&SharedCpb>,
+    report: &mut VerifyReport,
+) -> Option<WireMessage> {
     match file.format {
-        ModelFormat::Cpb => verify_cpb(&file.path, report),
+        ModelFormat::Cpb => verify_cpb(&file.path, shared.filter(|s| s.path == file.path), report),
         ModelFormat::Pb => verify_pb(&file.path, report),
         ModelFormat::Pbtxt => {
             match saved_model_descriptor().and_then(|d| read_text(&file.path, &d)) {
@@ -365,16 +376,30 @@ fn verify_pb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
 }
 
 /// A `.cpb`: Riegeli chunks, metadata and layout ([`check_chunks`], the checker every
-/// command shares), merge, and the merged message.
-fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
-    let reader = match RecordReader::open(path) {
-        Ok(r) => Arc::new(r),
-        Err(e) => {
-            report.fault(path, e);
-            return None;
-        }
+/// command shares), merge, and the merged message. With `shared` (the same file, opened for
+/// sharing), the check and the merge read its kept chunks through its cache.
+fn verify_cpb(
+    path: &Path,
+    shared: Option<&SharedCpb>,
+    report: &mut VerifyReport,
+) -> Option<WireMessage> {
+    let (reader, checked) = match shared {
+        Some(shared) => (
+            Arc::clone(shared.chunks.reader()),
+            check_chunks_sharing(&shared.chunks),
+        ),
+        None => match RecordReader::open(path) {
+            Ok(r) => {
+                let reader = Arc::new(r);
+                let checked = check_chunks(&reader);
+                (reader, checked)
+            }
+            Err(e) => {
+                report.fault(path, e);
+                return None;
+            }
+        },
     };
-    let checked = check_chunks(&reader);
     for fault in &checked.faults {
         report.fault(path, fault);
     }
@@ -385,8 +410,11 @@ fn verify_cpb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
     }
     let tree = metadata.message.clone().unwrap_or_default();
     let desc = saved_model_descriptor().ok()?;
-    let merged = FileChunks::from_reader(reader.clone())
-        .and_then(|(chunks, _)| Merger::new(&chunks).merge(&desc, &tree));
+    let merged = match shared {
+        Some(shared) => Merger::new(&shared.chunks).merge(&desc, &tree),
+        None => FileChunks::from_reader(reader.clone())
+            .and_then(|(chunks, _)| Merger::new(&chunks).merge(&desc, &tree)),
+    };
     let message = match merged {
         Ok(m) => m,
         Err(e) => {
@@ -596,4 +624,133 @@ fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dir::split_dir;
+    use unbound_records::WriterOptions;
+    use unbound_test_support::testdata::model as testdata;
+
+    /// Every record in its own Riegeli chunk, as TensorFlow writes a `.cpb` (unbound packs
+    /// small records together, and [`FileChunks::keep_decoded`] keeps only lone records).
+    fn one_record_per_chunk() -> WriterOptions {
+        WriterOptions {
+            chunk_size: Some(1),
+            ..WriterOptions::default()
+        }
+    }
+
+    /// The hash fields of a fingerprint (its uuid is random).
+    fn hashes(def: &FingerprintDef) -> [u64; 5] {
+        [
+            def.saved_model_checksum,
+            def.graph_def_program_hash,
+            def.signature_def_hash,
+            def.saved_object_graph_hash,
+            def.checkpoint_hash,
+        ]
+    }
+
+    /// verify's check and merge and the fingerprint, on two threads through one SharedCpb,
+    /// decode each message chunk once, and give what each gives reading the file alone.
+    #[test]
+    fn verify_and_fingerprint_share_each_decoded_chunk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("split");
+        split_dir(
+            &testdata("tf2_multi_sig"),
+            &dir,
+            5000,
+            one_record_per_chunk(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let path = dir.join("saved_model.cpb");
+        let shared = SharedCpb::open(&path).expect("a small .cpb is shared");
+        let kept = shared.chunks.message_chunks();
+        assert!(kept.len() >= 3, "{kept:?}");
+        let cache = shared.chunks.cache().unwrap();
+        assert!(
+            kept.iter().all(|&i| cache.is_cached(i)),
+            "lone records are kept"
+        );
+        let mut report = VerifyReport::default();
+        let (model, fingerprint) = std::thread::scope(|s| {
+            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared)));
+            let model = verify_cpb(&path, Some(&shared), &mut report);
+            (model, fingerprint.join().unwrap())
+        });
+        for &index in &kept {
+            assert!(cache.get(index).is_some(), "chunk {index} was never read");
+        }
+        assert_eq!(
+            cache.decodes(),
+            kept.len() as u64,
+            "a chunk was decoded more than once"
+        );
+
+        let mut alone = VerifyReport::default();
+        let model_alone = verify_cpb(&path, None, &mut alone);
+        assert!(report.faults.is_empty(), "{:?}", report.faults);
+        assert_eq!(report.checked, alone.checked);
+        assert_eq!(
+            model.unwrap().to_vec().unwrap(),
+            model_alone.unwrap().to_vec().unwrap()
+        );
+        let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir).unwrap();
+        assert_eq!(hashes(&fingerprint.unwrap()), hashes(&fingerprint_alone));
+        // What split wrote (TensorFlow's algorithm, checked against TensorFlow in interop).
+        let written = crate::fingerprint::read_fingerprint(&dir).unwrap();
+        assert_eq!(hashes(&fingerprint_alone), hashes(&written));
+    }
+
+    /// A damaged chunk: the shared check reports exactly what the check alone reports, and
+    /// the fingerprint fails (or not) alike.
+    #[test]
+    fn a_damaged_chunk_reads_the_same_with_sharing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("split");
+        split_dir(
+            &testdata("tf2_multi_sig"),
+            &dir,
+            5000,
+            one_record_per_chunk(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let path = dir.join("saved_model.cpb");
+        let original = std::fs::read(&path).unwrap();
+        let mut shared_cases = 0;
+        for at in (200..original.len().saturating_sub(400)).step_by(97) {
+            let mut damaged = original.clone();
+            damaged[at] ^= 0x24;
+            std::fs::write(&path, &damaged).unwrap();
+            let Some(shared) = SharedCpb::open(&path) else {
+                continue;
+            };
+            shared_cases += 1;
+            let mut report = VerifyReport::default();
+            let model = verify_cpb(&path, Some(&shared), &mut report);
+            let fingerprint = fingerprint_dir_sharing(&dir, Some(&shared));
+            let mut alone = VerifyReport::default();
+            let model_alone = verify_cpb(&path, None, &mut alone);
+            let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir);
+            let text =
+                |r: &VerifyReport| r.faults.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+            assert_eq!(text(&report), text(&alone), "byte {at}");
+            assert_eq!(report.checked, alone.checked, "byte {at}");
+            assert_eq!(model.is_some(), model_alone.is_some(), "byte {at}");
+            match (fingerprint, fingerprint_alone) {
+                (Ok(a), Ok(b)) => assert_eq!(hashes(&a), hashes(&b), "byte {at}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "byte {at}"),
+                (a, b) => panic!("byte {at}: {a:?} shared, {b:?} alone"),
+            }
+        }
+        assert!(
+            shared_cases > 10,
+            "only {shared_cases} damaged files shared"
+        );
+    }
 }

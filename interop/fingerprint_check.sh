@@ -67,11 +67,23 @@ for model in tf2_multi_sig tf1_large_consts; do
   done
 done
 
-# Many small nodes: 20,000 graph nodes and 200 functions of 50 nodes, split at 1 MB.
+# Many small nodes: 120,000 graph nodes and 300 functions of 50 nodes, split at 4 MB; the
+# fingerprint.pb that merge (computed from the model in memory while it writes) and split write
+# for it, too.
 "${CARGO_TARGET_DIR:-$root/target}/release/examples/make_graph_model" "$work/nodes" \
   --nodes 120000 --functions 300 --function-nodes 50 --max-size 4000000 >/dev/null 2>&1
 check_dir "many_nodes.pb" "$work/nodes/model_pb"
 check_dir "many_nodes.cpb" "$work/nodes/model_cpb"
+if "$unbound" merge "$work/nodes/model_cpb" "$work/nodes/merged" >/dev/null 2>"$work/err"; then
+  check_dir "many_nodes.merged" "$work/nodes/merged" "$work/nodes/merged/fingerprint.pb"
+else
+  echo "FAIL many_nodes: unbound merge: $(tail -n 1 "$work/err")"; failed=$((failed + 1))
+fi
+if "$unbound" split "$work/nodes/model_pb" "$work/nodes/split" --max-size 4000000 >/dev/null 2>"$work/err"; then
+  check_dir "many_nodes.split" "$work/nodes/split" "$work/nodes/split/fingerprint.pb"
+else
+  echo "FAIL many_nodes: unbound split: $(tail -n 1 "$work/err")"; failed=$((failed + 1))
+fi
 
 "$py" - "$manifest" >"$work/compare.out" <<'EOF' || true
 import json, sys

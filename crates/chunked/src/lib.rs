@@ -60,4 +60,6 @@ pub use merger::{read_metadata, ChunkSource, FileChunks, MemoryChunks, Merger};
 pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat};
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};
 pub use tags::{KeyValue, PathElem};
-pub use write::{write_message, write_message_with_progress, write_split, Written};
+pub use write::{
+    write_message, write_message_with_progress, write_split, write_unchunked, Written,
+};

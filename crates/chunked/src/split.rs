@@ -75,6 +75,21 @@ pub struct SplitOutput {
     pub message: ChunkedMessage,
 }
 
+impl SplitOutput {
+    /// The whole message, when the split chunked nothing (it is then written as one `.pb`);
+    /// the split itself otherwise.
+    pub fn into_unchunked(self) -> std::result::Result<WireMessage, SplitOutput> {
+        if !self.message.chunked_fields.is_empty() {
+            return Err(self);
+        }
+        let base = self.chunks.into_iter().next().and_then(|c| match c {
+            Chunk::Message(m) => Some(m),
+            _ => None,
+        });
+        Ok(base.unwrap_or_default())
+    }
+}
+
 impl ChunkSink {
     /// A sink for a message of type `descriptor`. With `base_is_initial_chunk` (TensorFlow's
     /// `proto_as_initial_chunk`), the message itself becomes chunk 0 when finished and the root

@@ -39,6 +39,24 @@ pub struct Written {
     pub data_bytes: u64,
 }
 
+/// Writes `base`, the message of a split that chunked nothing
+/// ([`SplitOutput::into_unchunked`]), as `prefix.pb`, as [`write_split`] does.
+pub fn write_unchunked(
+    prefix: &Path,
+    base: &WireMessage,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Written> {
+    let path = with_suffix(prefix, "pb");
+    let data_bytes = write_message(&path, base)?;
+    progress(data_bytes);
+    Ok(Written {
+        path,
+        chunked: false,
+        chunks: 0,
+        data_bytes,
+    })
+}
+
 /// Writes `split` under `prefix` atomically. `progress` is called with the bytes of each chunk
 /// as it is written.
 pub fn write_split(
@@ -47,22 +65,10 @@ pub fn write_split(
     options: WriterOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Written> {
-    if split.message.chunked_fields.is_empty() {
-        let path = with_suffix(prefix, "pb");
-        let base = split.chunks.into_iter().next().and_then(|c| match c {
-            Chunk::Message(m) => Some(m),
-            _ => None,
-        });
-        let base = base.unwrap_or_default();
-        let data_bytes = write_message(&path, &base)?;
-        progress(data_bytes);
-        return Ok(Written {
-            path,
-            chunked: false,
-            chunks: 0,
-            data_bytes,
-        });
-    }
+    let split = match split.into_unchunked() {
+        Ok(base) => return write_unchunked(prefix, &base, progress),
+        Err(split) => split,
+    };
     let path = with_suffix(prefix, "cpb");
     let count = split.chunks.len();
     let data_bytes = write_atomically(&path, |out| -> Result<u64> {

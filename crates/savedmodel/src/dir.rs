@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use serde::Serialize;
 use unbound_chunked::{
-    read_cpb, read_pb, write_message_with_progress, write_split, FileChunks, ReadMessage, Written,
+    read_cpb, read_pb, write_message_with_progress, write_split, write_unchunked, FileChunks,
+    ReadMessage, Written,
 };
 use unbound_io::TempPath;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
@@ -330,8 +331,19 @@ fn write_model_dir_reusing(
         }
     }
     let (mut written, copied_files) = write_dir_atomically(src, out, known, |tmp| {
-        let written = write_split(&tmp.join("saved_model"), split, options, progress)?;
-        Ok((written, None))
+        let prefix = tmp.join("saved_model");
+        match split.into_unchunked() {
+            // Written whole: fingerprinted from memory while it is written, as merge does,
+            // unless a fingerprint already computed applies (`known`).
+            Ok(model) if known.is_none() => {
+                let pb_file = tmp.join(ModelFormat::Pb.file_name());
+                writing_and_fingerprinting(&model, &pb_file, || {
+                    Ok(write_unchunked(&prefix, &model, progress)?)
+                })
+            }
+            Ok(model) => Ok((write_unchunked(&prefix, &model, progress)?, None)),
+            Err(split) => Ok((write_split(&prefix, split, options, progress)?, None)),
+        }
     })?;
     if let Some(name) = written.path.file_name() {
         written.path = out.join(name);
@@ -391,20 +403,37 @@ pub fn merge_dir(
     // serialization, so the bytes need not be read; `fingerprint_check.sh` compares the
     // result with TensorFlow's fingerprint of the written directory.
     let (model_bytes, copied_files) = write_dir_atomically(src, out, None, move |tmp| {
-        let pb_file = tmp.join("saved_model.pb");
-        std::thread::scope(|s| {
-            let fingerprint =
-                s.spawn(|| crate::fingerprint::fingerprint_model_as_pb(&model, &pb_file, 0));
-            let written = write_message_with_progress(&pb_file, &model, &mut |n| progress(n, size));
-            let fingerprint = fingerprint
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            Ok((written?, Some(fingerprint?)))
+        let pb_file = tmp.join(ModelFormat::Pb.file_name());
+        writing_and_fingerprinting(&model, &pb_file, || {
+            Ok(write_message_with_progress(&pb_file, &model, &mut |n| {
+                progress(n, size)
+            })?)
         })
     })?;
     Ok(MergeReport {
         model_bytes,
         copied_files,
+    })
+}
+
+/// Runs `write`, which writes `model` as the `saved_model.pb` `pb_file`, while the fingerprint
+/// of that file is computed from `model` on other threads
+/// ([`crate::fingerprint::fingerprint_model_as_pb`]; its checkpoint hash is left to
+/// [`write_dir_atomically`]): reading the file back once written was a third of a merge of a
+/// model of millions of nodes (issue 15).
+fn writing_and_fingerprinting<T>(
+    model: &WireMessage,
+    pb_file: &Path,
+    write: impl FnOnce() -> Result<T>,
+) -> Result<(T, Option<FingerprintDef>)> {
+    std::thread::scope(|s| {
+        let fingerprint =
+            s.spawn(|| crate::fingerprint::fingerprint_model_as_pb(model, pb_file, 0));
+        let written = write();
+        let fingerprint = fingerprint
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok((written?, Some(fingerprint?)))
     })
 }
 

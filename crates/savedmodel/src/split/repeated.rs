@@ -11,7 +11,11 @@ use unbound_wire::{WireField, WireMessage};
 use super::SplitContext;
 
 /// A splitter for one element: gets the element, its current size and a scope at the element;
-/// returns the bytes it moved out.
+/// returns the bytes it moved out. Every splitter leaves an element of at most a third of the
+/// maximum alone (TensorFlow's smallest threshold, `_GREEDY_SPLIT`, see
+/// [`SplitContext::is_large`]), so [`split_repeated`] neither decodes such an element nor calls
+/// them on it: on a graph of millions of small nodes, decoding each one was a third of a split
+/// (issue 15).
 pub type ElementSplitter =
     fn(&mut WireMessage, &MessageDescriptor, i64, &mut Scope<'_>, &mut SplitContext) -> Result<i64>;
 
@@ -37,7 +41,7 @@ pub fn split_repeated(
 
     for (n, &pos) in positions.iter().enumerate() {
         let mut size = parent.fields[pos].encoded_len() as i64 - framing_len(&parent.fields[pos]);
-        if !element_splitters.is_empty() && size > 0 {
+        if !element_splitters.is_empty() && ctx.is_large(size.max(0) as u64) {
             let element = parent.expand_at(pos, &elem_desc)?;
             for splitter in element_splitters {
                 let mut child =

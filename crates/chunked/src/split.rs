@@ -38,6 +38,26 @@ impl Chunk {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The chunk's record as consecutive pieces (their concatenation is the record): what the
+    /// writer writes and what a fingerprint of the split hashes, without joining a message's
+    /// fields into one buffer.
+    pub fn segments(&self) -> Result<Vec<Bytes>> {
+        Ok(match self {
+            Chunk::Message(m) => m.to_segments()?,
+            Chunk::SerializedMessage(p) | Chunk::Bytes(p) => vec![p.bytes()?],
+        })
+    }
+
+    /// Writes the chunk's record to `out` a piece at a time, building no copy of it (to hash
+    /// it, say).
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> Result<()> {
+        match self {
+            Chunk::Message(m) => m.write_to(out)?,
+            Chunk::SerializedMessage(p) | Chunk::Bytes(p) => p.write_to(out)?,
+        }
+        Ok(())
+    }
 }
 
 impl From<Bytes> for Chunk {
@@ -87,6 +107,43 @@ impl SplitOutput {
             _ => None,
         });
         Ok(base.unwrap_or_default())
+    }
+}
+
+/// A split read back from memory, as a [`crate::Merger`] reads a `.cpb`'s chunks: chunk `i`
+/// is `chunks[i]`, serialized. Lets a fingerprint of the `.cpb` about to be written be computed
+/// from the split itself, while it is written, instead of reading the file back.
+impl crate::ChunkSource for SplitOutput {
+    fn name(&self) -> &str {
+        "split in memory"
+    }
+
+    fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    fn bytes(&self, index: u64) -> Result<Bytes> {
+        let chunk = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.chunks.get(i))
+            .ok_or_else(|| crate::ChunkedError::Metadata {
+                source_name: self.name().to_string(),
+                fault: format!(
+                    "chunk index {index} is out of range for {} chunks",
+                    self.chunks.len()
+                ),
+            })?;
+        let mut segments = chunk.segments()?;
+        Ok(if segments.len() == 1 {
+            segments.pop().unwrap_or_default()
+        } else {
+            Bytes::from(segments.concat())
+        })
+    }
+
+    fn declared_size(&self, index: u64) -> Option<u64> {
+        let i = usize::try_from(index).ok()?;
+        self.chunks.get(i).map(Chunk::len)
     }
 }
 

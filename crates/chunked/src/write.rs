@@ -57,18 +57,30 @@ pub fn write_unchunked(
     })
 }
 
-/// Writes `split` under `prefix` atomically. `progress` is called with the bytes of each chunk
-/// as it is written.
+/// Writes `split` under `prefix` atomically: `prefix.pb` when it chunked nothing
+/// ([`write_unchunked`]), else `prefix.cpb` ([`write_chunked`]). `progress` is called with the
+/// bytes of each chunk as it is written.
 pub fn write_split(
     prefix: &Path,
     split: SplitOutput,
     options: WriterOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Written> {
-    let split = match split.into_unchunked() {
-        Ok(base) => return write_unchunked(prefix, &base, progress),
-        Err(split) => split,
-    };
+    match split.into_unchunked() {
+        Ok(base) => write_unchunked(prefix, &base, progress),
+        Err(split) => write_chunked(prefix, &split, options, progress),
+    }
+}
+
+/// Writes `split` as the Riegeli file `prefix.cpb`, atomically, whatever it chunked (a split
+/// that chunked nothing gives a `.cpb` of one chunk). Takes the split by reference, so that
+/// its fingerprint can be computed from it on another thread while it is written.
+pub fn write_chunked(
+    prefix: &Path,
+    split: &SplitOutput,
+    options: WriterOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Written> {
     let path = with_suffix(prefix, "cpb");
     let count = split.chunks.len();
     let data_bytes = write_atomically(&path, |out| -> Result<u64> {
@@ -76,11 +88,11 @@ pub fn write_split(
         let mut infos = Vec::with_capacity(count);
         let mut total = 0;
         for chunk in &split.chunks {
-            let (kind, segments) = match chunk {
-                Chunk::Message(m) => (ChunkType::Message, m.to_segments()?),
-                Chunk::SerializedMessage(p) => (ChunkType::Message, vec![p.bytes()?]),
-                Chunk::Bytes(p) => (ChunkType::Bytes, vec![p.bytes()?]),
+            let kind = match chunk {
+                Chunk::Message(_) | Chunk::SerializedMessage(_) => ChunkType::Message,
+                Chunk::Bytes(_) => ChunkType::Bytes,
             };
+            let segments = chunk.segments()?;
             let parts: Vec<&[u8]> = segments.iter().map(|b| b.as_ref()).collect();
             let size: u64 = parts.iter().map(|p| p.len() as u64).sum();
             let offset = writer.write_record_parts(&parts)?;

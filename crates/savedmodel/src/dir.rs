@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use serde::Serialize;
 use unbound_chunked::{
-    read_cpb, read_pb, write_message_with_progress, write_split, write_unchunked, FileChunks,
+    read_cpb, read_pb, write_chunked, write_message_with_progress, write_unchunked, FileChunks,
     ReadMessage, Written,
 };
 use unbound_io::TempPath;
@@ -337,12 +337,20 @@ fn write_model_dir_reusing(
             // unless a fingerprint already computed applies (`known`).
             Ok(model) if known.is_none() => {
                 let pb_file = tmp.join(ModelFormat::Pb.file_name());
-                writing_and_fingerprinting(&model, &pb_file, || {
+                writing_and_fingerprinting(pb_fingerprint(&model, &pb_file), || {
                     Ok(write_unchunked(&prefix, &model, progress)?)
                 })
             }
             Ok(model) => Ok((write_unchunked(&prefix, &model, progress)?, None)),
-            Err(split) => Ok((write_split(&prefix, split, options, progress)?, None)),
+            // Chunked: fingerprinted from the split in memory while it is written.
+            Err(split) => {
+                let cpb_file = tmp.join(ModelFormat::Cpb.file_name());
+                let fingerprint =
+                    || crate::fingerprint::fingerprint_split_as_cpb(&split, &cpb_file, 0);
+                writing_and_fingerprinting(fingerprint, || {
+                    Ok(write_chunked(&prefix, &split, options, progress)?)
+                })
+            }
         }
     })?;
     if let Some(name) = written.path.file_name() {
@@ -404,7 +412,7 @@ pub fn merge_dir(
     // result with TensorFlow's fingerprint of the written directory.
     let (model_bytes, copied_files) = write_dir_atomically(src, out, None, move |tmp| {
         let pb_file = tmp.join(ModelFormat::Pb.file_name());
-        writing_and_fingerprinting(&model, &pb_file, || {
+        writing_and_fingerprinting(pb_fingerprint(&model, &pb_file), || {
             Ok(write_message_with_progress(&pb_file, &model, &mut |n| {
                 progress(n, size)
             })?)
@@ -416,25 +424,31 @@ pub fn merge_dir(
     })
 }
 
-/// Runs `write`, which writes `model` as the `saved_model.pb` `pb_file`, while the fingerprint
-/// of that file is computed from `model` on other threads
-/// ([`crate::fingerprint::fingerprint_model_as_pb`]; its checkpoint hash is left to
-/// [`write_dir_atomically`]): reading the file back once written was a third of a merge of a
-/// model of millions of nodes (issue 15).
+/// Runs `write`, which writes the model file, while `fingerprint` computes that file's
+/// fingerprint from the model in memory on other threads (its checkpoint hash is left to
+/// [`write_dir_atomically`]): reading the file back once written was a third of a merge, and a
+/// fifth of a split, of a model of millions of nodes (issue 15).
 fn writing_and_fingerprinting<T>(
-    model: &WireMessage,
-    pb_file: &Path,
+    fingerprint: impl FnOnce() -> Result<FingerprintDef> + Send,
     write: impl FnOnce() -> Result<T>,
 ) -> Result<(T, Option<FingerprintDef>)> {
     std::thread::scope(|s| {
-        let fingerprint =
-            s.spawn(|| crate::fingerprint::fingerprint_model_as_pb(model, pb_file, 0));
+        let fingerprint = s.spawn(fingerprint);
         let written = write();
         let fingerprint = fingerprint
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         Ok((written?, Some(fingerprint?)))
     })
+}
+
+/// The fingerprint of the `saved_model.pb` `pb_file` that holds `model`, from `model`
+/// ([`crate::fingerprint::fingerprint_model_as_pb`]), for [`writing_and_fingerprinting`].
+fn pb_fingerprint<'a>(
+    model: &'a WireMessage,
+    pb_file: &'a Path,
+) -> impl FnOnce() -> Result<FingerprintDef> + Send + 'a {
+    move || crate::fingerprint::fingerprint_model_as_pb(model, pb_file, 0)
 }
 
 /// Builds `out` in a temporary directory beside it: `write_model` writes the model file, every

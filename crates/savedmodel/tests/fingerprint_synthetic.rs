@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor, split_dir};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
-use unbound_savedmodel::fingerprint::{fingerprint_dir, FingerprintDef};
+use unbound_savedmodel::fingerprint::{fingerprint_dir, read_fingerprint, FingerprintDef};
 
 /// A message under construction, field by field.
 #[derive(Default, Clone)]
@@ -337,10 +337,17 @@ fn corner_cases_equal_tensorflow() {
             let out = tmp.path().join(format!("{name}.{max}"));
             split_dir(&dir, &out, max, WriterOptions::default(), &mut |_| {}).unwrap();
             check_serialization(&harness, &out);
+            let theirs = tf_fingerprint(&harness, &out);
             assert_eq!(
                 ours(&fingerprint_dir(&out).unwrap()),
-                tf_fingerprint(&harness, &out),
+                theirs,
                 "{name} split at {max}"
+            );
+            // The fingerprint.pb split wrote, computed from the split in memory.
+            assert_eq!(
+                ours(&read_fingerprint(&out).unwrap()),
+                theirs,
+                "fingerprint.pb of {name} split at {max}"
             );
             checked += 1;
         }

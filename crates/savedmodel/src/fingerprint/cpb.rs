@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use unbound_chunked::prune::{tag_field, tag_index};
-use unbound_chunked::{ChunkSource, FileChunks, Merger};
+use unbound_chunked::{ChunkSource, FileChunks, Merger, SplitOutput};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
 use unbound_records::RecordReader;
@@ -70,6 +70,37 @@ fn targets() -> [Vec<FieldIndex>; 3] {
 /// tree is `root`; chunks `chunks` keeps decoded are hashed from its cache (shared with
 /// whatever else reads them, `verify` on another thread for one), the others streamed.
 pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Hashes> {
+    hashes_with(chunks, root, |wanted| chunk_prints(chunks, wanted))
+}
+
+/// The hash fields of the `.cpb` that `split` is written as: the same as [`hashes`] of that
+/// file, computed from the split in memory (each chunk hashed a field at a time, never
+/// joined, except those the pruned merge reads), so that `split` fingerprints its output
+/// while writing it rather than reading it back (issue 15: decompressing it again was a fifth
+/// of a split of a model of millions of nodes).
+pub fn hashes_of_split(split: &SplitOutput) -> Result<Hashes> {
+    hashes_with(split, &split.message, |wanted| {
+        let mut prints = HashMap::with_capacity(wanted.len());
+        for index in wanted {
+            let chunk = usize::try_from(index)
+                .ok()
+                .and_then(|i| split.chunks.get(i))
+                .ok_or_else(|| model_fault(format!("chunk {index} is not in the split")))?;
+            let mut hasher = HashWriter(Fingerprint64::new());
+            chunk.write_to(&mut hasher)?;
+            prints.insert(index, hasher.0.finish());
+        }
+        Ok(prints)
+    })
+}
+
+/// The hash fields of the chunked SavedModel read through `chunks` with metadata tree `root`;
+/// `chunk_prints` gives the `Fingerprint64` of each chunk index it is handed.
+fn hashes_with(
+    chunks: &dyn ChunkSource,
+    root: &ChunkedMessage,
+    chunk_prints: impl FnOnce(Vec<u64>) -> Result<HashMap<u64, u64>>,
+) -> Result<Hashes> {
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
     let signature_tags = meta_graph_tags(meta_graph_def::SIGNATURE_DEF);
     let object_graph_tags = meta_graph_tags(meta_graph_def::OBJECT_GRAPH_DEF);
@@ -84,7 +115,7 @@ pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Ha
             Ok(0)
         })?;
     }
-    let prints = chunk_prints(chunks, wanted.into_iter().collect())?;
+    let prints = chunk_prints(wanted.into_iter().collect())?;
     let mut print = |index: u64| {
         prints
             .get(&index)

@@ -122,6 +122,19 @@ pub fn fingerprint_model_as_pb(
     Ok(definition(hashes, checkpoint_hash, false))
 }
 
+/// The fingerprint `fingerprint_dir` would compute for a directory whose `saved_model.cpb`
+/// (`cpb_file`, not read) is `split` written out ([`unbound_chunked::write_chunked`]) and whose
+/// checkpoint hashes to `checkpoint_hash`: the same hashes, from the split in memory
+/// ([`cpb::hashes_of_split`]), so that a split fingerprints its output while writing it.
+pub fn fingerprint_split_as_cpb(
+    split: &unbound_chunked::SplitOutput,
+    cpb_file: &Path,
+    checkpoint_hash: u64,
+) -> Result<FingerprintDef> {
+    let hashes = cpb::hashes_of_split(split).map_err(|e| naming_file(cpb_file, e))?;
+    Ok(definition(hashes, checkpoint_hash, true))
+}
+
 /// A fingerprint of `hashes`, with a fresh uuid and the producer TensorFlow writes for the
 /// model file's format.
 fn definition(hashes: Hashes, checkpoint_hash: u64, chunked: bool) -> FingerprintDef {

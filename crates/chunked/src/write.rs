@@ -158,6 +158,13 @@ struct Counting<'a, W: Write> {
     pending: u64,
 }
 
+/// The most handed to the file in one write. A model kept as one slice of its source (a graph
+/// no rewrite changed) was written in one call of hundreds of megabytes, which Linux copied
+/// into the page cache several times slower than the same bytes in pieces (issue 15: 1.7 s
+/// against 0.3 s for 566 MB, measured with strace in `optimize`); pieces also keep the
+/// progress reports flowing.
+const MAX_WRITE: usize = 4 << 20;
+
 impl<W: Write> Counting<'_, W> {
     /// Reports what was written since the last report.
     fn report(&mut self) {
@@ -170,7 +177,7 @@ impl<W: Write> Counting<'_, W> {
 
 impl<W: Write> Write for Counting<'_, W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
+        let n = self.inner.write(&buf[..buf.len().min(MAX_WRITE)])?;
         self.pending += n as u64;
         if self.pending >= PROGRESS_STEP {
             self.report();

@@ -122,31 +122,43 @@ const OUTPUT: i32 = 1;
 const ABORTED: i32 = 2;
 const ERROR: i32 = 3;
 
-fn write_frame(out: &mut dyn Write, message: &impl Message) -> std::io::Result<()> {
-    let bytes = message.encode_to_vec();
-    out.write_all(&(bytes.len() as u64).to_le_bytes())?;
-    out.write_all(&bytes)?;
-    out.flush()
-}
-
-/// Writes `request` (whose own `graph` is empty) with `graph` as its field 3, appended after
-/// the other fields straight from the caller's bytes, so a large graph is not copied first.
-fn write_request(out: &mut dyn Write, request: &Request, graph: &[u8]) -> std::io::Result<()> {
-    let head = request.encode_to_vec();
+/// Writes `head` with `bytes` as its field `number` (a bytes field `head` leaves empty),
+/// appended after the other fields straight from the caller's bytes, so a large graph is not
+/// copied first; nothing is appended when `bytes` is empty.
+fn write_frame_with(
+    out: &mut dyn Write,
+    head: &impl Message,
+    number: u32,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    let head = head.encode_to_vec();
     let mut field = Vec::with_capacity(16);
-    if !graph.is_empty() {
-        put_key(3, WireType::Len, &mut field);
-        put_varint(graph.len() as u64, &mut field);
+    if !bytes.is_empty() {
+        put_key(number, WireType::Len, &mut field);
+        put_varint(bytes.len() as u64, &mut field);
     }
-    let len = head.len() as u64 + field.len() as u64 + graph.len() as u64;
+    let len = head.len() as u64 + field.len() as u64 + bytes.len() as u64;
     debug_assert!(
-        graph.is_empty() || field.len() as u64 == key_len(3) + varint_len(graph.len() as u64)
+        bytes.is_empty()
+            || field.len() as u64 == key_len(number) + varint_len(bytes.len() as u64)
     );
     out.write_all(&len.to_le_bytes())?;
     out.write_all(&head)?;
     out.write_all(&field)?;
-    out.write_all(graph)?;
+    out.write_all(bytes)?;
     out.flush()
+}
+
+/// Writes `request` (whose own `graph` is empty) with `graph` as its field 3.
+fn write_request(out: &mut dyn Write, request: &Request, graph: &[u8]) -> std::io::Result<()> {
+    write_frame_with(out, request, 3, graph)
+}
+
+/// Writes `reply` with its `output` (field 3) appended from its own bytes rather than copied
+/// into the encoding with the rest: the optimized graph, as large as the model.
+fn write_reply(out: &mut dyn Write, mut reply: Reply) -> std::io::Result<()> {
+    let output = std::mem::take(&mut reply.output);
+    write_frame_with(out, &reply, 3, &output)
 }
 
 fn read_frame<M: Message + Default>(input: &mut dyn Read) -> std::io::Result<M> {
@@ -190,7 +202,7 @@ pub fn worker_main() -> i32 {
             Err(_) => return 0,
         };
         let reply = serve(&mut plugin, &mut ops, request);
-        if write_frame(&mut frames, &reply).is_err() {
+        if write_reply(&mut frames, reply).is_err() {
             return 1;
         }
     }
@@ -321,6 +333,25 @@ struct Worker {
     replies: Receiver<std::io::Result<Reply>>,
 }
 
+/// Bytes a worker pipe is asked to hold: Linux's default (64 KiB) made a graph of hundreds of
+/// megabytes cross in tens of thousands of writes, each a switch between the two processes
+/// (issue 15). 1 MiB is the most an unprivileged process may ask by default
+/// (`/proc/sys/fs/pipe-max-size`).
+const PIPE_BYTES: libc::c_int = 1 << 20;
+
+/// Asks the kernel to enlarge the pipe behind `end` to [`PIPE_BYTES`]; where it refuses (an
+/// older kernel, a lower limit) the pipe keeps its size, which is only slower.
+fn widen_pipe(end: &impl std::os::fd::AsRawFd) {
+    // SAFETY: F_SETPIPE_SZ on a descriptor this process owns; it changes only the pipe's
+    // capacity, and a failure is returned, not raised.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::fcntl(end.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = end;
+}
+
 impl Worker {
     fn spawn(exe: &Path) -> std::io::Result<Self> {
         let mut child = Command::new(exe)
@@ -337,6 +368,8 @@ impl Worker {
             .stdout
             .take()
             .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        widen_pipe(&stdin);
+        widen_pipe(&stdout);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || loop {
             let reply = read_frame::<Reply>(&mut stdout);

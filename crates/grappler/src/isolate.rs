@@ -139,8 +139,7 @@ fn write_frame_with(
     }
     let len = head.len() as u64 + field.len() as u64 + bytes.len() as u64;
     debug_assert!(
-        bytes.is_empty()
-            || field.len() as u64 == key_len(number) + varint_len(bytes.len() as u64)
+        bytes.is_empty() || field.len() as u64 == key_len(number) + varint_len(bytes.len() as u64)
     );
     if bytes.len() < JOIN_BELOW {
         // One write: each write to the pipe can wake the other side, and a model of thousands

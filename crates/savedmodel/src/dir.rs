@@ -235,7 +235,7 @@ pub fn split_dir(
 /// A fingerprint already computed for a model file (by the verification before a split),
 /// reused for an output whose model file holds the same bytes under the same name (a `.pb`
 /// with nothing to split): computing it again was a fifth of such a split (issue 15).
-struct KnownFingerprint {
+pub(crate) struct KnownFingerprint {
     /// The model file it was computed for.
     model_file: PathBuf,
     /// Its fingerprint.
@@ -243,6 +243,20 @@ struct KnownFingerprint {
 }
 
 impl KnownFingerprint {
+    /// The fingerprint of the model in `src`, when it is a `saved_model.pb` that fingerprints
+    /// (a `.cpb` is never written back as the same bytes).
+    pub(crate) fn of_pb_source(src: &Path) -> Option<Self> {
+        let file = model_file(src).ok()?;
+        if file.format != ModelFormat::Pb {
+            return None;
+        }
+        let def = crate::fingerprint::fingerprint_dir(src).ok()?;
+        Some(Self {
+            model_file: file.path,
+            def,
+        })
+    }
+
     /// The fingerprint of the SavedModel being written in `dir`, if its model file has the
     /// bytes (and the name) of the one fingerprinted: the same hashes, the checkpoint hashed
     /// again and a fresh uuid, as a new computation would give.
@@ -302,6 +316,28 @@ pub fn write_model_dir_with(
 ) -> Result<SplitReport> {
     write_model_dir_reusing(
         src, out, model, max_size, options, splitting, progress, None,
+    )
+}
+
+/// [`write_model_dir`], reusing `known` for the new fingerprint where it applies (the model
+/// file written has the bytes of the one `known` was computed for).
+pub(crate) fn write_model_dir_known(
+    src: &Path,
+    out: &Path,
+    model: WireMessage,
+    max_size: u64,
+    options: WriterOptions,
+    known: Option<&KnownFingerprint>,
+) -> Result<SplitReport> {
+    write_model_dir_reusing(
+        src,
+        out,
+        model,
+        max_size,
+        options,
+        MetaGraphSplitting::First,
+        &mut |_| {},
+        known,
     )
 }
 

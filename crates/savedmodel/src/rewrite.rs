@@ -22,7 +22,9 @@ use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
-use crate::dir::{message_descriptor, read_saved_model, write_model_dir, SplitReport};
+use crate::dir::{
+    message_descriptor, read_saved_model, write_model_dir_known, KnownFingerprint, SplitReport,
+};
 use crate::SavedModelError;
 
 /// Reads the SavedModel in `src`, calls `rewrite` on each of its MetaGraphDefs in order, and
@@ -47,7 +49,7 @@ where
     E: From<SavedModelError>,
     F: FnMut(&[String], MetaGraphDef) -> Result<GraphDef, E>,
 {
-    rewrite_graphs(src, out, max_size, options, |at, mut meta, graph| {
+    rewrite_graphs(src, out, max_size, options, false, |at, mut meta, graph| {
         // Decoding consumes the bytes: the only other holder is the model's own copy, which
         // `rewrite_graphs` has already given up, so the graph is held once, decoded.
         let graph = GraphDef::decode(graph).map_err(|e| {
@@ -83,7 +85,8 @@ where
     E: From<SavedModelError>,
     F: FnMut(&[String], &MetaGraphDef, Bytes) -> Result<Option<Vec<u8>>, E>,
 {
-    rewrite_graphs(src, out, max_size, options, |at, meta, graph| {
+    // Plugins often return a graph unchanged: the source's fingerprint is computed alongside.
+    rewrite_graphs(src, out, max_size, options, true, |at, meta, graph| {
         // A clone of `Bytes` shares the buffer: kept for the case the rewrite keeps the graph.
         Ok(match rewrite(at.tags, &meta, graph.clone())? {
             None => NewGraph::Kept(graph),
@@ -122,13 +125,48 @@ enum NewGraph {
 /// out of the model (freeing the model's own pieces of it, see [`take_graph_bytes`]), hands
 /// both to `rewrite` by value, splices what it returns back where the graph was, and writes
 /// the model directory.
+///
+/// With `fingerprint_source`, the fingerprint of a `.pb` source is computed on another thread
+/// while the rewrites run (they leave a core idle: a plugin runs on one thread): when every
+/// rewrite keeps its graph, the model written is the source's bytes again, and that fingerprint
+/// is reused instead of computing the output's (issue 15: a third of an `optimize` whose
+/// plugins change nothing, on a model of millions of nodes).
 fn rewrite_graphs<E, F>(
     src: &Path,
     out: &Path,
     max_size: u64,
     options: WriterOptions,
+    fingerprint_source: bool,
     mut rewrite: F,
 ) -> Result<SplitReport, E>
+where
+    E: From<SavedModelError>,
+    F: FnMut(&MetaGraphAt<'_>, MetaGraphDef, Bytes) -> Result<NewGraph, E>,
+{
+    let mut model = read_saved_model(src)?.message;
+    let (model, all_kept, known) = std::thread::scope(|s| {
+        let known = fingerprint_source.then(|| s.spawn(|| KnownFingerprint::of_pb_source(src)));
+        let all_kept = rewrite_each_graph(src, &mut model, &mut rewrite);
+        let known = known.and_then(|t| {
+            t.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        all_kept.map(|all_kept| (model, all_kept, known))
+    })?;
+    let known = known.filter(|_| all_kept);
+    Ok(write_model_dir_known(
+        src,
+        out,
+        model,
+        max_size,
+        options,
+        known.as_ref(),
+    )?)
+}
+
+/// The loop of [`rewrite_graphs`]: each MetaGraphDef of `model` (read from `src`) handed to
+/// `rewrite`, its graph replaced by what comes back. Returns whether every graph was kept.
+fn rewrite_each_graph<E, F>(src: &Path, model: &mut WireMessage, rewrite: &mut F) -> Result<bool, E>
 where
     E: From<SavedModelError>,
     F: FnMut(&MetaGraphAt<'_>, MetaGraphDef, Bytes) -> Result<NewGraph, E>,
@@ -136,7 +174,7 @@ where
     use unbound_proto::fields::tensorflow::meta_graph_def::GRAPH_DEF;
     use unbound_wire::{Payload, WireField, WireValue};
 
-    let mut model = read_saved_model(src)?.message;
+    let mut all_kept = true;
     let saved_model_desc = message_descriptor("tensorflow.SavedModel")?;
     let graph_desc = message_descriptor("tensorflow.GraphDef")?;
     let meta_fd = field(&saved_model_desc, "meta_graphs")?;
@@ -176,6 +214,7 @@ where
         let value = match rewrite(&at, meta, graph)? {
             NewGraph::Kept(graph) => WireValue::Bytes(Payload::Inline(graph)),
             NewGraph::Replaced(new) => {
+                all_kept = false;
                 let new = Bytes::from(new);
                 let parsed =
                     WireMessage::parse(&new, Some(graph_desc.clone())).map_err(|error| {
@@ -201,14 +240,7 @@ where
             },
         );
     }
-    Ok(write_model_dir(
-        src,
-        out,
-        model,
-        max_size,
-        options,
-        &mut |_| {},
-    )?)
+    Ok(all_kept)
 }
 
 /// The serialization of field `number` of `message` (all its occurrences, which protobuf
@@ -326,6 +358,19 @@ mod tests {
         assert!(out.join("variables").is_dir());
     }
 
+    /// The hashes of a fingerprint that depend on the model and checkpoint (not its uuid),
+    /// with the producer.
+    fn model_hashes(def: &crate::fingerprint::FingerprintDef) -> [u64; 6] {
+        [
+            def.saved_model_checksum,
+            def.graph_def_program_hash,
+            def.signature_def_hash,
+            def.saved_object_graph_hash,
+            def.checkpoint_hash,
+            def.version.as_ref().map_or(0, |v| v.producer as u64),
+        ]
+    }
+
     #[test]
     fn serialized_graphs_are_kept_as_read_or_replaced() {
         let src = testdata("tf2_multi_sig");
@@ -348,6 +393,12 @@ mod tests {
         .unwrap();
         let read = |dir: &Path| std::fs::read(dir.join("saved_model.pb")).unwrap();
         assert_eq!(read(&kept), read(&src));
+        // Its fingerprint, the source's computed alongside the rewrite, is TensorFlow's (the
+        // source's fingerprint.pb was written by TensorFlow).
+        assert_eq!(
+            model_hashes(&crate::fingerprint::read_fingerprint(&kept).unwrap()),
+            model_hashes(&crate::fingerprint::read_fingerprint(&src).unwrap())
+        );
         assert_eq!(seen.len(), before.meta_graphs.len());
         for ((tags, graph), meta) in seen.iter().zip(&before.meta_graphs) {
             assert_eq!(&meta.meta_info_def.as_ref().unwrap().tags, tags);
@@ -372,6 +423,18 @@ mod tests {
         )
         .unwrap();
         let after = saved_model(&replaced);
+        // A changed model gets its own fingerprint, not the source's.
+        let written = crate::fingerprint::read_fingerprint(&replaced).unwrap();
+        assert_eq!(
+            model_hashes(&written),
+            model_hashes(&crate::fingerprint::fingerprint_dir(&replaced).unwrap())
+        );
+        assert_ne!(
+            written.graph_def_program_hash,
+            crate::fingerprint::read_fingerprint(&src)
+                .unwrap()
+                .graph_def_program_hash
+        );
         for (old, new) in before.meta_graphs.iter().zip(&after.meta_graphs) {
             assert_eq!(new.graph_def.as_ref(), Some(&small));
             let (mut old, mut new) = (old.clone(), new.clone());

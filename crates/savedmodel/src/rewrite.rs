@@ -1,8 +1,8 @@
 //! Rewriting the graphs of a SavedModel directory: read the model, hand each MetaGraphDef's
 //! graph to a rewrite (graph-optimizer plugins, TPU export, ...), splice the graph it returns
 //! back into the lossless copy of the model, and write the output directory with
-//! [`write_model_dir`] (split when large, every other file carried over, a fresh fingerprint,
-//! atomically).
+//! [`write_model_dir`](crate::dir::write_model_dir) (split when large, every other file
+//! carried over, a fresh fingerprint, atomically).
 //!
 //! Only `MetaGraphDef.graph_def` changes: every other field of the model (signatures, assets,
 //! object graph, fields this schema does not know) is written back byte for byte as read.

@@ -125,7 +125,7 @@ pub fn fingerprint_model_as_pb(
 /// The fingerprint `fingerprint_dir` would compute for a directory whose `saved_model.cpb`
 /// (`cpb_file`, not read) is `split` written out ([`unbound_chunked::write_chunked`]) and whose
 /// checkpoint hashes to `checkpoint_hash`: the same hashes, from the split in memory
-/// ([`cpb::hashes_of_split`]), so that a split fingerprints its output while writing it.
+/// (`cpb::hashes_of_split`), so that a split fingerprints its output while writing it.
 pub fn fingerprint_split_as_cpb(
     split: &unbound_chunked::SplitOutput,
     cpb_file: &Path,

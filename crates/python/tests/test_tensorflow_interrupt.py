@@ -29,9 +29,16 @@ PRELUDE = """
 
 CALLS = {
     # `SavedModelSplitter.write` without its Python part (the parse and `message_parts`).
+    # The graph is doubled (its nodes and functions twice over): the split of the model as it
+    # is became fast enough (under a second) to end before the interrupt.
     "write": """
+        data = Path({src!r}, "model_pb", "saved_model.pb").read_bytes()
         message = saved_model_pb2.SavedModel()
-        message.ParseFromString(Path({src!r}, "model_pb", "saved_model.pb").read_bytes())
+        message.ParseFromString(data)
+        again = saved_model_pb2.SavedModel()
+        again.ParseFromString(data)
+        message.meta_graphs[0].graph_def.MergeFrom(again.meta_graphs[0].graph_def)
+        del again, data
         parts = message_parts(message, PART_LIMIT)
         print("start", flush=True)
         _unbound._tf_write(parts, {prefix!r}, 1 << 20, "zstd")
@@ -60,7 +67,8 @@ print("finished", flush=True)
 """)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline() == "start\n", proc.communicate()
-    time.sleep(1.0)
+    # Long enough for the Rust call to have begun ("start" is printed just before it).
+    time.sleep(0.3)
     assert proc.poll() is None, f"{call} ended before the interrupt: the test model is too small"
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)

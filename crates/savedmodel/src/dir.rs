@@ -220,16 +220,7 @@ pub fn split_dir(
         let model_file = model_file(src).ok()?.path;
         Some(KnownFingerprint { model_file, def })
     });
-    write_model_dir_reusing(
-        src,
-        out,
-        model,
-        max_size,
-        options,
-        MetaGraphSplitting::First,
-        progress,
-        known.as_ref(),
-    )
+    write_model_dir_known(src, out, model, max_size, options, progress, known.as_ref())
 }
 
 /// A fingerprint already computed for a model file (by the verification before a split),
@@ -327,6 +318,7 @@ pub(crate) fn write_model_dir_known(
     model: WireMessage,
     max_size: u64,
     options: WriterOptions,
+    progress: &mut dyn FnMut(u64),
     known: Option<&KnownFingerprint>,
 ) -> Result<SplitReport> {
     write_model_dir_reusing(
@@ -336,7 +328,7 @@ pub(crate) fn write_model_dir_known(
         max_size,
         options,
         MetaGraphSplitting::First,
-        &mut |_| {},
+        progress,
         known,
     )
 }

@@ -144,15 +144,16 @@ where
     F: FnMut(&MetaGraphAt<'_>, MetaGraphDef, Bytes) -> Result<NewGraph, E>,
 {
     let mut model = read_saved_model(src)?.message;
-    let (model, all_kept, known) = std::thread::scope(|s| {
+    let (all_kept, known) = std::thread::scope(|s| {
         let known = fingerprint_source.then(|| s.spawn(|| KnownFingerprint::of_pb_source(src)));
         let all_kept = rewrite_each_graph(src, &mut model, &mut rewrite);
         let known = known.and_then(|t| {
             t.join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         });
-        all_kept.map(|all_kept| (model, all_kept, known))
-    })?;
+        (all_kept, known)
+    });
+    let all_kept = all_kept?;
     let known = known.filter(|_| all_kept);
     Ok(write_model_dir_known(
         src,
@@ -160,6 +161,7 @@ where
         model,
         max_size,
         options,
+        &mut |_| {},
         known.as_ref(),
     )?)
 }
@@ -300,6 +302,7 @@ mod tests {
     use unbound_proto::tensorflow::{NodeDef, SavedModel};
 
     use super::*;
+    use unbound_test_support::fingerprint_fields;
 
     fn testdata(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -358,19 +361,6 @@ mod tests {
         assert!(out.join("variables").is_dir());
     }
 
-    /// The hashes of a fingerprint that depend on the model and checkpoint (not its uuid),
-    /// with the producer.
-    fn model_hashes(def: &crate::fingerprint::FingerprintDef) -> [u64; 6] {
-        [
-            def.saved_model_checksum,
-            def.graph_def_program_hash,
-            def.signature_def_hash,
-            def.saved_object_graph_hash,
-            def.checkpoint_hash,
-            def.version.as_ref().map_or(0, |v| v.producer as u64),
-        ]
-    }
-
     #[test]
     fn serialized_graphs_are_kept_as_read_or_replaced() {
         let src = testdata("tf2_multi_sig");
@@ -396,8 +386,8 @@ mod tests {
         // Its fingerprint, the source's computed alongside the rewrite, is TensorFlow's (the
         // source's fingerprint.pb was written by TensorFlow).
         assert_eq!(
-            model_hashes(&crate::fingerprint::read_fingerprint(&kept).unwrap()),
-            model_hashes(&crate::fingerprint::read_fingerprint(&src).unwrap())
+            fingerprint_fields(&crate::fingerprint::read_fingerprint(&kept).unwrap()),
+            fingerprint_fields(&crate::fingerprint::read_fingerprint(&src).unwrap())
         );
         assert_eq!(seen.len(), before.meta_graphs.len());
         for ((tags, graph), meta) in seen.iter().zip(&before.meta_graphs) {
@@ -426,8 +416,8 @@ mod tests {
         // A changed model gets its own fingerprint, not the source's.
         let written = crate::fingerprint::read_fingerprint(&replaced).unwrap();
         assert_eq!(
-            model_hashes(&written),
-            model_hashes(&crate::fingerprint::fingerprint_dir(&replaced).unwrap())
+            fingerprint_fields(&written),
+            fingerprint_fields(&crate::fingerprint::fingerprint_dir(&replaced).unwrap())
         );
         assert_ne!(
             written.graph_def_program_hash,

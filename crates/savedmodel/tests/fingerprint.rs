@@ -7,21 +7,10 @@ use std::path::{Path, PathBuf};
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::{merge_dir, split_dir};
 use unbound_savedmodel::fingerprint::{
-    fingerprint_dir, read_fingerprint, FingerprintDef, PRODUCER_CPB, PRODUCER_PB,
+    fingerprint_dir, read_fingerprint, PRODUCER_CPB, PRODUCER_PB,
 };
+use unbound_test_support::fingerprint_fields as hashes;
 use unbound_test_support::testdata::model as testdata;
-
-/// The hash fields and producer (the uuid is random).
-fn hashes(def: &FingerprintDef) -> [u64; 6] {
-    [
-        def.saved_model_checksum,
-        def.graph_def_program_hash,
-        def.signature_def_hash,
-        def.saved_object_graph_hash,
-        def.checkpoint_hash,
-        def.version.as_ref().map_or(0, |v| v.producer as u64),
-    ]
-}
 
 #[test]
 fn tf2_model_matches_the_fingerprint_tensorflow_saved() {

@@ -16,7 +16,8 @@ use std::process::{Command, Stdio};
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor, split_dir};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
-use unbound_savedmodel::fingerprint::{fingerprint_dir, read_fingerprint, FingerprintDef};
+use unbound_savedmodel::fingerprint::{fingerprint_dir, read_fingerprint};
+use unbound_test_support::fingerprint_fields as ours;
 
 /// A message under construction, field by field.
 #[derive(Default, Clone)]
@@ -263,17 +264,6 @@ fn tf_fingerprint(harness: &Path, dir: &Path) -> [u64; 6] {
         field("saved_object_graph_hash"),
         field("checkpoint_hash"),
         field("version_producer"),
-    ]
-}
-
-fn ours(def: &FingerprintDef) -> [u64; 6] {
-    [
-        def.saved_model_checksum,
-        def.graph_def_program_hash,
-        def.signature_def_hash,
-        def.saved_object_graph_hash,
-        def.checkpoint_hash,
-        def.version.as_ref().map_or(0, |v| v.producer as u64),
     ]
 }
 

@@ -32,3 +32,16 @@ pub fn descriptor(name: &str) -> MessageDescriptor {
         .get_message_by_name(name)
         .unwrap_or_else(|| panic!("{name} is in the descriptor pool"))
 }
+
+/// A fingerprint's fields that depend on the model and its checkpoint, with the producer:
+/// everything but the random uuid, for comparing two fingerprints of the same directory.
+pub fn fingerprint_fields(def: &unbound_proto::tensorflow::FingerprintDef) -> [u64; 6] {
+    [
+        def.saved_model_checksum,
+        def.graph_def_program_hash,
+        def.signature_def_hash,
+        def.saved_object_graph_hash,
+        def.checkpoint_hash,
+        def.version.as_ref().map_or(0, |v| v.producer as u64),
+    ]
+}

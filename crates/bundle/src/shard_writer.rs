@@ -75,7 +75,9 @@ impl ShardWriter {
             std::fs::create_dir_all(dir).map_err(|e| BundleError::io(dir, e))?;
         }
         let tmp = TempPath::new(&data_path(prefix, shard, num_shards));
-        let file = File::create(tmp.path()).map_err(|e| BundleError::io(tmp.path(), e))?;
+        let file = tmp
+            .create_file()
+            .map_err(|e| BundleError::io(tmp.path(), e))?;
         Ok(Self {
             shard,
             tmp,

@@ -63,7 +63,9 @@ impl BundleWriter {
         };
         for i in 0..num_shards {
             let tmp = TempPath::new(&data_path(prefix, i, num_shards));
-            let file = File::create(tmp.path()).map_err(|e| BundleError::io(tmp.path(), e))?;
+            let file = tmp
+                .create_file()
+                .map_err(|e| BundleError::io(tmp.path(), e))?;
             writer.shards.push(Shard {
                 tmp,
                 out: BufWriter::with_capacity(unbound_io::BUFFER_SIZE, file),

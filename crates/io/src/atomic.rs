@@ -13,18 +13,44 @@ use crate::error::IoError;
 /// Size of the write buffer [`write_atomically`] puts in front of its temporary file.
 pub const BUFFER_SIZE: usize = 1 << 20;
 
-/// Temporary paths being written right now, so an interrupted process can remove them
-/// ([`remove_temporaries`], called from the CLI's signal handler).
-static IN_PROGRESS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// One temporary being written right now.
+struct InProgress {
+    /// The temporary's path.
+    tmp: PathBuf,
+    /// The final name it is meant to become.
+    target: PathBuf,
+    /// Set once [`remove_temporaries`] removed it: from then on it may not be created (again)
+    /// nor become its target, so a writer that goes on after an interrupt leaves nothing.
+    removed: bool,
+}
 
-fn register(path: &Path) {
-    let mut list = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-    list.push(path.to_path_buf());
+/// Temporary paths being written right now, so an interrupted process can remove them
+/// ([`remove_temporaries`], called from the CLI's signal handler and the Python package's
+/// Ctrl-C path). Creating a registered temporary ([`TempPath::create_file`],
+/// [`TempPath::create_dir`]) and renaming it into place ([`TempPath::persist`]) happen under
+/// this lock, so each either happens before the removal (and is undone by it) or sees that
+/// the removal happened and refuses.
+static IN_PROGRESS: Mutex<Vec<InProgress>> = Mutex::new(Vec::new());
+
+fn in_progress() -> std::sync::MutexGuard<'static, Vec<InProgress>> {
+    IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn register(tmp: &Path, target: &Path) {
+    in_progress().push(InProgress {
+        tmp: tmp.to_path_buf(),
+        target: target.to_path_buf(),
+        removed: false,
+    });
 }
 
 fn unregister(path: &Path) {
-    let mut list = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-    list.retain(|p| p != path);
+    in_progress().retain(|p| p.tmp != path);
+}
+
+/// Whether `tmp` was removed by [`remove_temporaries`]; the caller holds the lock.
+fn was_removed(list: &[InProgress], tmp: &Path) -> bool {
+    list.iter().any(|p| p.tmp == tmp && p.removed)
 }
 
 fn remove_path(path: &Path) {
@@ -35,12 +61,34 @@ fn remove_path(path: &Path) {
     }
 }
 
-/// Removes every temporary output still being written: for a signal handler, before exiting.
+/// Removes every temporary output still being written: for a signal handler, before exiting,
+/// or for an embedding abandoning a worker. Each is first renamed to a fresh temporary name of
+/// the same target, so a writer still at work can no longer create files inside it through
+/// its old path (a plain `remove_dir_all` would race with it and leave a directory behind),
+/// then removed; should the process die in between, the next writer of the target removes
+/// the renamed one as stale ([`remove_stale_temporaries`]).
 pub fn remove_temporaries() {
-    // Called from a handler thread (the CLI's `ctrlc` handler), not from inside a signal, so
-    // waiting for a writer that holds the lock for a moment is safe.
-    let list = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-    list.iter().for_each(|p| remove_path(p));
+    // Called from a handler thread (the CLI's `ctrlc` handler) or the Python package's waiting
+    // thread, not from inside a signal, so waiting for a writer that holds the lock for a
+    // moment is safe.
+    let mut list = in_progress();
+    for entry in list.iter_mut().filter(|p| !p.removed) {
+        entry.removed = true;
+        let aside = temp_path_for(&entry.target);
+        if aside != entry.tmp && fs::rename(&entry.tmp, &aside).is_ok() {
+            remove_path(&aside);
+        } else {
+            remove_path(&entry.tmp);
+        }
+    }
+}
+
+/// The error for a temporary [`remove_temporaries`] removed, or whose thread was cancelled.
+fn abandoned() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "cancelled; output not written",
+    )
 }
 
 thread_local! {
@@ -65,13 +113,7 @@ fn is_cancelled(token: &Option<Arc<AtomicBool>>) -> bool {
 }
 
 fn cancelled_error(target: &Path) -> IoError {
-    IoError::os(
-        target,
-        std::io::Error::new(
-            std::io::ErrorKind::Interrupted,
-            "cancelled; output not written",
-        ),
-    )
+    IoError::os(target, abandoned())
 }
 
 /// What every temporary name holds between the target's name and `PID-NANOS`.
@@ -252,7 +294,7 @@ impl TempPath {
     pub fn new(target: &Path) -> Self {
         let stale = remove_stale_temporaries(target);
         let tmp = temp_path_for(target);
-        register(&tmp);
+        register(&tmp, target);
         Self {
             tmp,
             target: target.to_path_buf(),
@@ -277,15 +319,43 @@ impl TempPath {
         &self.target
     }
 
+    /// Creates the temporary as an empty file, open for writing. Refused (an `Interrupted`
+    /// error) once the temporary was removed by [`remove_temporaries`] or the thread's cancel
+    /// token was set, so that a writer going on after an interrupt creates nothing.
+    pub fn create_file(&self) -> std::io::Result<File> {
+        let list = in_progress();
+        self.refuse_if_abandoned(&list)?;
+        File::create(&self.tmp)
+    }
+
+    /// Creates the temporary as an empty directory; refused like [`TempPath::create_file`].
+    /// Create what goes inside with plain `create_dir` / `File::create`, never
+    /// `create_dir_all`: once [`remove_temporaries`] took the directory away, those fail
+    /// instead of bringing it back.
+    pub fn create_dir(&self) -> std::io::Result<()> {
+        let list = in_progress();
+        self.refuse_if_abandoned(&list)?;
+        fs::create_dir(&self.tmp)
+    }
+
+    fn refuse_if_abandoned(&self, list: &[InProgress]) -> std::io::Result<()> {
+        if is_cancelled(&self.cancel) || was_removed(list, &self.tmp) {
+            return Err(abandoned());
+        }
+        Ok(())
+    }
+
     /// Renames the temporary over the target and syncs the parent directory. The caller syncs
     /// the temporary's contents first (files: `File::sync_all`).
     /// Refuses (and removes the temporary) when the thread's cancel token was set
-    /// ([`set_cancel_token`]).
+    /// ([`set_cancel_token`]) or [`remove_temporaries`] removed it.
     pub fn persist(mut self) -> Result<(), IoError> {
-        if is_cancelled(&self.cancel) {
-            return Err(cancelled_error(&self.target));
+        {
+            let list = in_progress();
+            self.refuse_if_abandoned(&list)
+                .map_err(|e| IoError::os(&self.target, e))?;
+            fs::rename(&self.tmp, &self.target).map_err(|e| IoError::os(&self.target, e))?;
         }
-        fs::rename(&self.tmp, &self.target).map_err(|e| IoError::os(&self.target, e))?;
         self.persisted = true;
         sync_parent(&self.target);
         Ok(())
@@ -310,7 +380,7 @@ pub fn write_atomically<T, E: From<IoError>>(
     write: impl FnOnce(&mut BufWriter<File>) -> Result<T, E>,
 ) -> Result<T, E> {
     let tmp = TempPath::new(path);
-    let file = File::create(tmp.path()).map_err(|e| IoError::os(path, e))?;
+    let file = tmp.create_file().map_err(|e| IoError::os(path, e))?;
     let mut out = BufWriter::with_capacity(BUFFER_SIZE, file);
     let value = write(&mut out)?;
     if is_cancelled(&tmp.cancel) {
@@ -498,6 +568,62 @@ mod tests {
                 fs::remove_file(p).unwrap();
             }
         }
+    }
+
+    #[test]
+    fn a_removed_temporary_is_never_created_again_nor_persisted() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = TempPath::new(&dir.path().join("out"));
+        tmp.create_dir().unwrap();
+        fs::write(tmp.path().join("saved_model.pb"), b"partial").unwrap();
+        remove_temporaries();
+        // The writer goes on after the interrupt: through its old path nothing can be made.
+        assert!(fs::write(tmp.path().join("fingerprint.pb"), b"x").is_err());
+        let refused = tmp.create_dir().unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::Interrupted);
+        assert!(tmp.persist().is_err());
+        // Removed before it was created: creating it is refused.
+        let tmp = TempPath::new(&dir.path().join("file"));
+        remove_temporaries();
+        assert!(tmp.create_file().is_err());
+        drop(tmp);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_directory_filled_while_it_is_removed_is_removed_whole() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = TempPath::new(&dir.path().join("out"));
+        tmp.create_dir().unwrap();
+        let inside = tmp.path().to_path_buf();
+        // A writer that keeps adding files until it can no longer (or gives up after 10 s,
+        // which is the failure this test looks for: the directory outlived its removal).
+        let writer = std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let mut made = 0;
+            while fs::write(inside.join(format!("part-{made}")), b"x").is_ok() {
+                made += 1;
+                if std::time::Instant::now() > deadline {
+                    return (made, false);
+                }
+            }
+            (made, true)
+        });
+        while fs::read_dir(tmp.path()).map_or(0, |d| d.count()) < 100 {
+            std::thread::yield_now();
+        }
+        remove_temporaries();
+        let (made, stopped) = writer.join().unwrap();
+        assert!(made >= 100);
+        assert!(
+            stopped,
+            "the writer could still add files after the removal"
+        );
+        assert!(!tmp.path().exists());
+        drop(tmp);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

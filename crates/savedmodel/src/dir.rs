@@ -494,7 +494,8 @@ fn write_dir_atomically<T>(
     refuse_existing(out)?;
     refuse_inside(src, out)?;
     let tmp = TempPath::new(out);
-    fs::create_dir_all(tmp.path()).map_err(|e| SavedModelError::io(tmp.path(), e))?;
+    tmp.create_dir()
+        .map_err(|e| SavedModelError::io(tmp.path(), e))?;
     let (value, computed) = write_model(tmp.path())?;
     let copied = copy_tree(src, tmp.path(), true)?;
     // A fresh fingerprint of the model just written (the old one is not carried over).
@@ -562,7 +563,9 @@ fn copy_tree(src: &Path, dst: &Path, top: bool) -> Result<usize> {
             .file_type()
             .map_err(|e| SavedModelError::io(&from, e))?;
         if kind.is_dir() {
-            fs::create_dir_all(&to).map_err(|e| SavedModelError::io(&to, e))?;
+            // `create_dir`, not `create_dir_all`: should an interrupt take the temporary
+            // directory away, this fails instead of bringing it back (`TempPath::create_dir`).
+            fs::create_dir(&to).map_err(|e| SavedModelError::io(&to, e))?;
             copied += copy_tree(&from, &to, false)?;
         } else if !fs::metadata(&from)
             .map_err(|e| SavedModelError::io(&from, e))?

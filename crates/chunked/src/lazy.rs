@@ -1,11 +1,14 @@
 //! Riegeli files as the [`RecordSource`] of lazy wire values.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use unbound_records::{CompressionType, RecordReader};
+use unbound_records::{CompressionType, RecordReader, RecordsError};
 use unbound_wire::{RecordSource, SourceError};
+
+use crate::cache::ChunkCache;
 
 /// A Riegeli file whose records lazy [`unbound_wire::Payload::Record`] values point into.
 #[derive(Debug, Clone)]
@@ -34,5 +37,81 @@ impl RecordSource for RecordFile {
             }
             Err(_) => false, // the error surfaces when the record is streamed
         }
+    }
+}
+
+/// A Riegeli file whose kept chunks ([`crate::FileChunks::keep_decoded`]) are read through the
+/// shared [`ChunkCache`]: a lazy value whose record is a kept chunk is decoded once for every
+/// reader of the file in the process (the check, the merges, the fingerprints, the write),
+/// and the others stream from the file as [`RecordFile`] does.
+#[derive(Debug)]
+pub(crate) struct KeptRecordFile {
+    /// The file itself.
+    pub(crate) file: RecordFile,
+    /// The decoded chunks, shared with the `FileChunks` that kept them.
+    pub(crate) cache: Arc<ChunkCache>,
+    /// Kept chunk index by record position (each the only record of its Riegeli chunk).
+    pub(crate) kept_at: Arc<HashMap<u64, u64>>,
+}
+
+impl KeptRecordFile {
+    /// The bytes of the record at `position` when its chunk is kept (decoded now if no reader
+    /// decoded it yet), or `None` when it is not kept.
+    fn kept(&self, position: u64) -> Option<Result<Bytes, RecordsError>> {
+        let index = *self.kept_at.get(&position)?;
+        Some(
+            self.cache
+                .get_or_decode(index, || decode_kept(&self.file.0, position)),
+        )
+    }
+}
+
+/// Decodes the kept chunk whose only record is at `position`, then releases its file pages
+/// ([`release_if_compressed`]).
+fn decode_kept(reader: &RecordReader, position: u64) -> Result<Bytes, RecordsError> {
+    let (_, bytes) = reader.read_record_at(position)?;
+    release_if_compressed(reader, position);
+    Ok(bytes)
+}
+
+/// Gives the file pages of the chunk at `position` back to the kernel when it is compressed
+/// and was just decoded for keeping: its decoded bytes are what every reader uses from now
+/// on, so its compressed form need not stay resident beside them (a stored chunk's bytes are
+/// the file's pages themselves, and stay).
+pub(crate) fn release_if_compressed(reader: &RecordReader, position: u64) {
+    if let Ok(chunk) = reader.chunk_of(position) {
+        if !matches!(chunk.compression, None | Some(CompressionType::None)) {
+            reader.release_chunk_pages(position);
+        }
+    }
+}
+
+impl RecordSource for KeptRecordFile {
+    fn name(&self) -> &str {
+        self.file.name()
+    }
+
+    fn read_record(&self, position: u64) -> Result<Bytes, SourceError> {
+        match self.kept(position) {
+            Some(bytes) => Ok(bytes?),
+            None => self.file.read_record(position),
+        }
+    }
+
+    fn copy_record_to(&self, position: u64, out: &mut dyn Write) -> Result<u64, SourceError> {
+        let Some(bytes) = self.kept(position) else {
+            return self.file.copy_record_to(position, out);
+        };
+        let bytes = bytes?;
+        // In pieces, as the streaming copy writes: each kernel copy's source stays in cache.
+        for piece in bytes.chunks(1 << 20) {
+            out.write_all(piece)?;
+        }
+        Ok(bytes.len() as u64)
+    }
+
+    fn decoding_is_costly(&self, position: u64) -> bool {
+        // A kept chunk is decoded once, by whichever reader comes first; later ones copy.
+        !self.kept_at.contains_key(&position) && self.file.decoding_is_costly(position)
     }
 }

@@ -28,7 +28,7 @@ use unbound_records::{ChunkType, CompressionType, RecordReader};
 
 use crate::cache::ChunkCache;
 use crate::error::{ChunkedError, Result};
-use crate::lazy::RecordFile;
+use crate::lazy::{release_if_compressed, KeptRecordFile, RecordFile};
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
 use unbound_wire::navigate::message_type;
 use unbound_wire::scalar::parse_text_scalar;
@@ -114,10 +114,11 @@ pub struct FileChunks {
     source: Arc<Box<dyn RecordSource>>,
     infos: Vec<ChunkInfo>,
     lazy: bool,
-    /// The decoded chunks kept for every reader, when [`FileChunks::keep_decoded`] was called.
-    cache: Option<ChunkCache>,
+    /// The decoded chunks kept for every reader, when [`FileChunks::keep_decoded`] was called
+    /// (shared with `source`, so lazy values of kept chunks read them too).
+    cache: Option<Arc<ChunkCache>>,
     /// The kept chunks by record position (each is the only record of its Riegeli chunk).
-    kept_at: HashMap<u64, u64>,
+    kept_at: Arc<HashMap<u64, u64>>,
 }
 
 impl FileChunks {
@@ -149,7 +150,7 @@ impl FileChunks {
                 infos,
                 lazy: true,
                 cache: None,
-                kept_at: HashMap::new(),
+                kept_at: Arc::new(HashMap::new()),
             },
             metadata,
         ))
@@ -168,8 +169,12 @@ impl FileChunks {
 
     /// Keeps the decoded bytes of the chunks in `indices` once read, for every later reader
     /// on any thread ([`ChunkCache`]): each is then decompressed at most once however many
-    /// merges, checks ([`crate::check_chunks_sharing`]) and hashes read it. Meant for chunks
-    /// a merge holds anyway ([`FileChunks::message_chunks`]), so keeping them costs nothing.
+    /// merges, checks ([`crate::check_chunks_sharing`]) and hashes read it, lazy values of
+    /// BYTES chunks included (the merged message's lazy records read them through the cache).
+    /// Meant for chunks a merge holds anyway ([`FileChunks::message_chunks`]), so keeping
+    /// them costs nothing, or for every chunk of a file small enough to hold decoded
+    /// ([`FileChunks::keep_decoded_up_to`]). A compressed chunk's file pages are given back
+    /// to the kernel once it is decoded: from then on its decoded bytes are what is read.
     ///
     /// Only a chunk that is the only record of its Riegeli chunk is kept (TensorFlow writes
     /// every chunk so; unbound packs small records together, and those decode together as
@@ -179,7 +184,18 @@ impl FileChunks {
     /// all whole would then fail (or be refused) at a point that depends on which thread
     /// reads first, where without the cache it fails at the same chunk every time.
     pub fn keep_decoded(&mut self, indices: impl IntoIterator<Item = u64>) -> bool {
+        self.keep_decoded_up_to(indices, u64::MAX)
+    }
+
+    /// [`FileChunks::keep_decoded`], also refused when the kept chunks would hold more than
+    /// `max_total` decoded bytes in all: a caller's memory bound.
+    pub fn keep_decoded_up_to(
+        &mut self,
+        indices: impl IntoIterator<Item = u64>,
+        max_total: u64,
+    ) -> bool {
         let limits = self.reader.decode_limits();
+        let mut kept_total = 0u64;
         let budget = limits.budget_for(self.reader.len());
         let mut total = self.reader.decoded_bytes_held();
         let mut kept_at = HashMap::new();
@@ -206,18 +222,26 @@ impl FileChunks {
                 chunk.decoded_data_size
             };
             total = total.saturating_add(need);
-            if need > limits.max_chunk || total > budget {
+            kept_total = kept_total.saturating_add(need);
+            if need > limits.max_chunk || total > budget || kept_total > max_total {
                 return false;
             }
         }
-        self.cache = Some(ChunkCache::new(self.infos.len(), kept_at.values().copied()));
+        let cache = Arc::new(ChunkCache::new(self.infos.len(), kept_at.values().copied()));
+        let kept_at = Arc::new(kept_at);
+        self.source = Arc::new(Box::new(KeptRecordFile {
+            file: RecordFile(Arc::clone(&self.reader)),
+            cache: Arc::clone(&cache),
+            kept_at: Arc::clone(&kept_at),
+        }));
+        self.cache = Some(cache);
         self.kept_at = kept_at;
         true
     }
 
     /// The cache of decoded chunks, when [`FileChunks::keep_decoded`] set one up.
     pub fn cache(&self) -> Option<&ChunkCache> {
-        self.cache.as_ref()
+        self.cache.as_deref()
     }
 
     /// The index of the kept chunk whose record is at `position`, if any.
@@ -290,8 +314,14 @@ impl ChunkSource for FileChunks {
     }
     fn bytes(&self, index: u64) -> Result<Bytes> {
         match &self.cache {
-            Some(cache) => cache.get_or_decode(index, || self.read_bytes(index)),
-            None => self.read_bytes(index),
+            Some(cache) if cache.is_cached(index) => cache.get_or_decode(index, || {
+                let bytes = self.read_bytes(index)?;
+                if let Ok(info) = self.info(index) {
+                    release_if_compressed(&self.reader, info.offset);
+                }
+                Ok(bytes)
+            }),
+            Some(_) | None => self.read_bytes(index),
         }
     }
     fn payload(&self, index: u64) -> Result<Payload> {

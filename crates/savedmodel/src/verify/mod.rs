@@ -706,6 +706,66 @@ mod tests {
         assert_eq!(hashes(&fingerprint_alone), hashes(&written));
     }
 
+    /// A `.cpb` whose constants are Brotli BYTES chunks (as TensorFlow writes them): every
+    /// chunk is kept, so the check, verify's merge, the fingerprint on another thread and the
+    /// write of the merged model (its lazy tensor values read through the cache) decode each
+    /// chunk once in all, and every one of them gives what it gives reading the file alone.
+    #[test]
+    fn bytes_chunks_are_decoded_once_for_check_fingerprint_and_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("split");
+        let options = WriterOptions {
+            compression: unbound_records::Compression::Brotli { level: 6 },
+            store_incompressible: false,
+            ..one_record_per_chunk()
+        };
+        split_dir(
+            &testdata("tf1_large_consts"),
+            &dir,
+            20000,
+            options,
+            &mut |_| {},
+        )
+        .unwrap();
+        let path = dir.join("saved_model.cpb");
+        let shared = SharedCpb::open(&path).expect("a small .cpb is shared");
+        let all = shared.chunks.infos().len() as u64;
+        let bytes_chunks = all - shared.chunks.message_chunks().len() as u64;
+        assert!(bytes_chunks >= 1, "the split made no BYTES chunk");
+        let cache = shared.chunks.cache().unwrap();
+        assert!((0..all).all(|i| cache.is_cached(i)), "every chunk is kept");
+        let mut report = VerifyReport::default();
+        let (model, fingerprint) = std::thread::scope(|s| {
+            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared)));
+            let model = verify_cpb(&path, Some(&shared), &mut report);
+            (model, fingerprint.join().unwrap())
+        });
+        assert!(report.faults.is_empty(), "{:?}", report.faults);
+        let model = model.unwrap();
+        let lazy = model.lazy_records();
+        assert!(!lazy.is_empty(), "the tensors stay lazy");
+        // They read through the cache: decoding them again is no longer work to do ahead.
+        assert!(lazy
+            .iter()
+            .all(|r| !r.reader.decoding_is_costly(r.position)));
+        let written = model.to_vec().unwrap();
+        assert_eq!(cache.decodes(), all, "a chunk was decoded more than once");
+
+        let mut alone = VerifyReport::default();
+        let model_alone = verify_cpb(&path, None, &mut alone).unwrap();
+        // Read alone, each is decompressed from the file whenever it is read.
+        assert!(model_alone
+            .lazy_records()
+            .iter()
+            .all(|r| r.reader.decoding_is_costly(r.position)));
+        assert_eq!(report.checked, alone.checked);
+        assert_eq!(written, model_alone.to_vec().unwrap());
+        let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir).unwrap();
+        assert_eq!(hashes(&fingerprint.unwrap()), hashes(&fingerprint_alone));
+        let stored = crate::fingerprint::read_fingerprint(&dir).unwrap();
+        assert_eq!(hashes(&fingerprint_alone), hashes(&stored));
+    }
+
     /// A damaged chunk: the shared check reports exactly what the check alone reports, and
     /// the fingerprint fails (or not) alike.
     #[test]

@@ -598,14 +598,15 @@ mod tests {
         let tmp = TempPath::new(&dir.path().join("out"));
         tmp.create_dir().unwrap();
         let inside = tmp.path().to_path_buf();
-        // A writer that keeps adding files until it can no longer (or gives up after 10 s,
-        // which is the failure this test looks for: the directory outlived its removal).
+        // A writer that keeps adding files until it can no longer (or gives up after 10 s or
+        // 100,000 files, which is the failure this test looks for: the directory outlived its
+        // removal).
         let writer = std::thread::spawn(move || {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             let mut made = 0;
             while fs::write(inside.join(format!("part-{made}")), b"x").is_ok() {
                 made += 1;
-                if std::time::Instant::now() > deadline {
+                if made >= 100_000 || std::time::Instant::now() > deadline {
                     return (made, false);
                 }
             }

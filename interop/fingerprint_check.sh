@@ -27,6 +27,7 @@ export TF_CPP_MIN_LOG_LEVEL=2
 harness="$(interop/build_harness.sh | tail -n 1)"
 cargo build --quiet --release -p unbound-cli
 cargo build --quiet --release -p unbound-savedmodel --example make_graph_model
+cargo build --quiet --release -p unbound-savedmodel --example make_bench_model
 unbound="${CARGO_TARGET_DIR:-$root/target}/release/unbound"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -83,6 +84,23 @@ if "$unbound" split "$work/nodes/model_pb" "$work/nodes/split" --max-size 400000
   check_dir "many_nodes.split" "$work/nodes/split" "$work/nodes/split/fingerprint.pb"
 else
   echo "FAIL many_nodes: unbound split: $(tail -n 1 "$work/err")"; failed=$((failed + 1))
+fi
+
+# Big constants in a TensorFlow-style .cpb (make_bench_model: every chunk its own Brotli
+# record, each constant's tensor_content a BYTES chunk): merge keeps every chunk decoded and its
+# lazy tensors read them from the shared cache, so the check, both fingerprints and the write
+# share one decode; the fingerprints (of the .cpb, and the fingerprint.pb merge writes) must
+# still be TensorFlow's, and the merged .pb the original's bytes.
+"${CARGO_TARGET_DIR:-$root/target}/release/examples/make_bench_model" "$work/consts" \
+  --consts 3 --mib 2 --max-size 1000000 >/dev/null 2>&1
+check_dir "brotli_consts.cpb" "$work/consts/model_cpb"
+if "$unbound" merge "$work/consts/model_cpb" "$work/consts/merged" >/dev/null 2>"$work/err"; then
+  check_dir "brotli_consts.merged" "$work/consts/merged" "$work/consts/merged/fingerprint.pb"
+  if ! cmp -s "$work/consts/merged/saved_model.pb" "$work/consts/model_pb/saved_model.pb"; then
+    echo "FAIL brotli_consts: the merged .pb differs from the original"; failed=$((failed + 1))
+  fi
+else
+  echo "FAIL brotli_consts: unbound merge: $(tail -n 1 "$work/err")"; failed=$((failed + 1))
 fi
 
 "$py" - "$manifest" >"$work/compare.out" <<'EOF' || true

@@ -10,7 +10,7 @@
 //! all the compressed chunks together decode to at most [`KEEP_ALL_MAX`] bytes (a model that
 //! large can be merged into one `.pb` anyway): the lazy values of the merged model then read
 //! them from the cache, and the check, both fingerprints' hashes and the write of a `merge`
-//! share one decode instead of making six (issue 15: the TensorFlow-style Brotli `.cpb` of the
+//! share one decode instead of making five (issue 15: the TensorFlow-style Brotli `.cpb` of the
 //! 1.6 GB big-constants model merged in 34.7 s, five times its time before verification).
 //! Past that, BYTES chunks are not kept and stream as before, so memory stays bounded.
 

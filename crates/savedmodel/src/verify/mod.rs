@@ -134,14 +134,23 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
         ModelFormat::Cpb => SharedCpb::open(&file.path),
         _ => None,
     };
-    let (model, fingerprint) = std::thread::scope(|s| {
+    // What `show` makes of the model is found on a third thread as soon as the model is read,
+    // while the fingerprint still runs: it was a serial tail of a fifth of a verify of a model
+    // of millions of nodes (issue 15). It is reported only if nothing else is wrong
+    // (`verify_other_commands`), as when it ran last.
+    let (model, fingerprint, shown) = std::thread::scope(|s| {
         let fingerprint = s.spawn(|| fingerprint_dir_sharing(dir, shared.as_ref()));
-        let model = verify_model_file(&file, shared.as_ref(), &mut report);
-        let fingerprint = fingerprint
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (model, fingerprint)
+        let model = verify_model_file(&file, shared.as_ref(), &mut report).map(Arc::new);
+        let shown = model.clone().map(|model| {
+            let file = &file;
+            s.spawn(move || show_check(dir, file, Some(&model)))
+        });
+        let fingerprint = joined(fingerprint);
+        let shown = shown.map(joined);
+        (model, fingerprint, shown)
     });
+    // Both threads that shared the model have ended: it has one owner again.
+    let model = model.map(|m| Arc::try_unwrap(m).unwrap_or_else(|m| (*m).clone()));
     // A model file TensorFlow ignores (a .pb beside the .cpb it prefers) is checked too: a
     // damaged one is a problem the next tool to read it would meet.
     for format in ModelFormat::SEARCH_ORDER {
@@ -181,12 +190,20 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
     verify_assets(dir, &meta_graphs, &mut report);
     verify_fingerprint(dir, &file, model.is_some(), &fingerprint, &mut report);
     if report.faults.is_empty() {
-        verify_other_commands(dir, &file, model.as_ref(), &mut report);
+        let shown = shown.unwrap_or_else(|| show_check(dir, &file, model.as_ref()));
+        verify_other_commands(dir, &file, shown, &mut report);
     }
     let fingerprint = fingerprint
         .ok()
         .filter(|_| file.format != ModelFormat::Pbtxt);
     (report, model, fingerprint)
+}
+
+/// What a scoped thread returned (its panic carried on).
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// Whether the SavedModel `root` has a `meta_graphs` entry.
@@ -317,24 +334,29 @@ fn verify_fingerprint(
     }
 }
 
-/// What the other reading commands (`show`, `vars`) make of the directory: anything they
-/// refuse, `verify` refuses too. `model` is the model file as read and checked above: `show`
-/// of a `.cpb` works from it instead of merging the chunks again (its own merge leaves out
-/// large tensor contents, which it does not look at; the rest is the same message).
-fn verify_other_commands(
-    dir: &Path,
-    file: &ModelFile,
-    model: Option<&WireMessage>,
-    report: &mut VerifyReport,
-) {
-    let shown = match model {
+/// Whether `show` works on the directory. `model` is the model file as read and checked by
+/// verify: `show` of a `.cpb` works from it instead of merging the chunks again (its own merge
+/// leaves out large tensor contents, which it does not look at; the rest is the same message).
+fn show_check(dir: &Path, file: &ModelFile, model: Option<&WireMessage>) -> Result<()> {
+    match model {
         Some(model) if file.format == ModelFormat::Cpb => FileChunks::open(&file.path)
             .map_err(SavedModelError::from)
             .and_then(|(_, metadata)| {
                 crate::show::show_merged_cpb(dir, model, metadata.chunks.len() as u64)
-            }),
-        _ => crate::show::show(dir),
-    };
+            })
+            .map(drop),
+        _ => crate::show::show(dir).map(drop),
+    }
+}
+
+/// What the other reading commands (`show`, whose result [`show_check`] found, and `vars`)
+/// make of the directory: anything they refuse, `verify` refuses too.
+fn verify_other_commands(
+    dir: &Path,
+    file: &ModelFile,
+    shown: Result<()>,
+    report: &mut VerifyReport,
+) {
     if let Err(e) = shown {
         let target = e
             .path()

@@ -61,6 +61,6 @@ pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, So
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};
 pub use tags::{KeyValue, PathElem};
 pub use write::{
-    write_chunked, write_message, write_message_with_progress, write_split, write_unchunked,
-    Written,
+    copy_unchunked, write_chunked, write_message, write_message_with_progress, write_split,
+    write_unchunked, Written,
 };

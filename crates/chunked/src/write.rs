@@ -57,6 +57,24 @@ pub fn write_unchunked(
     })
 }
 
+/// Writes `source`, a serialized message file, as `prefix.pb` byte for byte: the
+/// [`write_unchunked`] of a message read from a `.pb` and left as it was, copied by the
+/// kernel instead of written from memory ([`unbound_io::copy_atomically`]).
+pub fn copy_unchunked(
+    prefix: &Path,
+    source: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Written> {
+    let path = with_suffix(prefix, "pb");
+    let data_bytes = unbound_io::copy_atomically(source, &path, progress)?;
+    Ok(Written {
+        path,
+        chunked: false,
+        chunks: 0,
+        data_bytes,
+    })
+}
+
 /// Writes `split` under `prefix` atomically: `prefix.pb` when it chunked nothing
 /// ([`write_unchunked`]), else `prefix.cpb` ([`write_chunked`]). `progress` is called with the
 /// bytes of each chunk as it is written.

@@ -47,6 +47,9 @@ fn all_reject(dir: &Path, file: &Path, needles: &[&str], what: &str) {
         let out = run(&[&cmd, &dir, &out_dir]);
         rejects(&out, &with_file, &format!("{what}: {cmd}"));
         assert!(!out_dir.exists(), "{what}: {cmd} wrote its output");
+        // Nor left what it began (split copies a `.pb` into its output while verifying).
+        let left = common::entries(tmp.path());
+        assert!(left.is_empty(), "{what}: {cmd} left {left:?}");
     }
 }
 

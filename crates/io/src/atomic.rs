@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::fs::{self, File};
-use std::io::BufWriter;
+use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -102,6 +102,12 @@ thread_local! {
 /// thread (the Python package, on Ctrl-C) sets the token to abandon it without leaving output.
 pub fn set_cancel_token(token: Option<Arc<AtomicBool>>) {
     CANCEL_TOKEN.with(|t| *t.borrow_mut() = token);
+}
+
+/// The calling thread's cancel token ([`set_cancel_token`]), to hand to a thread it spawns
+/// to write for it.
+pub fn cancel_token() -> Option<Arc<AtomicBool>> {
+    current_cancel_token()
 }
 
 fn current_cancel_token() -> Option<Arc<AtomicBool>> {
@@ -395,6 +401,52 @@ pub fn write_atomically<T, E: From<IoError>>(
     Ok(value)
 }
 
+/// Bytes handed to one copy call in [`copy_atomically`]: progress is reported and a
+/// cancellation noticed between pieces.
+const COPY_PIECE: u64 = 64 << 20;
+
+/// Copies the regular file `from` to `to` atomically, as [`write_atomically`] writes, and
+/// returns its length. The copy is left to the kernel (`std::io::copy` between files uses
+/// `copy_file_range` on Linux): a 566 MB model copied that way took 0.18 s where writing the
+/// same bytes from a memory map took 0.7 to 1.0 s on the benchmark machine (issue 15).
+/// `progress` is called with the bytes of each piece copied. A file that changes length
+/// while it is copied is an error (the copy would not be the file that was read).
+pub fn copy_atomically(
+    from: &Path,
+    to: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, IoError> {
+    let expected = crate::regular_file_len(from)?;
+    let mut source = File::open(from).map_err(|e| IoError::os(from, e))?;
+    let tmp = TempPath::new(to);
+    let mut out = tmp.create_file().map_err(|e| IoError::os(to, e))?;
+    let mut copied = 0;
+    loop {
+        if is_cancelled(&tmp.cancel) {
+            return Err(cancelled_error(to));
+        }
+        let piece = std::io::copy(&mut (&mut source).take(COPY_PIECE), &mut out)
+            .map_err(|e| IoError::os(to, e))?;
+        if piece == 0 {
+            break;
+        }
+        copied += piece;
+        progress(piece);
+    }
+    if copied != expected {
+        return Err(IoError::os(
+            from,
+            std::io::Error::other(format!(
+                "the file changed while it was copied ({expected} bytes, then {copied})"
+            )),
+        ));
+    }
+    out.sync_all().map_err(|e| IoError::os(to, e))?;
+    drop(out);
+    tmp.persist()?;
+    Ok(copied)
+}
+
 /// Syncs the directory holding `path` so a rename is durable. Best effort: some filesystems
 /// refuse to sync directories, which does not make the write less atomic.
 pub fn sync_parent(path: &Path) {
@@ -412,6 +464,39 @@ pub fn sync_parent(path: &Path) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_copy_has_the_bytes_of_its_source_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("model.pb");
+        // More than one copy piece, not a multiple of it.
+        let bytes: Vec<u8> = (0..super::COPY_PIECE + 12345)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        std::fs::write(&from, &bytes).unwrap();
+        let to = dir.path().join("copy.pb");
+        let mut reported = Vec::new();
+        let copied = super::copy_atomically(&from, &to, &mut |n| reported.push(n)).unwrap();
+        assert_eq!(copied, bytes.len() as u64);
+        assert_eq!(reported, vec![super::COPY_PIECE, 12345]);
+        assert!(std::fs::read(&to).unwrap() == bytes);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[test]
+    fn a_copy_of_a_missing_or_special_file_names_it_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("copy.pb");
+        for from in [dir.path().join("missing.pb"), dir.path().to_path_buf()] {
+            let error = super::copy_atomically(&from, &to, &mut |_| {}).unwrap_err();
+            assert_eq!(error.path(), from);
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        }
+    }
+
     #[test]
     fn a_cancelled_thread_never_persists() {
         let dir = tempfile::tempdir().unwrap();

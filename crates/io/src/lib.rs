@@ -31,8 +31,9 @@ mod error;
 mod map;
 
 pub use atomic::{
-    remove_stale_temporaries, remove_temporaries, set_cancel_token, sync_parent,
-    take_removed_stale, temp_path_for, write_atomically, TempPath, BUFFER_SIZE, MAX_FILE_NAME,
+    cancel_token, copy_atomically, remove_stale_temporaries, remove_temporaries, set_cancel_token,
+    sync_parent, take_removed_stale, temp_path_for, write_atomically, TempPath, BUFFER_SIZE,
+    MAX_FILE_NAME,
 };
 pub use error::{io_err, IoError};
 pub use map::{map_file, regular_file_len, release_pages};

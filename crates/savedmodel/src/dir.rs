@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use serde::Serialize;
 use unbound_chunked::{
-    read_cpb, read_pb, write_chunked, write_message_with_progress, write_unchunked, FileChunks,
-    ReadMessage, Written,
+    copy_unchunked, read_cpb, read_pb, write_chunked, write_message_with_progress, write_unchunked,
+    FileChunks, ReadMessage, Written,
 };
 use unbound_io::TempPath;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
@@ -213,24 +213,58 @@ pub fn split_dir(
     progress: &mut dyn FnMut(u64),
 ) -> Result<SplitReport> {
     refuse_existing(out)?;
-    model_file(src)?;
-    refuse_inside(src, out)?;
-    let (model, fingerprint) = crate::verify::verified_model_with_fingerprint(src)?;
-    let known = fingerprint.and_then(|def| {
-        let model_file = model_file(src).ok()?.path;
-        Some(KnownFingerprint { model_file, def })
+    let file = model_file(src)?;
+    let tmp = new_output_dir(src, out)?;
+    // A `.pb` under the maximum size is most likely written back as it is: it is copied into
+    // the output while it is verified (the copy is the kernel's work and its sync waits on
+    // the disk, while the verification keeps both cores busy), and discarded if the model is
+    // refused or turns out to need splitting (issue 15: the copy and its sync were a third of
+    // a split with nothing to split).
+    let ahead = file.format == ModelFormat::Pb
+        && unbound_io::regular_file_len(&file.path).is_ok_and(|len| len < max_size);
+    let cancel = unbound_io::cancel_token();
+    let (verified, copied) = std::thread::scope(|s| {
+        let copy = ahead.then(|| {
+            s.spawn(|| {
+                unbound_io::set_cancel_token(cancel);
+                copy_unchunked(&tmp.path().join("saved_model"), &file.path, &mut |_| {})
+            })
+        });
+        let verified = crate::verify::verified_model_with_fingerprint(src);
+        let copied = copy.map(|copy| {
+            copy.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (verified, copied)
     });
-    write_model_dir_known(src, out, model, max_size, options, progress, known.as_ref())
+    let (model, fingerprint) = verified?;
+    let known = fingerprint.map(|def| KnownFingerprint {
+        model_file: file.path.clone(),
+        def,
+        copied: copied.and_then(std::result::Result::ok),
+    });
+    write_model_dir_reusing(
+        src,
+        Output::Begun(tmp),
+        model,
+        max_size,
+        options,
+        MetaGraphSplitting::First,
+        progress,
+        known.as_ref(),
+    )
 }
 
-/// A fingerprint already computed for a model file (by the verification before a split),
-/// reused for an output whose model file holds the same bytes under the same name (a `.pb`
-/// with nothing to split): computing it again was a fifth of such a split (issue 15).
+/// The fingerprint of a `saved_model.pb` already computed (by the verification before a
+/// split), for an output that copies that file byte for byte (a `.pb` with nothing to split):
+/// computing it again was a fifth of such a split (issue 15).
 pub(crate) struct KnownFingerprint {
     /// The model file it was computed for.
     model_file: PathBuf,
     /// Its fingerprint.
     def: FingerprintDef,
+    /// The copy of the model file already made in the output directory, if any.
+    copied: Option<Written>,
 }
 
 impl KnownFingerprint {
@@ -245,26 +279,17 @@ impl KnownFingerprint {
         Some(Self {
             model_file: file.path,
             def,
+            copied: None,
         })
     }
 
-    /// The fingerprint of the SavedModel being written in `dir`, if its model file has the
-    /// bytes (and the name) of the one fingerprinted: the same hashes, the checkpoint hashed
-    /// again and a fresh uuid, as a new computation would give.
-    fn reuse(&self, dir: &Path) -> Option<FingerprintDef> {
-        let written = crate::fingerprint::fingerprinted_file(dir).ok()?;
-        if written.file_name() != self.model_file.file_name() {
-            return None;
-        }
-        let (old, new) = (
-            unbound_io::map_file(&self.model_file).ok()?,
-            unbound_io::map_file(&written).ok()?,
-        );
-        (old == new).then(|| FingerprintDef {
-            checkpoint_hash: crate::fingerprint::checkpoint_hash(dir),
+    /// The fingerprint of a copy of the model file: the same hashes and a fresh uuid, as a new
+    /// computation would give (the checkpoint is hashed again where the copy is written).
+    fn of_copy(&self) -> FingerprintDef {
+        FingerprintDef {
             uuid: crate::fingerprint::random_uuid(),
             ..self.def.clone()
-        })
+        }
     }
 }
 
@@ -306,7 +331,14 @@ pub fn write_model_dir_with(
     progress: &mut dyn FnMut(u64),
 ) -> Result<SplitReport> {
     write_model_dir_reusing(
-        src, out, model, max_size, options, splitting, progress, None,
+        src,
+        Output::New(out),
+        model,
+        max_size,
+        options,
+        splitting,
+        progress,
+        None,
     )
 }
 
@@ -323,7 +355,7 @@ pub(crate) fn write_model_dir_known(
 ) -> Result<SplitReport> {
     write_model_dir_reusing(
         src,
-        out,
+        Output::New(out),
         model,
         max_size,
         options,
@@ -337,7 +369,7 @@ pub(crate) fn write_model_dir_known(
 #[allow(clippy::too_many_arguments)]
 fn write_model_dir_reusing(
     src: &Path,
-    out: &Path,
+    out: Output<'_>,
     model: WireMessage,
     max_size: u64,
     options: WriterOptions,
@@ -346,6 +378,12 @@ fn write_model_dir_reusing(
     known: Option<&KnownFingerprint>,
 ) -> Result<SplitReport> {
     let desc = saved_model_descriptor()?;
+    let tmp = match out {
+        Output::New(out) => new_output_dir(src, out)?,
+        Output::Begun(tmp) => tmp,
+    };
+    let out = tmp.target().to_path_buf();
+    let out = out.as_path();
     let model_bytes = model.encoded_len();
     let mut ctx = SplitContext::new(max_size);
     let split = split_saved_model_with(model, &desc, &mut ctx, splitting)?;
@@ -358,18 +396,35 @@ fn write_model_dir_reusing(
             });
         }
     }
-    let (mut written, copied_files) = write_dir_atomically(src, out, known, |tmp| {
+    let copied = known.and_then(|k| k.copied.as_ref());
+    let (mut written, copied_files) = write_dir_atomically(src, tmp, |tmp| {
         let prefix = tmp.join("saved_model");
-        match split.into_unchunked() {
-            // Written whole: fingerprinted from memory while it is written, as merge does,
-            // unless a fingerprint already computed applies (`known`).
-            Ok(model) if known.is_none() => {
+        let split = split.into_unchunked();
+        if let (Err(_), Some(copied)) = (&split, copied) {
+            // Copied ahead, but it is split after all.
+            fs::remove_file(&copied.path).map_err(|e| SavedModelError::io(&copied.path, e))?;
+        }
+        match split {
+            // The source `.pb`, untouched and already fingerprinted: copied as it is (or
+            // already copied).
+            Ok(_) if known.is_some() => {
+                let known = known.expect("checked above");
+                let written = match copied {
+                    Some(copied) => {
+                        progress(copied.data_bytes);
+                        copied.clone()
+                    }
+                    None => copy_unchunked(&prefix, &known.model_file, progress)?,
+                };
+                Ok((written, Some(known.of_copy())))
+            }
+            // Written whole: fingerprinted from memory while it is written, as merge does.
+            Ok(model) => {
                 let pb_file = tmp.join(ModelFormat::Pb.file_name());
                 writing_and_fingerprinting(pb_fingerprint(&model, &pb_file), || {
                     Ok(write_unchunked(&prefix, &model, progress)?)
                 })
             }
-            Ok(model) => Ok((write_unchunked(&prefix, &model, progress)?, None)),
             // Chunked: fingerprinted from the split in memory while it is written.
             Err(split) => {
                 let cpb_file = tmp.join(ModelFormat::Cpb.file_name());
@@ -438,14 +493,15 @@ pub fn merge_dir(
     // of a model of millions of nodes). Its hashes are those of the model's deterministic
     // serialization, so the bytes need not be read; `fingerprint_check.sh` compares the
     // result with TensorFlow's fingerprint of the written directory.
-    let (model_bytes, copied_files) = write_dir_atomically(src, out, None, move |tmp| {
-        let pb_file = tmp.join(ModelFormat::Pb.file_name());
-        writing_and_fingerprinting(pb_fingerprint(&model, &pb_file), || {
-            Ok(write_message_with_progress(&pb_file, &model, &mut |n| {
-                progress(n, size)
-            })?)
-        })
-    })?;
+    let (model_bytes, copied_files) =
+        write_dir_atomically(src, new_output_dir(src, out)?, move |tmp| {
+            let pb_file = tmp.join(ModelFormat::Pb.file_name());
+            writing_and_fingerprinting(pb_fingerprint(&model, &pb_file), || {
+                Ok(write_message_with_progress(&pb_file, &model, &mut |n| {
+                    progress(n, size)
+                })?)
+            })
+        })?;
     Ok(MergeReport {
         model_bytes,
         copied_files,
@@ -479,23 +535,16 @@ fn pb_fingerprint<'a>(
     move || crate::fingerprint::fingerprint_model_as_pb(model, pb_file, 0)
 }
 
-/// Builds `out` in a temporary directory beside it: `write_model` writes the model file, every
-/// other file of `src` is copied, the fingerprint is written, then the directory is renamed
-/// into place. The fingerprint is the one `write_model` returns when it computed it (its
-/// checkpoint hash is then filled in here), else `known`'s when it applies, else one computed
-/// from the directory. `out` must not exist yet. Returns what `write_model` returned and the
-/// number of files copied.
+/// Fills the output directory begun as `tmp` ([`new_output_dir`]) and renames it into place:
+/// `write_model` writes the model file, every other file of `src` is copied, the fingerprint
+/// is written. The fingerprint is the one `write_model` returns when it computed it (its
+/// checkpoint hash is then filled in here), else one computed from the directory. Returns what
+/// `write_model` returned and the number of files copied.
 fn write_dir_atomically<T>(
     src: &Path,
-    out: &Path,
-    known: Option<&KnownFingerprint>,
+    tmp: TempPath,
     write_model: impl FnOnce(&Path) -> Result<(T, Option<FingerprintDef>)>,
 ) -> Result<(T, usize)> {
-    refuse_existing(out)?;
-    refuse_inside(src, out)?;
-    let tmp = TempPath::new(out);
-    tmp.create_dir()
-        .map_err(|e| SavedModelError::io(tmp.path(), e))?;
     let (value, computed) = write_model(tmp.path())?;
     let copied = copy_tree(src, tmp.path(), true)?;
     // A fresh fingerprint of the model just written (the old one is not carried over).
@@ -504,14 +553,31 @@ fn write_dir_atomically<T>(
             checkpoint_hash: crate::fingerprint::checkpoint_hash(tmp.path()),
             ..def
         },
-        None => match known.and_then(|k| k.reuse(tmp.path())) {
-            Some(def) => def,
-            None => crate::fingerprint::fingerprint_dir(tmp.path())?,
-        },
+        None => crate::fingerprint::fingerprint_dir(tmp.path())?,
     };
     crate::fingerprint::write_fingerprint(tmp.path(), &fingerprint)?;
     tmp.persist()?;
     Ok((value, copied))
+}
+
+/// The output directory `out` of a command reading `src`, begun: its temporary directory,
+/// created, to be filled and then persisted ([`write_dir_atomically`]). Refuses an `out` that
+/// exists or lies inside `src`.
+fn new_output_dir(src: &Path, out: &Path) -> Result<TempPath> {
+    refuse_existing(out)?;
+    refuse_inside(src, out)?;
+    let tmp = TempPath::new(out);
+    tmp.create_dir()
+        .map_err(|e| SavedModelError::io(tmp.path(), e))?;
+    Ok(tmp)
+}
+
+/// Where [`write_model_dir_reusing`] writes: a new directory, or one already begun.
+enum Output<'a> {
+    /// `out`, not begun yet.
+    New(&'a Path),
+    /// Begun by [`new_output_dir`] (something may already be in it).
+    Begun(TempPath),
 }
 
 /// Outputs are never overwritten: an existing `out` (even a dangling symlink) is refused.

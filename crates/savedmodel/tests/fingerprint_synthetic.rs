@@ -304,9 +304,21 @@ fn corner_cases_equal_tensorflow() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let mut checked = 0;
+    // The regularization model again in canonical form, as TensorFlow writes models: its
+    // graph is then hashed where it lies, only the nodes SimpleDelete edits re-encoded
+    // (`graph_in_place.rs`), and split with nothing to split copies the file as it is.
+    let canonical = W(Encoder::new()
+        .encode(
+            &[Source::Raw(regularization().0.into())],
+            &saved_model_descriptor().unwrap(),
+        )
+        .unwrap()
+        .to_vec()
+        .unwrap());
     for (name, model) in [
         ("corners", corner_cases()),
         ("regularize", regularization()),
+        ("regularize_canonical", canonical),
     ] {
         let dir = tmp.path().join(name);
         std::fs::create_dir_all(dir.join("variables")).unwrap();
@@ -323,6 +335,19 @@ fn corner_cases_equal_tensorflow() {
             "{name}.pb"
         );
         checked += 1;
+        // Nothing to split: the `.pb` is carried over, with a fingerprint equal to TensorFlow's.
+        let whole = tmp.path().join(format!("{name}.whole"));
+        split_dir(&dir, &whole, 1 << 30, WriterOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(
+            std::fs::read(whole.join("saved_model.pb")).unwrap(),
+            model.0,
+            "{name} split with nothing to split"
+        );
+        assert_eq!(
+            ours(&read_fingerprint(&whole).unwrap()),
+            tf_fingerprint(&harness, &whole),
+            "fingerprint.pb of {name} split with nothing to split"
+        );
         for max in [1000, 200, 60] {
             let out = tmp.path().join(format!("{name}.{max}"));
             split_dir(&dir, &out, max, WriterOptions::default(), &mut |_| {}).unwrap();

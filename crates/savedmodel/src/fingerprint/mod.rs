@@ -15,6 +15,7 @@ pub mod canonical;
 mod cpb;
 pub mod farmhash;
 pub mod fields;
+mod graph_in_place;
 mod hashes;
 mod layout;
 pub mod maps;

@@ -9,6 +9,7 @@ use unbound_wire::WireMessage;
 
 use super::canonical::{Encoder, Source};
 use super::farmhash::{fingerprint64, fingerprint_cat64};
+use super::graph_in_place::canonical_graph_hash;
 use super::hashes::{
     descriptor, field_sources, first_meta_graph, hash_message, merged, object_graph_hash,
     signature_hashes,
@@ -101,10 +102,13 @@ fn small_hashes(
 /// usual).
 fn graph_program_hash(meta_graph: &[Source<'_>], trusted: bool) -> Result<u64> {
     let graph_desc = descriptor("tensorflow.GraphDef")?;
-    let mut graph = merged(
-        &field_sources(meta_graph, meta_graph_def::GRAPH_DEF)?,
-        &graph_desc,
-    )?;
+    let sources = field_sources(meta_graph, meta_graph_def::GRAPH_DEF)?;
+    if trusted {
+        if let Some(hash) = canonical_graph_hash(&sources)? {
+            return Ok(hash);
+        }
+    }
+    let mut graph = merged(&sources, &graph_desc)?;
     simple_delete(&mut graph)?;
     let mut enc = Encoder::new();
     enc.trust_children(trusted);

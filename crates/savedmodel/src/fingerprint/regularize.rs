@@ -52,17 +52,18 @@ pub fn simple_delete(graph: &mut WireMessage) -> Result<()> {
     Ok(())
 }
 
+/// The ops of the nodes `SimpleDelete` may edit.
+pub(super) const REGULARIZED_OPS: [&[u8]; 3] =
+    [b"PartitionedCall", b"StatefulPartitionedCall", b"Const"];
+
 /// The regularized node, or `None` when the node is left as it is.
-fn regularize_node(value: &WireValue) -> Result<Option<WireMessage>> {
+pub(super) fn regularize_node(value: &WireValue) -> Result<Option<WireMessage>> {
     // The op, from a scan of the node in place: most nodes are left as they are.
     let Some(source) = Val::from_wire(value).to_source()? else {
         return Ok(None);
     };
     let op = last_bytes(&source, node_def::OP)?.unwrap_or_default();
-    if !matches!(
-        &op[..],
-        b"PartitionedCall" | b"StatefulPartitionedCall" | b"Const"
-    ) {
+    if !REGULARIZED_OPS.contains(&&op[..]) {
         return Ok(None);
     }
     let node = &source;

@@ -134,17 +134,23 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
         ModelFormat::Cpb => SharedCpb::open(&file.path),
         _ => None,
     };
-    // What `show` makes of the model is found on a third thread as soon as the model is read,
-    // while the fingerprint still runs: it was a serial tail of a fifth of a verify of a model
-    // of millions of nodes (issue 15). It is reported only if nothing else is wrong
-    // (`verify_other_commands`), as when it ran last.
+    // What `show` makes of the model is found on a third thread, while the model is checked
+    // and fingerprinted: run last, it was a serial tail of a fifth of a verify of a model of
+    // millions of nodes (issue 15). `show` reads a `.pb` itself, so that starts at once; a
+    // `.cpb` is shown from the merged model, as soon as it is read. It is reported only if
+    // nothing else is wrong (`verify_other_commands`), as when it ran last.
     let (model, fingerprint, shown) = std::thread::scope(|s| {
         let fingerprint = s.spawn(|| fingerprint_dir_sharing(dir, shared.as_ref()));
+        let shown_from_file =
+            (file.format != ModelFormat::Cpb).then(|| s.spawn(|| show_check(dir, &file, None)));
         let model = verify_model_file(&file, shared.as_ref(), &mut report).map(Arc::new);
-        let shown = model.clone().map(|model| {
-            let file = &file;
-            s.spawn(move || show_check(dir, file, Some(&model)))
-        });
+        let shown = match shown_from_file {
+            Some(shown) => Some(shown),
+            None => model.clone().map(|model| {
+                let file = &file;
+                s.spawn(move || show_check(dir, file, Some(&model)))
+            }),
+        };
         let fingerprint = joined(fingerprint);
         let shown = shown.map(joined);
         (model, fingerprint, shown)

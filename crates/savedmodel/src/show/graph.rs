@@ -1,7 +1,9 @@
 //! Graph statistics from a wire-level `MetaGraphDef.graph_def`: node count, the ops used, the
 //! library's functions. Nodes are decoded one level at a time; tensor values are never read.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashSet;
 
 use crate::{Result, SavedModelError};
 use unbound_proto::fields::tensorflow::{
@@ -217,9 +219,9 @@ impl Collected {
 #[derive(Default)]
 struct Distinct {
     /// Ops of nodes that name no function (most nodes), to skip repeats without allocating.
-    plain: HashSet<Vec<u8>>,
+    plain: FxHashSet<Vec<u8>>,
     /// Every distinct entry.
-    seen: HashSet<NodeOps>,
+    seen: FxHashSet<NodeOps>,
     list: Vec<NodeOps>,
 }
 

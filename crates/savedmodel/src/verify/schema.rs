@@ -169,7 +169,7 @@ impl Schema {
                     with_bytes(p, |b| self.valid_in_place(b, sub, depth + 1)).unwrap_or(false)
                 }
                 (Check::Utf8, WireValue::Bytes(p)) => {
-                    with_bytes(p, |b| std::str::from_utf8(b).is_ok()).unwrap_or(false)
+                    with_bytes(p, is_utf8).unwrap_or(false)
                 }
                 (Check::Packed(w), WireValue::Bytes(p)) => {
                     with_bytes(p, |b| packed_run_ok(w, b).is_ok()).unwrap_or(false)
@@ -306,7 +306,7 @@ impl Schema {
             let value = &buf[f.start..f.end];
             let ok = match self.check(ty, f.number) {
                 Check::Message(sub) => self.valid_in_place(value, sub, depth + 1),
-                Check::Utf8 => std::str::from_utf8(value).is_ok(),
+                Check::Utf8 => is_utf8(value),
                 Check::Packed(w) => packed_run_ok(w, value).is_ok(),
                 Check::Unknown | Check::Any => true,
             };
@@ -349,4 +349,11 @@ fn packed_run_ok(wire: ScalarWire, bytes: &[u8]) -> Result<(), String> {
         read_varint(bytes, &mut pos).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// Whether `bytes` is UTF-8. The ASCII test first: model strings (node names, devices, inputs)
+/// are short and almost always ASCII, which `is_ascii` answers a word at a time, faster than
+/// `from_utf8`'s general path (a tenth of verify's schema check on millions of nodes).
+fn is_utf8(bytes: &[u8]) -> bool {
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
 }

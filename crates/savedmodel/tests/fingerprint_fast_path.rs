@@ -360,3 +360,48 @@ fn a_large_graph_checked_on_two_threads_gives_the_one_thread_answer() {
         assert_eq!(with.unwrap(), without.unwrap(), "node {at} of {count}");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `verify` skips its schema check of a `.pb` the fingerprint's canonical check accepts in
+    /// its validating mode: whatever that mode accepts, the schema check accepts too, on
+    /// wire-level mutants of TensorFlow-made messages (flipped bytes break strings and
+    /// lengths, padded keys and explicit defaults break canonical form).
+    #[test]
+    fn what_the_validating_canonical_check_accepts_the_schema_check_accepts(
+        pick in any::<prop::sample::Index>(),
+        mutations in prop::collection::vec(mutation(), 0..4),
+    ) {
+        let samples = samples();
+        let (bytes, name) = &samples[pick.index(samples.len())];
+        let mut mutant = bytes.to_vec();
+        for m in &mutations {
+            mutant = apply(&mutant, m);
+        }
+        let desc = descriptor(name);
+        let mutant = Bytes::from(mutant);
+        if Encoder::new().is_canonical_and_valid(&mutant, &desc) {
+            let parsed = unbound_wire::WireMessage::parse(&mutant, Some(desc.clone()));
+            prop_assert!(parsed.is_ok(), "{name}: accepted but does not parse");
+            let checked = unbound_savedmodel::verify::check_schema(&parsed.unwrap(), &desc, name);
+            prop_assert!(checked.is_ok(), "{name}: accepted, but the schema check says {checked:?}");
+        }
+    }
+}
+
+/// The samples the property above mutates are mostly accepted as they are (so it tests
+/// acceptance, not only refusal).
+#[test]
+fn most_tensorflow_made_samples_are_canonical_and_valid() {
+    let samples = samples();
+    let accepted = samples
+        .iter()
+        .filter(|(bytes, name)| Encoder::new().is_canonical_and_valid(bytes, &descriptor(name)))
+        .count();
+    assert!(
+        accepted * 2 > samples.len(),
+        "{accepted} of {}",
+        samples.len()
+    );
+}

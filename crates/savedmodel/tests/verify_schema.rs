@@ -205,3 +205,96 @@ fn a_parsed_message_of_many_fields_is_checked_in_two_halves_with_the_same_faults
     let err = check(patched(both, &name(7), &bad_name(7))).unwrap_err();
     assert!(err.contains("node[7].name"), "{err}");
 }
+
+/// The models above are canonical (prost writes fields in order and these maps sorted), so
+/// `verify` takes their schema check from the fingerprint's canonical check
+/// (`Encoder::is_canonical_and_valid`): the faults above were found after that check said no.
+/// Here, what it must refuse that a canonical check alone accepts.
+#[test]
+fn the_canonical_check_that_answers_verify_refuses_what_protobuf_refuses() {
+    use bytes::Bytes;
+    use unbound_savedmodel::dir::saved_model_descriptor;
+    use unbound_savedmodel::fingerprint::canonical::Encoder;
+    let desc = saved_model_descriptor().unwrap();
+    let base = model(5);
+    let canonical = |b: &[u8]| Encoder::new().is_canonical(&Bytes::copy_from_slice(b), &desc);
+    let valid = |b: &[u8]| Encoder::new().is_canonical_and_valid(&Bytes::copy_from_slice(b), &desc);
+    assert!(canonical(&base) && valid(&base), "the base model");
+    // Strings that are not UTF-8, in a field, in a map key: canonical still, not valid.
+    for (from, to) in [
+        (&b"zz0000003"[..], &b"z\xff0000003"[..]),
+        (b"Identity", b"Identit\xc3"),
+        (b"\x0a\x01T", b"\x0a\x01\x80"),
+    ] {
+        let bad = patched(base.clone(), from, to);
+        assert!(canonical(&bad), "{from:?}: still canonical");
+        assert!(!valid(&bad), "{from:?}: not valid");
+        assert_eq!(faults(&bad).len(), 1, "{from:?}: verify finds it");
+    }
+}
+
+/// Nesting is counted as protobuf C++ counts it, a map entry being a level: a chain of
+/// `AttrValue.func.attr[...]` is refused at the depth the schema check refuses it, though the
+/// encoder's own count (entries not counted) is lower.
+#[test]
+fn the_canonical_check_that_answers_verify_counts_map_entries_as_levels() {
+    use bytes::Bytes;
+    use unbound_proto::tensorflow::NameAttrList;
+    use unbound_savedmodel::dir::saved_model_descriptor;
+    use unbound_savedmodel::fingerprint::canonical::Encoder;
+    let desc = saved_model_descriptor().unwrap();
+    // An AttrValue nested `levels` times through func.attr["a"].
+    let chain = |levels: usize| {
+        let mut value = AttrValue {
+            value: Some(attr_value::Value::I(1)),
+        };
+        for _ in 0..levels {
+            value = AttrValue {
+                value: Some(attr_value::Value::Func(NameAttrList {
+                    name: "f".into(),
+                    attr: [("a".to_string(), value)].into(),
+                })),
+            };
+        }
+        let node = NodeDef {
+            name: "n".into(),
+            op: "Op".into(),
+            attr: [("x".to_string(), value)].into(),
+            ..Default::default()
+        };
+        SavedModel {
+            saved_model_schema_version: 1,
+            meta_graphs: vec![MetaGraphDef {
+                graph_def: Some(GraphDef {
+                    node: vec![node],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+        }
+        .encode_to_vec()
+    };
+    // SavedModel 0, meta graph 1, graph 2, node 3, attr entry 4, AttrValue 5; then each level
+    // adds NameAttrList, entry and AttrValue: 3 per level for protobuf C++, 2 for the encoder.
+    let mut refused_at = None;
+    for levels in 25..40 {
+        let bytes = Bytes::from(chain(levels));
+        assert!(Encoder::new().is_canonical(&bytes, &desc), "{levels}");
+        let valid = Encoder::new().is_canonical_and_valid(&bytes, &desc);
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("saved_model.pb"), &bytes).unwrap();
+        let schema_ok = !verify_dir(tmp.path())
+            .faults
+            .iter()
+            .any(|f| f.fault.contains("nested deeper"));
+        assert_eq!(valid, schema_ok, "{levels} levels");
+        if !valid && refused_at.is_none() {
+            refused_at = Some(levels);
+        }
+    }
+    assert_eq!(
+        refused_at,
+        Some(32),
+        "where protobuf C++'s limit of 100 is passed"
+    );
+}

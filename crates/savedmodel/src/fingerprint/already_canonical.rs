@@ -191,6 +191,14 @@ fn canonical_scalar(class: Class, raw: &RawField, buf: &[u8], always: bool) -> b
 }
 
 impl Encoder {
+    /// Whether `value`, of a field that is a `string` when `string` is set, passes
+    /// [`Encoder::validate`]'s check: UTF-8 (ASCII first, a word at a time: model strings are
+    /// short and nearly always ASCII).
+    #[inline]
+    fn valid_string(&self, string: bool, value: &[u8]) -> bool {
+        !(self.validate && string) || value.is_ascii() || std::str::from_utf8(value).is_ok()
+    }
+
     /// Whether encoding the message of layout `layout` serialized at `buf[start..end]` gives
     /// back exactly those bytes. `depth` is the nesting the encoder would give that message.
     pub(super) fn already_canonical(
@@ -228,8 +236,13 @@ impl Encoder {
         depth: usize,
     ) -> bool {
         let desc = self.layout_rc(layout).desc.clone();
+        let validate = self.validate;
         std::thread::scope(|s| {
-            let second = s.spawn(|| Encoder::new().nested_canonical(buf, half, end, &desc, depth));
+            let second = s.spawn(|| {
+                let mut other = Encoder::new();
+                other.validate = validate;
+                other.nested_canonical(buf, half, end, &desc, depth)
+            });
             let first = self.canonical_fields(buf, start, end, layout, depth, half);
             let second = second
                 .join()
@@ -364,6 +377,7 @@ impl Encoder {
             Class::Bytes => {
                 raw.wire_type == WireType::Len
                     && (info.list || info.presence || raw.end > raw.start)
+                    && self.valid_string(info.string, &buf[raw.start..raw.end])
             }
             class if info.list && info.packed => {
                 raw.wire_type == WireType::Len && canonical_run(class, &buf[raw.start..raw.end])
@@ -383,6 +397,10 @@ impl Encoder {
         end: usize,
         depth: usize,
     ) -> Option<MapKey<'b>> {
+        // Protobuf C++ parses the entry as a message of its own: one more level.
+        if self.validate && depth + 1 > MAX_DEPTH {
+            return None;
+        }
         let within = &buf[..end];
         let mut pos = start;
         let key = minimal_field(within, &mut pos)?;
@@ -391,17 +409,24 @@ impl Encoder {
             return None;
         }
         let key_ok = match map.key_class {
-            Class::Bytes => key.wire_type == WireType::Len,
+            Class::Bytes => {
+                key.wire_type == WireType::Len
+                    && self.valid_string(map.key_string, &buf[key.start..key.end])
+            }
             class => canonical_scalar(class, &key, buf, true),
         };
+        let value_depth = depth + 1 + usize::from(self.validate);
         let value_ok = match map.value_class {
             Class::Message => {
                 value.wire_type == WireType::Len && {
                     let child = self.child(info);
-                    self.already_canonical(buf, value.start, value.end, child, depth + 1)
+                    self.already_canonical(buf, value.start, value.end, child, value_depth)
                 }
             }
-            Class::Bytes => value.wire_type == WireType::Len,
+            Class::Bytes => {
+                value.wire_type == WireType::Len
+                    && self.valid_string(map.value_string, &buf[value.start..value.end])
+            }
             Class::Group => false,
             class => canonical_scalar(class, &value, buf, true),
         };

@@ -59,6 +59,9 @@ pub struct Encoder {
     /// Whether the serialized messages directly below the message being encoded are known to
     /// be canonical already (see [`Encoder::trust_children`]).
     trust_children: bool,
+    /// Whether the canonical check also checks what protobuf C++ checks when it parses (see
+    /// [`Encoder::is_canonical_and_valid`]).
+    pub(super) validate: bool,
 }
 
 impl Default for Encoder {
@@ -70,6 +73,7 @@ impl Default for Encoder {
             fast_path: true,
             taken_as_is: 0,
             trust_children: false,
+            validate: false,
         }
     }
 }
@@ -99,6 +103,19 @@ impl Encoder {
     pub fn is_canonical(&mut self, buf: &bytes::Bytes, desc: &MessageDescriptor) -> bool {
         let layout = self.layout_index(desc);
         self.already_canonical(buf, 0, buf.len(), layout, 0)
+    }
+
+    /// [`Encoder::is_canonical`], and also a message protobuf C++ parses: every string
+    /// UTF-8, nesting within its recursion limit counted as it counts it (a map entry is a
+    /// level). A canonical message has every other property `verify`'s schema check asks
+    /// (well-formed fields, nested messages that parse, whole packed runs; `verify::schema`
+    /// lists them), so `verify` skips its own check of a `.pb` this accepts; the tests in
+    /// `tests/verify_schema.rs` hold the two to that.
+    pub fn is_canonical_and_valid(&mut self, buf: &bytes::Bytes, desc: &MessageDescriptor) -> bool {
+        self.validate = true;
+        let valid = self.is_canonical(buf, desc);
+        self.validate = false;
+        valid
     }
 
     /// Trusts (or stops trusting) the serialized messages one level below the message being

@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 
-use prost_reflect::{FieldDescriptor, MessageDescriptor};
+use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 
 use super::wire_values::{class_of, Class};
 
@@ -15,6 +15,8 @@ pub(super) struct FieldInfo {
     pub list: bool,
     pub packed: bool,
     pub presence: bool,
+    /// Whether it is a `string` (its values must be UTF-8 for protobuf C++ to parse them).
+    pub string: bool,
     /// Index of its (non-synthetic) oneof, counted within the message.
     pub oneof: Option<usize>,
     /// The message type of a message field (of a map field: of its values, if messages).
@@ -30,6 +32,9 @@ pub(super) struct MapInfo {
     pub key: FieldDescriptor,
     pub key_class: Class,
     pub value_class: Class,
+    /// Whether the keys, and the values, are `string`s.
+    pub key_string: bool,
+    pub value_string: bool,
 }
 
 impl MapInfo {
@@ -37,10 +42,13 @@ impl MapInfo {
     pub fn of(fd: &FieldDescriptor) -> Self {
         let entry = fd.kind().as_message().expect("map entry").clone();
         let key = entry.map_entry_key_field();
+        let value = entry.map_entry_value_field();
         Self {
             key_class: class_of(&key),
+            key_string: key.kind() == Kind::String,
             key,
-            value_class: class_of(&entry.map_entry_value_field()),
+            value_class: class_of(&value),
+            value_string: value.kind() == Kind::String,
         }
     }
 }
@@ -87,6 +95,7 @@ impl Layout {
                     list: fd.is_list(),
                     packed: fd.is_packed(),
                     presence: fd.supports_presence(),
+                    string: fd.kind() == Kind::String,
                     oneof,
                     message,
                     child: Cell::new(None),

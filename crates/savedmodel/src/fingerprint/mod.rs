@@ -22,6 +22,7 @@ pub mod maps;
 mod pb;
 pub mod regularize;
 pub mod rope;
+mod verdict;
 mod wire_values;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ use unbound_proto::tensorflow::VersionDef;
 use unbound_wire::WireMessage;
 
 use self::canonical::{Encoder, Source};
+pub(crate) use self::verdict::CanonicalVerdict;
 
 /// The file a SavedModel's fingerprint is stored in.
 pub const FINGERPRINT_FILE: &str = "fingerprint.pb";
@@ -83,16 +85,19 @@ pub fn fingerprinted_file(dir: &Path) -> Result<PathBuf> {
 /// TensorFlow's `CreateFingerprintDef(dir)`: the fingerprint of the SavedModel in `dir`, with
 /// a fresh random `uuid`.
 pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
-    fingerprint_dir_sharing(dir, None)
+    fingerprint_dir_sharing(dir, None, None)
 }
 
 /// [`fingerprint_dir`], reading the `.cpb` through `shared` when it is the file fingerprinted
 /// (`verify` hands it the file it checks and merges on another thread, so each chunk is
-/// decoded once for both).
+/// decoded once for both). When the model fingerprinted is a `.pb`, whether it is canonical
+/// and valid is published to `verdict` (see [`CanonicalVerdict`]); "no" in every other case.
 pub(crate) fn fingerprint_dir_sharing(
     dir: &Path,
     shared: Option<&SharedCpb>,
+    verdict: Option<&CanonicalVerdict>,
 ) -> Result<FingerprintDef> {
+    let _answered = verdict.map(CanonicalVerdict::no_unless_answered);
     let file = fingerprinted_file(dir)?;
     let chunked = file
         .extension()
@@ -104,7 +109,7 @@ pub(crate) fn fingerprint_dir_sharing(
     } else if chunked {
         cpb::hashes(&file)
     } else {
-        pb::hashes(&file)
+        pb::hashes(&file, verdict)
     }
     .map_err(|e| naming_file(&file, e))?;
     Ok(definition(hashes, checkpoint_hash(dir), chunked))

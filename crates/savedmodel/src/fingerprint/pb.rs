@@ -15,7 +15,7 @@ use super::hashes::{
     signature_hashes,
 };
 use super::regularize::simple_delete;
-use super::{Hashes, Result};
+use super::{CanonicalVerdict, Hashes, Result};
 
 /// The hash fields for the SavedModel in `pb_file`:
 ///
@@ -24,7 +24,10 @@ use super::{Hashes, Result};
 /// - `signature_def_hash`: for each signature in key order, `Cat(h, FP64(key))` then
 ///   `Cat(h, FP64(ser(SignatureDef)))`;
 /// - `saved_object_graph_hash`: see [`object_graph_hash`].
-pub fn hashes(pb_file: &Path) -> Result<Hashes> {
+///
+/// The whole-model canonical check is made in the mode that also checks what protobuf C++
+/// checks when it parses when `verdict` is given, and its answer published there.
+pub fn hashes(pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hashes> {
     let desc = descriptor("tensorflow.SavedModel")?;
     let bytes = map_file(pb_file)?;
     let model = WireMessage::parse(&bytes, Some(desc.clone()))
@@ -36,7 +39,14 @@ pub fn hashes(pb_file: &Path) -> Result<Hashes> {
     // time, and neither needs the other), and again without it if the check fails.
     let (canonical, graph_hash) = std::thread::scope(|s| {
         let graph = s.spawn(|| graph_program_hash(&meta_graph, true));
-        let canonical = Encoder::new().is_canonical(&bytes, &desc);
+        let canonical = match verdict {
+            Some(verdict) => {
+                let valid = Encoder::new().is_canonical_and_valid(&bytes, &desc);
+                verdict.publish(valid);
+                valid
+            }
+            None => Encoder::new().is_canonical(&bytes, &desc),
+        };
         let graph = graph
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));

@@ -37,7 +37,7 @@ use unbound_records::RecordReader;
 use unbound_wire::WireMessage;
 
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
-use crate::fingerprint::{fingerprint_dir_sharing, FINGERPRINT_FILE};
+use crate::fingerprint::{fingerprint_dir_sharing, CanonicalVerdict, FINGERPRINT_FILE};
 use crate::shared_cpb::SharedCpb;
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use crate::{Result, SavedModelError};
@@ -139,11 +139,16 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
     // millions of nodes (issue 15). `show` reads a `.pb` itself, so that starts at once; a
     // `.cpb` is shown from the merged model, as soon as it is read. It is reported only if
     // nothing else is wrong (`verify_other_commands`), as when it ran last.
+    // A `.pb`'s schema check is answered by the fingerprint's canonical check when the model
+    // is canonical (see `CanonicalVerdict`); made here only when it is not.
+    let verdict = (file.format == ModelFormat::Pb).then(CanonicalVerdict::default);
     let (model, fingerprint, shown) = std::thread::scope(|s| {
-        let fingerprint = s.spawn(|| fingerprint_dir_sharing(dir, shared.as_ref()));
+        let fingerprint =
+            s.spawn(|| fingerprint_dir_sharing(dir, shared.as_ref(), verdict.as_ref()));
         let shown_from_file =
             (file.format != ModelFormat::Cpb).then(|| s.spawn(|| show_check(dir, &file, None)));
-        let model = verify_model_file(&file, shared.as_ref(), &mut report).map(Arc::new);
+        let model =
+            verify_model_file(&file, shared.as_ref(), verdict.as_ref(), &mut report).map(Arc::new);
         let shown = match shown_from_file {
             Some(shown) => Some(shown),
             None => model.clone().map(|model| {
@@ -163,7 +168,7 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
         let path = dir.join(format.file_name());
         if format != file.format && std::fs::symlink_metadata(&path).is_ok() {
             let other = ModelFile { path, format };
-            let parsed = verify_model_file(&other, None, &mut report);
+            let parsed = verify_model_file(&other, None, None, &mut report);
             if parsed.as_ref().is_some_and(|m| !has_meta_graph(m)) {
                 report.fault(
                     &other.path,
@@ -223,11 +228,12 @@ fn has_meta_graph(root: &WireMessage) -> bool {
 fn verify_model_file(
     file: &ModelFile,
     shared: Option<&SharedCpb>,
+    verdict: Option<&CanonicalVerdict>,
     report: &mut VerifyReport,
 ) -> Option<WireMessage> {
     match file.format {
         ModelFormat::Cpb => verify_cpb(&file.path, shared.filter(|s| s.path == file.path), report),
-        ModelFormat::Pb => verify_pb(&file.path, report),
+        ModelFormat::Pb => verify_pb(&file.path, verdict, report),
         ModelFormat::Pbtxt => {
             match saved_model_descriptor().and_then(|d| read_text(&file.path, &d)) {
                 Ok(m) => {
@@ -381,8 +387,14 @@ fn verify_other_commands(
     }
 }
 
-/// A `.pb`: it must parse as a `SavedModel`.
-fn verify_pb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
+/// A `.pb`: it must parse as a `SavedModel`. With `verdict` (the fingerprint of this same
+/// file, on another thread, says whether it is canonical and valid), a canonical model needs
+/// no schema check of its own.
+fn verify_pb(
+    path: &Path,
+    verdict: Option<&CanonicalVerdict>,
+    report: &mut VerifyReport,
+) -> Option<WireMessage> {
     let desc = saved_model_descriptor().ok()?;
     let root = match unbound_chunked::read_pb(path, &desc) {
         Ok(m) => m,
@@ -391,7 +403,11 @@ fn verify_pb(path: &Path, report: &mut VerifyReport) -> Option<WireMessage> {
             return None;
         }
     };
-    match check_message(&root, &desc) {
+    let checked = match verdict {
+        Some(verdict) if verdict.wait() => Ok(()),
+        _ => check_message(&root, &desc),
+    };
+    match checked {
         Ok(()) => {
             report.checked.push(format!("{} parses", file_name(path)));
             Some(root)
@@ -706,7 +722,7 @@ mod tests {
         );
         let mut report = VerifyReport::default();
         let (model, fingerprint) = std::thread::scope(|s| {
-            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared)));
+            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None));
             let model = verify_cpb(&path, Some(&shared), &mut report);
             (model, fingerprint.join().unwrap())
         });
@@ -764,7 +780,7 @@ mod tests {
         assert!((0..all).all(|i| cache.is_cached(i)), "every chunk is kept");
         let mut report = VerifyReport::default();
         let (model, fingerprint) = std::thread::scope(|s| {
-            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared)));
+            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None));
             let model = verify_cpb(&path, Some(&shared), &mut report);
             (model, fingerprint.join().unwrap())
         });
@@ -821,7 +837,7 @@ mod tests {
             shared_cases += 1;
             let mut report = VerifyReport::default();
             let model = verify_cpb(&path, Some(&shared), &mut report);
-            let fingerprint = fingerprint_dir_sharing(&dir, Some(&shared));
+            let fingerprint = fingerprint_dir_sharing(&dir, Some(&shared), None);
             let mut alone = VerifyReport::default();
             let model_alone = verify_cpb(&path, None, &mut alone);
             let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir);

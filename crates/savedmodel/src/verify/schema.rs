@@ -168,9 +168,7 @@ impl Schema {
                 (Check::Message(sub), WireValue::Bytes(p)) => {
                     with_bytes(p, |b| self.valid_in_place(b, sub, depth + 1)).unwrap_or(false)
                 }
-                (Check::Utf8, WireValue::Bytes(p)) => {
-                    with_bytes(p, is_utf8).unwrap_or(false)
-                }
+                (Check::Utf8, WireValue::Bytes(p)) => with_bytes(p, is_utf8).unwrap_or(false),
                 (Check::Packed(w), WireValue::Bytes(p)) => {
                     with_bytes(p, |b| packed_run_ok(w, b).is_ok()).unwrap_or(false)
                 }

@@ -215,6 +215,17 @@ fn apply(buf: &[u8], m: &Mutation) -> Vec<u8> {
     fields.into_iter().flat_map(|f| f.0).collect()
 }
 
+/// The sample `pick` chooses, with `mutations` applied, and its type.
+fn mutant(pick: prop::sample::Index, mutations: &[Mutation]) -> (Bytes, &'static str) {
+    let samples = samples();
+    let (bytes, name) = &samples[pick.index(samples.len())];
+    let mut mutant = bytes.to_vec();
+    for m in mutations {
+        mutant = apply(&mutant, m);
+    }
+    (Bytes::from(mutant), name)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -223,14 +234,9 @@ proptest! {
         pick in any::<prop::sample::Index>(),
         mutations in prop::collection::vec(mutation(), 0..4),
     ) {
-        let samples = samples();
-        let (bytes, name) = &samples[pick.index(samples.len())];
-        let mut mutant = bytes.to_vec();
-        for m in &mutations {
-            mutant = apply(&mutant, m);
-        }
+        let (mutant, name) = mutant(pick, &mutations);
         let desc = descriptor(name);
-        let (with, without) = both(&Bytes::from(mutant), &desc);
+        let (with, without) = both(&mutant, &desc);
         match (with, without) {
             (Ok(a), Ok(b)) => prop_assert!(a == b, "{name}: the fast path changed the encoding"),
             (Err(_), Err(_)) => {}
@@ -373,14 +379,8 @@ proptest! {
         pick in any::<prop::sample::Index>(),
         mutations in prop::collection::vec(mutation(), 0..4),
     ) {
-        let samples = samples();
-        let (bytes, name) = &samples[pick.index(samples.len())];
-        let mut mutant = bytes.to_vec();
-        for m in &mutations {
-            mutant = apply(&mutant, m);
-        }
+        let (mutant, name) = mutant(pick, &mutations);
         let desc = descriptor(name);
-        let mutant = Bytes::from(mutant);
         if Encoder::new().is_canonical_and_valid(&mutant, &desc) {
             let parsed = unbound_wire::WireMessage::parse(&mutant, Some(desc.clone()));
             prop_assert!(parsed.is_ok(), "{name}: accepted but does not parse");

@@ -18,7 +18,7 @@
 //! Anything else (unknown fields, a graph in several occurrences) takes the general path.
 
 use unbound_proto::fields::tensorflow::{graph_def, node_def};
-use unbound_wire::codec::{read_field, WireType};
+use unbound_wire::codec::{put_key, put_varint, read_field, WireType};
 use unbound_wire::{Payload, WireValue};
 
 use super::canonical::{Encoder, Source};
@@ -67,8 +67,10 @@ pub fn canonical_graph_hash(graph: &[Source<'_>]) -> Result<Option<u64>> {
                 None => node_desc.insert(descriptor("tensorflow.NodeDef")?),
             };
             let encoded = Encoder::new().encode(&[Source::Ref(&node)], desc)?;
-            hash.update(&[(graph_def::NODE << 3 | 2) as u8]);
-            hash.update(&varint(encoded.len()));
+            let mut head = Vec::with_capacity(11);
+            put_key(graph_def::NODE, WireType::Len, &mut head);
+            put_varint(encoded.len(), &mut head);
+            hash.update(&head);
             encoded.for_each(|piece| hash.update(piece))?;
             continue;
         }
@@ -116,17 +118,6 @@ fn may_be_regularized(node: &[u8]) -> Result<bool> {
     Ok(false)
 }
 
-/// `value` as a varint.
-fn varint(mut value: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(10);
-    while value >= 0x80 {
-        out.push(value as u8 | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,21 +130,16 @@ mod tests {
     struct W(Vec<u8>);
 
     impl W {
-        fn key(mut self, number: u32, wire_type: u8) -> Self {
-            self.0
-                .extend(varint(u64::from(number) << 3 | u64::from(wire_type)));
+        fn int(mut self, number: u32, value: u64) -> Self {
+            put_key(number, WireType::Varint, &mut self.0);
+            put_varint(value, &mut self.0);
             self
         }
-        fn int(self, number: u32, value: u64) -> Self {
-            let mut w = self.key(number, 0);
-            w.0.extend(varint(value));
-            w
-        }
-        fn bytes(self, number: u32, value: &[u8]) -> Self {
-            let mut w = self.key(number, 2);
-            w.0.extend(varint(value.len() as u64));
-            w.0.extend_from_slice(value);
-            w
+        fn bytes(mut self, number: u32, value: &[u8]) -> Self {
+            put_key(number, WireType::Len, &mut self.0);
+            put_varint(value.len() as u64, &mut self.0);
+            self.0.extend_from_slice(value);
+            self
         }
         fn msg(self, number: u32, value: W) -> Self {
             self.bytes(number, &value.0)

@@ -2,7 +2,8 @@
 //! `FunctionDef`, a `MetaGraphDef` or a whole `SavedModel`, chosen by the first byte), and as a
 //! `SavedModel` verify checks against its schema. Differential: the encoder with its
 //! already-canonical fast path gives exactly the bytes of the full re-encoding, or both fail;
-//! verify's schema check (scanned in place first) never panics.
+//! verify's schema check (scanned in place first) never panics, and accepts whatever the
+//! canonical check accepts in its validating mode (which verify takes in its place).
 //!
 //! Seed it with `testdata/models/*/saved_model.pb` (prefixed by a type byte, or not).
 
@@ -38,7 +39,16 @@ fuzz_target!(|data: &[u8]| {
     let full = encode(Encoder::without_fast_path());
     assert_eq!(fast, full, "the fast path changed the deterministic encoding");
 
-    if let Ok(message) = WireMessage::parse(&bytes, Some(desc.clone())) {
-        let _ = unbound_savedmodel::verify::check_schema(&message, &desc, "fuzz input");
+    // verify skips its schema check of a `.pb` this accepts: the schema check must agree.
+    let valid = Encoder::new().is_canonical_and_valid(&bytes, &desc);
+    match WireMessage::parse(&bytes, Some(desc.clone())) {
+        Ok(message) => {
+            let checked = unbound_savedmodel::verify::check_schema(&message, &desc, "fuzz input");
+            assert!(
+                !valid || checked.is_ok(),
+                "accepted as canonical and valid, but the schema check says {checked:?}"
+            );
+        }
+        Err(_) => assert!(!valid, "accepted as canonical and valid, but it does not parse"),
     }
 });

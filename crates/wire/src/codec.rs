@@ -108,6 +108,14 @@ pub fn varint_len(value: u64) -> u64 {
     bits.div_ceil(7)
 }
 
+/// Whether `bytes` is a valid protobuf `string` value (UTF-8, as protobuf C++ requires of
+/// proto3 strings). The ASCII test first: model strings (node names, devices, inputs) are
+/// short and almost always ASCII, which `is_ascii` answers a word at a time, faster than
+/// `from_utf8`'s general path (a tenth of a schema check of millions of nodes, issue 15).
+pub fn is_utf8(bytes: &[u8]) -> bool {
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
+}
+
 /// Encodes a field key.
 pub fn put_key(number: u32, wire_type: WireType, out: &mut Vec<u8>) {
     put_varint((u64::from(number) << 3) | wire_type.bits(), out);

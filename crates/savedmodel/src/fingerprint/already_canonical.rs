@@ -14,7 +14,7 @@
 //! also reports the errors.
 
 use bytes::Bytes;
-use unbound_wire::codec::{RawField, WireType};
+use unbound_wire::codec::{is_utf8, RawField, WireType};
 
 use super::canonical::{Encoder, MAX_DEPTH};
 use super::fields::Val;
@@ -192,11 +192,10 @@ fn canonical_scalar(class: Class, raw: &RawField, buf: &[u8], always: bool) -> b
 
 impl Encoder {
     /// Whether `value`, of a field that is a `string` when `string` is set, passes
-    /// [`Encoder::validate`]'s check: UTF-8 (ASCII first, a word at a time: model strings are
-    /// short and nearly always ASCII).
+    /// [`Encoder::validate`]'s check: UTF-8, as verify's schema check has it.
     #[inline]
     fn valid_string(&self, string: bool, value: &[u8]) -> bool {
-        !(self.validate && string) || value.is_ascii() || std::str::from_utf8(value).is_ok()
+        !(self.validate && string) || is_utf8(value)
     }
 
     /// Whether encoding the message of layout `layout` serialized at `buf[start..end]` gives

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use prost_reflect::{Kind, MessageDescriptor};
 use unbound_chunked::merger::MAX_NESTING;
-use unbound_wire::codec::{read_field, read_varint, WireType};
+use unbound_wire::codec::{is_utf8, read_field, read_varint, WireType};
 use unbound_wire::scalar::{scalar_wire, ScalarWire};
 use unbound_wire::{Payload, WireMessage, WireValue};
 
@@ -347,11 +347,4 @@ fn packed_run_ok(wire: ScalarWire, bytes: &[u8]) -> Result<(), String> {
         read_varint(bytes, &mut pos).map_err(|e| e.to_string())?;
     }
     Ok(())
-}
-
-/// Whether `bytes` is UTF-8. The ASCII test first: model strings (node names, devices, inputs)
-/// are short and almost always ASCII, which `is_ascii` answers a word at a time, faster than
-/// `from_utf8`'s general path (a tenth of verify's schema check on millions of nodes).
-fn is_utf8(bytes: &[u8]) -> bool {
-    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
 }

@@ -237,12 +237,14 @@ pub fn split_dir(
         });
         (verified, copied)
     });
-    let (model, fingerprint) = verified?;
-    let known = fingerprint.map(|def| KnownFingerprint {
+    let verified = verified?;
+    let known = verified.fingerprint.map(|def| KnownFingerprint {
         model_file: file.path.clone(),
         def,
         copied: copied.and_then(std::result::Result::ok),
+        canonical: verified.canonical,
     });
+    let model = verified.model;
     write_model_dir_reusing(
         src,
         Output::Begun(tmp),
@@ -265,6 +267,10 @@ pub(crate) struct KnownFingerprint {
     def: FingerprintDef,
     /// The copy of the model file already made in the output directory, if any.
     copied: Option<Written>,
+    /// Whether the model file's bytes were found canonical ([`crate::verify::Verified`]): the
+    /// fingerprint of its split then takes its messages as they are (see
+    /// [`crate::fingerprint::fingerprint_split_as_cpb`]).
+    canonical: bool,
 }
 
 impl KnownFingerprint {
@@ -280,6 +286,8 @@ impl KnownFingerprint {
             model_file: file.path,
             def,
             copied: None,
+            // Not asked here: the split's fingerprint then checks every node.
+            canonical: false,
         })
     }
 
@@ -428,8 +436,10 @@ fn write_model_dir_reusing(
             // Chunked: fingerprinted from the split in memory while it is written.
             Err(split) => {
                 let cpb_file = tmp.join(ModelFormat::Cpb.file_name());
-                let fingerprint =
-                    || crate::fingerprint::fingerprint_split_as_cpb(&split, &cpb_file, 0);
+                let canonical = known.is_some_and(|k| k.canonical);
+                let fingerprint = || {
+                    crate::fingerprint::fingerprint_split_as_cpb(&split, &cpb_file, 0, canonical)
+                };
                 writing_and_fingerprinting(fingerprint, || {
                     Ok(write_chunked(&prefix, &split, options, progress)?)
                 })

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::{merge_dir, split_dir};
+use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
 use unbound_savedmodel::fingerprint::{
-    fingerprint_dir, read_fingerprint, PRODUCER_CPB, PRODUCER_PB,
+    fingerprint_dir, read_fingerprint, write_fingerprint, PRODUCER_CPB, PRODUCER_PB,
 };
-use unbound_test_support::fingerprint_fields as hashes;
-use unbound_test_support::testdata::model as testdata;
+use unbound_test_support::testdata::{copy_dir, model as testdata};
+use unbound_test_support::{descriptor, fingerprint_fields as hashes};
 
 #[test]
 fn tf2_model_matches_the_fingerprint_tensorflow_saved() {
@@ -109,6 +110,53 @@ fn cpb_splits_match_tensorflow() {
             want,
             "fingerprint.pb of {model} split at {max}"
         );
+    }
+}
+
+/// A copy of testdata `model` in `to` whose `saved_model.pb` is its deterministic
+/// serialization (TensorFlow's Python writes maps in no set order), with the fingerprint of
+/// that file.
+fn canonical_copy(model: &str, to: &Path) -> PathBuf {
+    copy_dir(&testdata(model), to);
+    let pb = to.join("saved_model.pb");
+    let bytes = bytes::Bytes::from(std::fs::read(&pb).unwrap());
+    let desc = descriptor("tensorflow.SavedModel");
+    let canonical = Encoder::new()
+        .encode(&[Source::Raw(bytes.clone())], &desc)
+        .unwrap()
+        .to_vec()
+        .unwrap();
+    std::fs::write(&pb, &canonical).unwrap();
+    assert!(Encoder::new().is_canonical(&bytes::Bytes::from(canonical), &desc));
+    write_fingerprint(to, &fingerprint_dir(to).unwrap()).unwrap();
+    to.to_path_buf()
+}
+
+/// The `fingerprint.pb` a split writes is computed from the split in memory, taking the
+/// graph's serialized nodes as canonical without a check when the source is canonical. At
+/// every size, from most nodes chunked or edited (constants' values moved out, nodes and
+/// functions moved whole, the library chunked) to nothing split, it equals the fingerprint of
+/// the `.cpb` read back from disk, which checks every node; for sources canonical or not.
+#[test]
+fn a_split_writes_the_fingerprint_of_its_cpb_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    for model in ["tf1_large_consts", "tf2_multi_sig"] {
+        let canonical = canonical_copy(model, &tmp.path().join(model));
+        for src in [testdata(model), canonical] {
+            for max in [200, 500, 1000, 2000, 3500, 5000, 8000, 12000, 20000, 40000] {
+                let out = tmp.path().join(format!("{model}.{max}"));
+                split_dir(&src, &out, max, WriterOptions::default(), &mut |_| {}).unwrap();
+                let written = read_fingerprint(&out).unwrap();
+                let read_back = fingerprint_dir(&out).unwrap();
+                assert_eq!(
+                    hashes(&written),
+                    hashes(&read_back),
+                    "{} split at {max}",
+                    src.display()
+                );
+                std::fs::remove_dir_all(&out).unwrap();
+            }
+        }
     }
 }
 

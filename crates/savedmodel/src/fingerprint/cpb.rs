@@ -70,7 +70,7 @@ fn targets() -> [Vec<FieldIndex>; 3] {
 /// tree is `root`; chunks `chunks` keeps decoded are hashed from its cache (shared with
 /// whatever else reads them, `verify` on another thread for one), the others streamed.
 pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Hashes> {
-    hashes_with(chunks, root, |wanted| chunk_prints(chunks, wanted))
+    hashes_with(chunks, root, false, |wanted| chunk_prints(chunks, wanted))
 }
 
 /// The hash fields of the `.cpb` that `split` is written as: the same as [`hashes`] of that
@@ -78,8 +78,17 @@ pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Ha
 /// joined, except those the pruned merge reads), so that `split` fingerprints its output
 /// while writing it rather than reading it back (issue 15: decompressing it again was a fifth
 /// of a split of a model of millions of nodes).
-pub fn hashes_of_split(split: &SplitOutput) -> Result<Hashes> {
-    hashes_with(split, &split.message, |wanted| {
+///
+/// With `source_canonical` (the split was made of a model read, unedited, from canonical
+/// bytes), the messages directly below the merged graph that are held serialized (its nodes,
+/// its library and versions unless the splitter edited them) are taken as canonical without a
+/// check ([`Encoder::trust_children`]). That holds because each is either a slice of the
+/// canonical source or a message the splitter edited and serialized again, and its edits
+/// (dropping fields: a constant's value, the library; emptying a message moved to a chunk)
+/// keep a canonical message canonical: what is left stays in field order, with minimal
+/// lengths.
+pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Hashes> {
+    hashes_with(split, &split.message, source_canonical, |wanted| {
         let mut prints = HashMap::with_capacity(wanted.len());
         for index in wanted {
             let chunk = usize::try_from(index)
@@ -95,10 +104,12 @@ pub fn hashes_of_split(split: &SplitOutput) -> Result<Hashes> {
 }
 
 /// The hash fields of the chunked SavedModel read through `chunks` with metadata tree `root`;
-/// `chunk_prints` gives the `Fingerprint64` of each chunk index it is handed.
+/// `chunk_prints` gives the `Fingerprint64` of each chunk index it is handed; the graph's
+/// serialized children are trusted to be canonical when `trusted` (see [`hashes_of_split`]).
 fn hashes_with(
     chunks: &dyn ChunkSource,
     root: &ChunkedMessage,
+    trusted: bool,
     chunk_prints: impl FnOnce(Vec<u64>) -> Result<HashMap<u64, u64>>,
 ) -> Result<Hashes> {
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
@@ -132,10 +143,11 @@ fn hashes_with(
     let mut enc = Encoder::new();
 
     let graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
-    let graph_def_program_hash = fingerprint_cat64(
-        hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?)?,
-        hash_fields(root, &graph_tags, &mut print)?,
-    );
+    enc.trust_children(trusted);
+    let graph_hash = hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?);
+    enc.trust_children(false);
+    let graph_def_program_hash =
+        fingerprint_cat64(graph_hash?, hash_fields(root, &graph_tags, &mut print)?);
 
     let signatures = signature_hashes(&mut enc, &meta_graph[0])?;
     let mut signature_def_hash = 0;

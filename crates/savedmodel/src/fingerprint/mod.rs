@@ -132,12 +132,20 @@ pub fn fingerprint_model_as_pb(
 /// (`cpb_file`, not read) is `split` written out ([`unbound_chunked::write_chunked`]) and whose
 /// checkpoint hashes to `checkpoint_hash`: the same hashes, from the split in memory
 /// (`cpb::hashes_of_split`), so that a split fingerprints its output while writing it.
+///
+/// `source_canonical` says the split was made, unedited, of a model parsed from bytes that are
+/// its own deterministic serialization (as every model TensorFlow writes is): the graph's
+/// serialized nodes are then hashed as they are, without the check that they are canonical
+/// (issue 15: that check was a fifth of a split of a model of millions of nodes). A wrong
+/// `true` gives a wrong fingerprint, never an error.
 pub fn fingerprint_split_as_cpb(
     split: &unbound_chunked::SplitOutput,
     cpb_file: &Path,
     checkpoint_hash: u64,
+    source_canonical: bool,
 ) -> Result<FingerprintDef> {
-    let hashes = cpb::hashes_of_split(split).map_err(|e| naming_file(cpb_file, e))?;
+    let hashes =
+        cpb::hashes_of_split(split, source_canonical).map_err(|e| naming_file(cpb_file, e))?;
     Ok(definition(hashes, checkpoint_hash, true))
 }
 

@@ -90,39 +90,61 @@ pub fn verify_dir(dir: &Path) -> VerifyReport {
     verify_with_model(dir).0
 }
 
+/// A model [`verified_model_with_fingerprint`] read, with what verify learnt of it.
+pub(crate) struct Verified {
+    /// The SavedModel proto.
+    pub model: WireMessage,
+    /// The fingerprint computed for its model file (none for a `.pbtxt`).
+    pub fingerprint: Option<FingerprintDef>,
+    /// Whether its model file is a `.pb` whose bytes are canonical (its deterministic
+    /// serialization) and valid ([`CanonicalVerdict`]): every message `model` holds
+    /// serialized is then canonical too.
+    pub canonical: bool,
+}
+
 /// The SavedModel proto of `dir` (its `.cpb`, else `.pb`, else `.pbtxt`), read only when
 /// [`verify_dir`] finds no problem anywhere in the directory: what `split` and `merge` read,
 /// so they never write a model from a directory `verify` rejects
 /// ([`SavedModelError::Unverified`] lists what it found).
 pub fn verified_model(dir: &Path) -> Result<WireMessage> {
-    verified_model_with_fingerprint(dir).map(|(model, _)| model)
+    verified_model_with_fingerprint(dir).map(|verified| verified.model)
 }
 
 /// [`verified_model`], with the fingerprint verify computed for the directory's model file
-/// (none for a `.pbtxt`): `split` reuses it when it writes the same bytes again.
-pub(crate) fn verified_model_with_fingerprint(
-    dir: &Path,
-) -> Result<(WireMessage, Option<FingerprintDef>)> {
+/// and whether that file is canonical: `split` reuses the fingerprint when it writes the same
+/// bytes again, and trusts the canonical form of what it splits.
+pub(crate) fn verified_model_with_fingerprint(dir: &Path) -> Result<Verified> {
     // A missing directory or model file keeps its own error.
     model_file(dir)?;
     match verify_with_model(dir) {
-        (report, Some(model), fingerprint) if report.faults.is_empty() => Ok((model, fingerprint)),
-        (report, _, _) => Err(SavedModelError::Unverified {
+        (report, Some(model), fingerprint, canonical) if report.faults.is_empty() => Ok(Verified {
+            model,
+            fingerprint,
+            canonical,
+        }),
+        (report, _, _, _) => Err(SavedModelError::Unverified {
             dir: dir.to_path_buf(),
             faults: report.faults,
         }),
     }
 }
 
-/// [`verify_dir`], also returning the model proto when it could be read, and the fingerprint
-/// computed for it.
-fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<FingerprintDef>) {
+/// [`verify_dir`], also returning the model proto when it could be read, the fingerprint
+/// computed for it, and whether its file is a canonical `.pb` ([`Verified::canonical`]).
+fn verify_with_model(
+    dir: &Path,
+) -> (
+    VerifyReport,
+    Option<WireMessage>,
+    Option<FingerprintDef>,
+    bool,
+) {
     let mut report = VerifyReport::default();
     let file = match model_file(dir) {
         Ok(file) => file,
         Err(e) => {
             report.fault(dir, e);
-            return (report, None, None);
+            return (report, None, None, false);
         }
     };
     // The fingerprint is computed on a second thread while the model is read and checked:
@@ -207,7 +229,9 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<WireMessage>, Option<F
     let fingerprint = fingerprint
         .ok()
         .filter(|_| file.format != ModelFormat::Pbtxt);
-    (report, model, fingerprint)
+    // Answered by now: the fingerprint's thread has ended, and it answers however it ends.
+    let canonical = verdict.as_ref().is_some_and(CanonicalVerdict::wait);
+    (report, model, fingerprint, canonical)
 }
 
 /// What a scoped thread returned (its panic carried on).

@@ -43,8 +43,14 @@ impl Chunk {
     /// writer writes and what a fingerprint of the split hashes, without joining a message's
     /// fields into one buffer.
     pub fn segments(&self) -> Result<Vec<Bytes>> {
+        self.segments_within(&[])
+    }
+
+    /// [`Chunk::segments`], sharing the runs of a message's fields that lie as they are in
+    /// `sources` ([`WireMessage::to_segments_within`]).
+    pub fn segments_within(&self, sources: &[Bytes]) -> Result<Vec<Bytes>> {
         Ok(match self {
-            Chunk::Message(m) => m.to_segments()?,
+            Chunk::Message(m) => m.to_segments_within(sources)?,
             Chunk::SerializedMessage(p) | Chunk::Bytes(p) => vec![p.bytes()?],
         })
     }
@@ -93,9 +99,24 @@ pub struct SplitOutput {
     pub chunks: Vec<Chunk>,
     /// The metadata placing them.
     pub message: ChunkedMessage,
+    /// Buffers the split message was parsed from (a mapped model file, say): fields of a
+    /// chunk that lie in one of them as they are written are written and hashed from there
+    /// ([`Chunk::segments_within`]). Empty when unknown.
+    pub sources: Vec<Bytes>,
 }
 
 impl SplitOutput {
+    /// The split, with `sources` as the buffers its message was parsed from.
+    pub fn within(self, sources: Vec<Bytes>) -> Self {
+        Self { sources, ..self }
+    }
+
+    /// Chunk `chunk`'s record as consecutive pieces ([`Chunk::segments_within`] its
+    /// [`SplitOutput::sources`]).
+    pub fn segments(&self, chunk: &Chunk) -> Result<Vec<Bytes>> {
+        chunk.segments_within(&self.sources)
+    }
+
     /// The whole message, when the split chunked nothing (it is then written as one `.pb`);
     /// the split itself otherwise.
     pub fn into_unchunked(self) -> std::result::Result<WireMessage, SplitOutput> {
@@ -133,7 +154,7 @@ impl crate::ChunkSource for SplitOutput {
                     self.chunks.len()
                 ),
             })?;
-        let mut segments = chunk.segments()?;
+        let mut segments = self.segments(chunk)?;
         Ok(if segments.len() == 1 {
             segments.pop().unwrap_or_default()
         } else {
@@ -266,6 +287,7 @@ impl ChunkSink {
                 chunk_index: self.base_is_initial_chunk.then_some(0),
                 chunked_fields,
             },
+            sources: Vec::new(),
         }
     }
 }

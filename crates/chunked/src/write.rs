@@ -110,7 +110,7 @@ pub fn write_chunked(
                 Chunk::Message(_) | Chunk::SerializedMessage(_) => ChunkType::Message,
                 Chunk::Bytes(_) => ChunkType::Bytes,
             };
-            let segments = chunk.segments()?;
+            let segments = split.segments(chunk)?;
             let parts: Vec<&[u8]> = segments.iter().map(|b| b.as_ref()).collect();
             let size: u64 = parts.iter().map(|p| p.len() as u64).sum();
             let offset = writer.write_record_parts(&parts)?;

@@ -159,7 +159,11 @@ fn write_chunks(
             })?;
             return Ok(path);
         }
-        let split = SplitOutput { chunks, message };
+        let split = SplitOutput {
+            chunks,
+            message,
+            sources: Vec::new(),
+        };
         Ok(write_split(&prefix, split, options, &mut |_| {})?.path)
     };
     let path = background::run(py, work)?.map_err(py_err)?;

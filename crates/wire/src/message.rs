@@ -252,7 +252,21 @@ impl WireMessage {
     /// gathered into owned buffers, large values are shared slices of their source (a mapped
     /// file, a decoded chunk), so writing a multi-gigabyte message copies nothing up front.
     pub fn to_segments(&self) -> Result<Vec<Bytes>> {
-        let mut seg = Segments::default();
+        self.to_segments_within(&[])
+    }
+
+    /// [`WireMessage::to_segments`], where every run of fields that lies, exactly as it is
+    /// written, in one of `sources` (the buffers the message was parsed from) is one shared
+    /// slice of that buffer, keys and lengths included: a chunk of consecutive graph nodes is
+    /// then the slice of the model file that holds them, never copied (issue 15: copying
+    /// millions of small nodes into buffers was a sixth of a split). The bytes before a value
+    /// are compared with the key and length it is written with before they are shared, so the
+    /// segments always join into exactly the serialization.
+    pub fn to_segments_within(&self, sources: &[Bytes]) -> Result<Vec<Bytes>> {
+        let mut seg = Segments {
+            sources,
+            ..Segments::default()
+        };
         self.write_segments(&mut seg)?;
         seg.flush();
         Ok(seg.parts)
@@ -260,15 +274,29 @@ impl WireMessage {
 
     fn write_segments(&self, seg: &mut Segments) -> Result<()> {
         for field in self.write_order() {
-            field.write_head(&mut seg.pending);
             match &field.value {
-                WireValue::Bytes(p) => seg.push(p.bytes()?),
-                WireValue::Message(m) => m.write_segments(seg)?,
+                // Borrowed, not cloned: a clone is an atomic count on the source buffer's
+                // shared counter, per field, contended by every thread reading the source.
+                WireValue::Bytes(Payload::Inline(value)) => seg.push_field(field, value),
+                WireValue::Bytes(p) => {
+                    let value = p.bytes()?;
+                    seg.push_field(field, &value);
+                }
+                WireValue::Message(m) => {
+                    seg.end_run();
+                    field.write_head(&mut seg.pending);
+                    m.write_segments(seg)?;
+                }
                 WireValue::Group(g) => {
+                    seg.end_run();
+                    field.write_head(&mut seg.pending);
                     seg.pending.extend_from_slice(g);
                     put_key(field.number, WireType::EndGroup, &mut seg.pending);
                 }
-                _ => {}
+                _ => {
+                    seg.end_run();
+                    field.write_head(&mut seg.pending);
+                }
             }
         }
         Ok(())
@@ -318,26 +346,85 @@ impl WireMessage {
 }
 
 /// Segments under construction: see [`WireMessage::to_segments`].
+/// Segments being gathered: at most one of `pending` (copied bytes) and `run` (a shared
+/// slice of a source, still growing) is open at a time, so that parts stay in stream order.
 #[derive(Default)]
-struct Segments {
+struct Segments<'s> {
     parts: Vec<Bytes>,
     pending: Vec<u8>,
+    /// Buffers whose slices may be shared whole ([`WireMessage::to_segments_within`]).
+    sources: &'s [Bytes],
+    /// `sources[.0][.1..]` up to `.2`: the run of fields found in place so far.
+    run: Option<(usize, usize, usize)>,
+    /// Scratch space for a field's key and length.
+    head: Vec<u8>,
 }
 
-impl Segments {
+impl Segments<'_> {
     /// Values at least this large are shared, not copied.
     const SHARE_AT: usize = 64 << 10;
 
-    fn push(&mut self, value: Bytes) {
+    /// Appends a length-delimited field whose value is `value`: to the run when its key,
+    /// length and value follow the run in its source, else as a new run when they lie in a
+    /// source, else copied (or shared, if large).
+    fn push_field(&mut self, field: &WireField, value: &Bytes) {
+        self.head.clear();
+        field.write_head(&mut self.head);
+        if let Some((source, start, end)) = self.in_source(value) {
+            match self.run {
+                Some((s, run_start, run_end)) if s == source && run_end == start => {
+                    self.run = Some((s, run_start, end));
+                }
+                _ => {
+                    self.flush();
+                    self.run = Some((source, start, end));
+                }
+            }
+            return;
+        }
+        self.end_run();
+        self.pending.extend_from_slice(&self.head);
+        self.push(value);
+    }
+
+    /// Whether `bytes` equals `self.head` (a few bytes: compared in line, not by `memcmp`).
+    fn is_head(&self, bytes: &[u8]) -> bool {
+        bytes.len() == self.head.len() && bytes.iter().zip(&self.head).all(|(a, b)| a == b)
+    }
+
+    /// Where the field made of `self.head` and `value` lies in a source, as `(source, start,
+    /// end)`: `value` must be a slice of it (compared by address, never read outside it) and
+    /// the bytes just before it must be `self.head`.
+    fn in_source(&self, value: &Bytes) -> Option<(usize, usize, usize)> {
+        let at = value.as_ptr() as usize;
+        let head = self.head.len();
+        self.sources.iter().enumerate().find_map(|(i, source)| {
+            let base = source.as_ptr() as usize;
+            let offset = at.checked_sub(base)?;
+            let end = offset.checked_add(value.len())?;
+            let start = offset.checked_sub(head)?;
+            (end <= source.len() && self.is_head(&source[start..offset])).then_some((i, start, end))
+        })
+    }
+
+    fn push(&mut self, value: &Bytes) {
         if value.len() < Self::SHARE_AT {
-            self.pending.extend_from_slice(&value);
+            self.pending.extend_from_slice(value);
         } else {
             self.flush();
-            self.parts.push(value);
+            self.parts.push(value.clone());
+        }
+    }
+
+    /// Closes the shared run, if one is open (before bytes are copied).
+    fn end_run(&mut self) {
+        if let Some((source, start, end)) = self.run.take() {
+            self.parts.push(self.sources[source].slice(start..end));
         }
     }
 
     fn flush(&mut self) {
+        self.end_run();
         if !self.pending.is_empty() {
             self.parts
                 .push(Bytes::from(std::mem::take(&mut self.pending)));
@@ -451,5 +538,69 @@ mod tests {
         let child = WireMessage::parse(b, None).unwrap();
         m.fields[0].value = WireValue::Message(child);
         assert_eq!(m.to_vec().unwrap(), outer_bytes);
+    }
+
+    /// A message of `n` length-delimited fields numbered 1, each `size` bytes of its index.
+    fn many_fields(n: usize, size: usize) -> Bytes {
+        let mut out = Vec::new();
+        for i in 0..n {
+            out.push(0x0a);
+            put_varint(size as u64, &mut out);
+            out.extend(std::iter::repeat_n(i as u8, size));
+        }
+        Bytes::from(out)
+    }
+
+    fn joined(parts: &[Bytes]) -> Vec<u8> {
+        parts.concat()
+    }
+
+    #[test]
+    fn fields_in_place_in_a_source_are_one_shared_slice_of_it() {
+        let source = many_fields(1000, 100);
+        let m = WireMessage::parse(&source, None).unwrap();
+        let parts = m.to_segments_within(std::slice::from_ref(&source)).unwrap();
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].as_ptr(), source.as_ptr(), "shared, not copied");
+        assert_eq!(parts[0], source);
+        // Without the source, the same bytes, copied.
+        let copied = m.to_segments().unwrap();
+        assert_ne!(copied[0].as_ptr(), source.as_ptr());
+        assert_eq!(joined(&copied), source.to_vec());
+    }
+
+    #[test]
+    fn a_run_breaks_where_the_message_departs_from_its_source() {
+        let source = many_fields(100, 30);
+        let mut m = WireMessage::parse(&source, None).unwrap();
+        // A field dropped, one rewritten with another length, a scalar added, a field moved
+        // to the end, and one value a slice of the source whose head there differs.
+        m.fields.remove(10);
+        m.fields[20].value = WireValue::Bytes(Payload::Inline(Bytes::from_static(b"changed")));
+        m.fields.insert(
+            40,
+            WireField {
+                number: 1,
+                value: WireValue::Varint(7),
+            },
+        );
+        let moved = m.fields.remove(50);
+        m.fields.push(moved);
+        let WireValue::Bytes(Payload::Inline(b)) = &m.fields[60].value else {
+            panic!("expected bytes")
+        };
+        m.fields[60].value = WireValue::Bytes(Payload::Inline(b.slice(1..)));
+        let want = m.to_vec().unwrap();
+        let parts = m.to_segments_within(std::slice::from_ref(&source)).unwrap();
+        assert_eq!(joined(&parts), want);
+        let shared = parts
+            .iter()
+            .filter(|p| {
+                let at = p.as_ptr() as usize;
+                let base = source.as_ptr() as usize;
+                at >= base && at < base + source.len()
+            })
+            .count();
+        assert!(shared >= 5, "runs between the edits are shared: {shared}");
     }
 }

@@ -95,9 +95,11 @@ pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Ha
                 .ok()
                 .and_then(|i| split.chunks.get(i))
                 .ok_or_else(|| model_fault(format!("chunk {index} is not in the split")))?;
-            let mut hasher = HashWriter(Fingerprint64::new());
-            chunk.write_to(&mut hasher)?;
-            prints.insert(index, hasher.0.finish());
+            let mut print = Fingerprint64::new();
+            for part in split.segments(chunk)? {
+                print.update(&part);
+            }
+            prints.insert(index, print.finish());
         }
         Ok(prints)
     })

@@ -15,9 +15,10 @@
 //! TensorFlow's Merger reads the result like any other `.cpb`: it follows each chunked
 //! field's path, whatever MetaGraphDef it names.
 
+use bytes::Bytes;
 use prost_reflect::MessageDescriptor;
 use unbound_chunked::{Chunk, ChunkSink, PathElem, SplitOutput};
-use unbound_wire::{navigate::message_type, WireMessage};
+use unbound_wire::{navigate::message_type, Payload, WireMessage, WireValue};
 
 use super::{field, split_graph_def, split_saved_model, SplitContext};
 use crate::Result;
@@ -40,10 +41,32 @@ pub fn split_saved_model_with(
     ctx: &mut SplitContext,
     splitting: MetaGraphSplitting,
 ) -> Result<SplitOutput> {
-    match splitting {
+    let sources = parsed_from(&model);
+    let split = match splitting {
         MetaGraphSplitting::First => split_saved_model(model, desc, ctx),
         MetaGraphSplitting::Every => split_every_meta_graph(model, desc, ctx),
-    }
+    }?;
+    Ok(split.within(sources))
+}
+
+/// Most buffers [`parsed_from`] returns (each field of a chunk is looked up in each).
+const MAX_SOURCES: usize = 4;
+
+/// The largest buffers `model`'s top-level fields are held in (its meta graphs, as parsed
+/// from a file): whatever the split leaves of them as it was is written and hashed from
+/// there, not copied ([`SplitOutput::sources`]).
+fn parsed_from(model: &WireMessage) -> Vec<Bytes> {
+    let mut held: Vec<Bytes> = model
+        .fields
+        .iter()
+        .filter_map(|f| match &f.value {
+            WireValue::Bytes(Payload::Inline(b)) => Some(b.clone()),
+            _ => None,
+        })
+        .collect();
+    held.sort_by_key(|b| std::cmp::Reverse(b.len()));
+    held.truncate(MAX_SOURCES);
+    held
 }
 
 /// Splits a `tensorflow.SavedModel` with every MetaGraphDef's `graph_def` split as TensorFlow

@@ -136,9 +136,10 @@ fn canonical_copy(model: &str, to: &Path) -> PathBuf {
 /// graph's serialized nodes as canonical without a check when the source is canonical. At
 /// every size, from most nodes chunked or edited (constants' values moved out, nodes and
 /// functions moved whole, the library chunked) to nothing split, it equals the fingerprint of
-/// the `.cpb` read back from disk, which checks every node; for sources canonical or not.
+/// the `.cpb` read back from disk, which checks every node; for sources canonical or not. The
+/// same for the merge of each split.
 #[test]
-fn a_split_writes_the_fingerprint_of_its_cpb_read_back() {
+fn split_and_merge_write_the_fingerprints_of_their_outputs_read_back() {
     let tmp = tempfile::tempdir().unwrap();
     for model in ["tf1_large_consts", "tf2_multi_sig"] {
         let canonical = canonical_copy(model, &tmp.path().join(model));
@@ -154,7 +155,16 @@ fn a_split_writes_the_fingerprint_of_its_cpb_read_back() {
                     "{} split at {max}",
                     src.display()
                 );
+                // Merged back: the fingerprint merge computes from the model in memory
+                // (checking the graph's nodes once for both of its hashes) is the one of the
+                // file it writes, read back, and the source's own.
+                let merged = tmp.path().join(format!("{model}.{max}.merged"));
+                merge_dir(&out, &merged, &mut |_, _| {}).unwrap();
+                let written = read_fingerprint(&merged).unwrap();
+                assert_eq!(hashes(&written), hashes(&fingerprint_dir(&merged).unwrap()));
+                assert_eq!(hashes(&written), hashes(&fingerprint_dir(&src).unwrap()));
                 std::fs::remove_dir_all(&out).unwrap();
+                std::fs::remove_dir_all(&merged).unwrap();
             }
         }
     }

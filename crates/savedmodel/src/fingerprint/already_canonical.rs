@@ -1,11 +1,13 @@
 //! The fast path of the deterministic encoding: recognizing serialized bytes that are already
 //! in the form [`Encoder`] would write, so they are hashed as they are instead of re-encoded.
 //!
-//! TensorFlow writes SavedModels with deterministic serialization, and prost writes fields in
-//! number order with maps sorted, so nearly every node and function of a real model is already
-//! canonical: checking costs one scan with no allocation, where re-encoding costs a rope and a
-//! sort per message (issue 15: re-encoding was most of the time on models of millions of
-//! small nodes).
+//! Protobuf writes fields in number order and, deterministically, maps sorted, so nearly every
+//! node and function of a real model is already canonical: checking costs one scan with no
+//! allocation, where re-encoding costs a rope and a sort per message (issue 15: re-encoding was
+//! most of the time on models of millions of small nodes). Whole models are canonical less
+//! often: TensorFlow's Python (upb) leaves out a map entry's default key or value, where C++,
+//! whose form the fingerprint hashes, writes both (`FunctionDef.arg_attr` has key 0 for the
+//! first argument of every function), so such a model's functions take the general path.
 //!
 //! The check is conservative: it accepts a message only if encoding it would give back exactly
 //! its bytes, and rejects anything unusual (unknown fields, groups, repeated singular fields,
@@ -13,8 +15,12 @@
 //! presence, too deep nesting, malformed bytes); rejected messages take the general path, which
 //! also reports the errors.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use bytes::Bytes;
+use prost_reflect::MessageDescriptor;
 use unbound_wire::codec::{is_utf8, RawField, WireType};
+use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
 use super::canonical::{Encoder, MAX_DEPTH};
 use super::fields::Val;
@@ -219,6 +225,95 @@ impl Encoder {
             }
         }
         self.canonical_fields(buf, start, end, layout, depth, end)
+    }
+
+    /// Whether every message `parent` (of type `desc`) holds serialized is canonical, directly
+    /// or inside the built messages it holds (at any depth), where the encoder meets its
+    /// direct children at nesting `level` (the depth while it encodes `parent`'s fields);
+    /// `false` as soon as one is not, or is a lazy record. On `true`, `parents` holds `parent`
+    /// and every built message inside it: the messages whose serialized children were
+    /// checked. Half of `parent`'s fields are checked on a second thread, by an encoder of its
+    /// own; the second half from its end, so that a non-canonical library (after the nodes)
+    /// is found early.
+    pub(super) fn children_canonical<'m>(
+        &mut self,
+        parent: &'m WireMessage,
+        desc: &MessageDescriptor,
+        level: usize,
+        parents: &mut Vec<&'m WireMessage>,
+    ) -> bool {
+        let (first, second) = parent.fields.split_at(parent.fields.len() / 2);
+        let failed = AtomicBool::new(false);
+        let validate = self.validate;
+        parents.push(parent);
+        std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                let mut other = Encoder::new();
+                other.validate = validate;
+                let mut built = Vec::new();
+                let ok =
+                    other.fields_canonical(second.iter().rev(), desc, level, &failed, &mut built);
+                (ok, built)
+            });
+            let ok = self.fields_canonical(first.iter(), desc, level, &failed, parents);
+            let (other_ok, built) = other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            parents.extend(built);
+            ok && other_ok
+        })
+    }
+
+    /// [`Encoder::children_canonical`] of `fields`, on this thread, stopping when `failed` is
+    /// set (by either thread); built messages met are added to `parents`.
+    fn fields_canonical<'m>(
+        &mut self,
+        fields: impl Iterator<Item = &'m WireField>,
+        desc: &MessageDescriptor,
+        level: usize,
+        failed: &AtomicBool,
+        parents: &mut Vec<&'m WireMessage>,
+    ) -> bool {
+        let layout = self.layout_index(desc);
+        let layout = self.layout_rc(layout);
+        for (n, field) in fields.enumerate() {
+            if n % 1024 == 0 && failed.load(Ordering::Relaxed) {
+                return false;
+            }
+            let Some(info) = layout.index(field.number).map(|i| &layout.fields[i]) else {
+                continue;
+            };
+            if info.map.is_some() || info.class != Class::Message {
+                continue;
+            }
+            let ok = match &field.value {
+                WireValue::Bytes(Payload::Inline(b)) => {
+                    let child = self.child(info);
+                    self.already_canonical(b, 0, b.len(), child, level)
+                }
+                WireValue::Message(m) => {
+                    let Some(child_desc) = info.message.clone() else {
+                        continue;
+                    };
+                    parents.push(m);
+                    level < MAX_DEPTH
+                        && self.fields_canonical(
+                            m.fields.iter(),
+                            &child_desc,
+                            level + 1,
+                            failed,
+                            parents,
+                        )
+                }
+                WireValue::Bytes(Payload::Record(_)) => false,
+                _ => true,
+            };
+            if !ok {
+                failed.store(true, Ordering::Relaxed);
+                return false;
+            }
+        }
+        true
     }
 
     /// [`Encoder::already_canonical`] of `buf[start..end]` with the nested messages of

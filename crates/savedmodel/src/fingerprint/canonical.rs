@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 use crate::{Result, SavedModelError};
 use prost_reflect::MessageDescriptor;
-use unbound_wire::Payload;
+use unbound_wire::{Payload, WireMessage};
 
 pub use super::fields::{Source, Val};
 use super::layout::{FieldInfo, Layout};
@@ -56,12 +56,17 @@ pub struct Encoder {
     fast_path: bool,
     /// How many messages were taken as they are.
     taken_as_is: u64,
-    /// Whether the serialized messages directly below the message being encoded are known to
-    /// be canonical already (see [`Encoder::trust_children`]).
-    trust_children: bool,
+    /// The serialized messages at nesting 1 to this below the message being encoded are known
+    /// to be canonical already (0: none; see [`Encoder::trust_children`]).
+    trust_depth: usize,
     /// Whether the canonical check also checks what protobuf C++ checks when it parses (see
     /// [`Encoder::is_canonical_and_valid`]).
     pub(super) validate: bool,
+    /// The addresses of the messages whose serialized children are trusted wherever they are
+    /// encoded (see [`Encoder::trust_children_of`]).
+    trusted_parents: Vec<usize>,
+    /// The depth at which the trusted parent's children are being encoded (0: not inside it).
+    trusted_level: usize,
 }
 
 impl Default for Encoder {
@@ -72,8 +77,10 @@ impl Default for Encoder {
             depth: 0,
             fast_path: true,
             taken_as_is: 0,
-            trust_children: false,
+            trust_depth: 0,
             validate: false,
+            trusted_parents: Vec::new(),
+            trusted_level: 0,
         }
     }
 }
@@ -126,14 +133,33 @@ impl Encoder {
     /// graph again). Messages built in memory (edited) are still encoded, and everything
     /// below them is checked as usual.
     pub fn trust_children(&mut self, trust: bool) {
-        self.trust_children = trust;
+        self.trust_depth = usize::from(trust);
+    }
+
+    /// [`Encoder::trust_children`] for every serialized message at any depth below the message
+    /// being encoded: for a built message whose serialized descendants were all checked, or
+    /// are slices of ones that were ([`Encoder::children_canonical`]).
+    pub(super) fn trust_descendants(&mut self) {
+        self.trust_depth = usize::MAX;
+    }
+
+    /// Trusts the serialized messages directly inside `parent` to be canonical, wherever
+    /// `parent` is met (alone, as the whole value of its field) while encoding: for a message
+    /// whose children were checked already ([`Encoder::children_canonical`]), so that two
+    /// hashes of a model (the whole model's and its graph's) do not check them twice.
+    pub(super) fn trust_children_of(&mut self, parents: &[&WireMessage]) {
+        self.trusted_parents = parents
+            .iter()
+            .map(|p| *p as *const WireMessage as usize)
+            .collect();
     }
 
     /// Whether `buf[start..end]`, a message of layout `layout`, can be taken as it is (and
     /// counts it if so).
     fn take_as_is(&mut self, buf: &bytes::Bytes, start: usize, end: usize, layout: usize) -> bool {
         let depth = self.depth;
-        let trusted = self.trust_children && depth == 1;
+        let trusted = (1..=self.trust_depth).contains(&depth)
+            || (self.trusted_level != 0 && depth == self.trusted_level);
         let ok =
             self.fast_path && (trusted || self.already_canonical(buf, start, end, layout, depth));
         self.taken_as_is += u64::from(ok);
@@ -217,7 +243,17 @@ impl Encoder {
             });
         }
         self.depth += 1;
+        let outer_level = self.trusted_level;
+        if let [Source::Ref(m)] = sources {
+            if self
+                .trusted_parents
+                .contains(&(*m as *const WireMessage as usize))
+            {
+                self.trusted_level = self.depth;
+            }
+        }
         let result = self.encode_fields(sources, &layout, out);
+        self.trusted_level = outer_level;
         self.depth -= 1;
         result
     }

@@ -134,7 +134,7 @@ pub fn fingerprint_model_as_pb(
 /// (`cpb::hashes_of_split`), so that a split fingerprints its output while writing it.
 ///
 /// `source_canonical` says the split was made, unedited, of a model parsed from bytes that are
-/// its own deterministic serialization (as every model TensorFlow writes is): the graph's
+/// its own deterministic serialization (as models protobuf C++ writes are): the graph's
 /// serialized nodes are then hashed as they are, without the check that they are canonical
 /// (issue 15: that check was a fifth of a split of a model of millions of nodes). A wrong
 /// `true` gives a wrong fingerprint, never an error.

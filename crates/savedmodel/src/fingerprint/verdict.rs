@@ -1,9 +1,8 @@
 //! One whole-model check shared by `verify` and the fingerprint of a `.pb`: the fingerprint's
 //! canonical check, made in the mode that also checks what protobuf C++ checks when it parses
 //! ([`super::canonical::Encoder::is_canonical_and_valid`]), answers verify's schema check too
-//! when the model is canonical, as every model TensorFlow writes is. Both read every field
-//! of every node: on a model of millions of nodes they were a third of a `verify` each
-//! (issue 15).
+//! when the model is canonical, as models written by protobuf C++ are. Both read every field of
+//! every node: on a model of millions of nodes they were a third of a `verify` each (issue 15).
 
 use std::sync::{Condvar, Mutex, PoisonError};
 

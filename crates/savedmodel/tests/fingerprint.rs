@@ -8,10 +8,12 @@ use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::{merge_dir, split_dir};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
 use unbound_savedmodel::fingerprint::{
-    fingerprint_dir, read_fingerprint, write_fingerprint, PRODUCER_CPB, PRODUCER_PB,
+    fingerprint_dir, fingerprint_model_as_pb, read_fingerprint, write_fingerprint, PRODUCER_CPB,
+    PRODUCER_PB,
 };
 use unbound_test_support::testdata::{copy_dir, model as testdata};
 use unbound_test_support::{descriptor, fingerprint_fields as hashes};
+use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
 #[test]
 fn tf2_model_matches_the_fingerprint_tensorflow_saved() {
@@ -168,6 +170,45 @@ fn split_and_merge_write_the_fingerprints_of_their_outputs_read_back() {
             }
         }
     }
+}
+
+/// A merged model's graph can hold built messages whose serialized parts were never checked:
+/// here a node built from its bytes (as a merge builds a node whose constant came from a
+/// chunk) gains an attribute whose value is not in canonical form (a length written in two
+/// bytes). The fingerprint computed from the model in memory must still be the one of the file
+/// it is written as, where every byte is checked.
+#[test]
+fn a_built_node_with_a_non_canonical_attribute_fingerprints_as_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = canonical_copy("tf2_multi_sig", &tmp.path().join("src"));
+    let desc = descriptor("tensorflow.SavedModel");
+    let bytes = bytes::Bytes::from(std::fs::read(src.join("saved_model.pb")).unwrap());
+    let mut model = WireMessage::parse(&bytes, Some(desc.clone())).unwrap();
+    let field =
+        |d: &prost_reflect::MessageDescriptor, name: &str| d.get_field_by_name(name).unwrap();
+    let meta_fd = field(&desc, "meta_graphs");
+    let meta_desc = descriptor("tensorflow.MetaGraphDef");
+    let graph_fd = field(&meta_desc, "graph_def");
+    let node_fd = field(&descriptor("tensorflow.GraphDef"), "node");
+    let node = model
+        .repeated_message_mut(&meta_fd, 0)
+        .unwrap()
+        .singular_message_mut(&graph_fd)
+        .unwrap()
+        .repeated_message_mut(&node_fd, 0)
+        .unwrap();
+    // attr { key: "zz" value { s: "x" } }, the value's length as 0x81 0x00.
+    let entry: &[u8] = &[0x0a, 0x02, b'z', b'z', 0x12, 0x04, 0x12, 0x81, 0x00, b'x'];
+    node.fields.push(WireField {
+        number: 5,
+        value: WireValue::Bytes(Payload::Inline(bytes::Bytes::from_static(entry))),
+    });
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("saved_model.pb"), model.to_vec().unwrap()).unwrap();
+    let from_memory = fingerprint_model_as_pb(&model, &out.join("saved_model.pb"), 0).unwrap();
+    let from_file = fingerprint_dir(&out).unwrap();
+    assert_eq!(hashes(&from_memory)[..4], hashes(&from_file)[..4]);
 }
 
 #[test]

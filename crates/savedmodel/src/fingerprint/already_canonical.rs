@@ -230,11 +230,11 @@ impl Encoder {
     /// Whether every message `parent` (of type `desc`) holds serialized is canonical, directly
     /// or inside the built messages it holds (at any depth), where the encoder meets its
     /// direct children at nesting `level` (the depth while it encodes `parent`'s fields);
-    /// `false` as soon as one is not, or is a lazy record. On `true`, `parents` holds `parent`
-    /// and every built message inside it: the messages whose serialized children were
-    /// checked. Half of `parent`'s fields are checked on a second thread, by an encoder of its
-    /// own; the second half from its end, so that a non-canonical library (after the nodes)
-    /// is found early.
+    /// `false` as soon as one is not, or is a lazy record, or a built message holds a map. On
+    /// `true`, `parents` holds `parent` and every built message inside it: the messages whose
+    /// serialized children were checked. Half of `parent`'s fields are checked on a second
+    /// thread, by an encoder of its own; the second half from its end, so that a non-canonical
+    /// library (after the nodes) is found early.
     pub(super) fn children_canonical<'m>(
         &mut self,
         parent: &'m WireMessage,
@@ -283,7 +283,14 @@ impl Encoder {
             let Some(info) = layout.index(field.number).map(|i| &layout.fields[i]) else {
                 continue;
             };
-            if info.map.is_some() || info.class != Class::Message {
+            // A map's values are taken as they are at the level of the message holding it,
+            // like its direct children, but are not checked here: a built message with a map
+            // is not vouched for (a node merged from chunks has its attributes).
+            if info.map.is_some() {
+                failed.store(true, Ordering::Relaxed);
+                return false;
+            }
+            if info.class != Class::Message {
                 continue;
             }
             let ok = match &field.value {

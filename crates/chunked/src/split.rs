@@ -41,28 +41,13 @@ impl Chunk {
 
     /// The chunk's record as consecutive pieces (their concatenation is the record): what the
     /// writer writes and what a fingerprint of the split hashes, without joining a message's
-    /// fields into one buffer.
-    pub fn segments(&self) -> Result<Vec<Bytes>> {
-        self.segments_within(&[])
-    }
-
-    /// [`Chunk::segments`], sharing the runs of a message's fields that lie as they are in
-    /// `sources` ([`WireMessage::to_segments_within`]).
+    /// fields into one buffer; runs of fields that lie as they are in one of `sources` are
+    /// shared slices of it ([`WireMessage::to_segments_within`]).
     pub fn segments_within(&self, sources: &[Bytes]) -> Result<Vec<Bytes>> {
         Ok(match self {
             Chunk::Message(m) => m.to_segments_within(sources)?,
             Chunk::SerializedMessage(p) | Chunk::Bytes(p) => vec![p.bytes()?],
         })
-    }
-
-    /// Writes the chunk's record to `out` a piece at a time, building no copy of it (to hash
-    /// it, say).
-    pub fn write_to(&self, out: &mut dyn std::io::Write) -> Result<()> {
-        match self {
-            Chunk::Message(m) => m.write_to(out)?,
-            Chunk::SerializedMessage(p) | Chunk::Bytes(p) => p.write_to(out)?,
-        }
-        Ok(())
     }
 }
 

@@ -489,7 +489,8 @@ pub fn merge_dir(
             });
         }
     }
-    let model = crate::verify::verified_model(src)?;
+    let crate::verify::Verified { model, checked, .. } =
+        crate::verify::verified_model_with_fingerprint(src)?;
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {
@@ -502,11 +503,15 @@ pub fn merge_dir(
     // the file is written (issue 15: reading the file back afterwards was a third of a merge
     // of a model of millions of nodes). Its hashes are those of the model's deterministic
     // serialization, so the bytes need not be read; `fingerprint_check.sh` compares the
-    // result with TensorFlow's fingerprint of the written directory.
+    // result with TensorFlow's fingerprint of the written directory. The messages verify's
+    // fingerprint of the `.cpb` found canonical are not checked again (`checked`).
     let (model_bytes, copied_files) =
         write_dir_atomically(src, new_output_dir(src, out)?, move |tmp| {
             let pb_file = tmp.join(ModelFormat::Pb.file_name());
-            writing_and_fingerprinting(pb_fingerprint(&model, &pb_file), || {
+            let fingerprint = || {
+                crate::fingerprint::fingerprint_merged_as_pb(&model, &pb_file, 0, checked.as_ref())
+            };
+            writing_and_fingerprinting(fingerprint, || {
                 Ok(write_message_with_progress(&pb_file, &model, &mut |n| {
                     progress(n, size)
                 })?)

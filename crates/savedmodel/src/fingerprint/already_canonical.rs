@@ -22,7 +22,7 @@ use prost_reflect::MessageDescriptor;
 use unbound_wire::codec::{is_utf8, RawField, WireType};
 use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
-use super::canonical::{Encoder, MAX_DEPTH};
+use super::canonical::{CheckedSlices, Encoder, MAX_DEPTH};
 use super::fields::Val;
 use super::layout::{FieldInfo, MapInfo};
 use super::maps::{map_key, MapKey};
@@ -214,6 +214,7 @@ impl Encoder {
         layout: usize,
         depth: usize,
     ) -> bool {
+        self.deepest = self.deepest.max(depth);
         if depth > MAX_DEPTH {
             return false;
         }
@@ -235,11 +236,15 @@ impl Encoder {
     /// serialized children were checked. Half of `parent`'s fields are checked on a second
     /// thread, by an encoder of its own; the second half from its end, so that a non-canonical
     /// library (after the nodes) is found early.
+    ///
+    /// A serialized message `known` vouches for (found canonical by an earlier check of the
+    /// same bytes: [`CheckedSlices`]) is not checked again.
     pub(super) fn children_canonical<'m>(
         &mut self,
         parent: &'m WireMessage,
         desc: &MessageDescriptor,
         level: usize,
+        known: Option<&CheckedSlices>,
         parents: &mut Vec<&'m WireMessage>,
     ) -> bool {
         let (first, second) = parent.fields.split_at(parent.fields.len() / 2);
@@ -251,11 +256,17 @@ impl Encoder {
                 let mut other = Encoder::new();
                 other.validate = validate;
                 let mut built = Vec::new();
-                let ok =
-                    other.fields_canonical(second.iter().rev(), desc, level, &failed, &mut built);
+                let ok = other.fields_canonical(
+                    second.iter().rev(),
+                    desc,
+                    level,
+                    &failed,
+                    known,
+                    &mut built,
+                );
                 (ok, built)
             });
-            let ok = self.fields_canonical(first.iter(), desc, level, &failed, parents);
+            let ok = self.fields_canonical(first.iter(), desc, level, &failed, known, parents);
             let (other_ok, built) = other
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -272,10 +283,13 @@ impl Encoder {
         desc: &MessageDescriptor,
         level: usize,
         failed: &AtomicBool,
+        known: Option<&CheckedSlices>,
         parents: &mut Vec<&'m WireMessage>,
     ) -> bool {
         let layout = self.layout_index(desc);
         let layout = self.layout_rc(layout);
+        // The type index in `known` of each child layout met, found once.
+        let mut known_types: Vec<(usize, Option<u16>)> = Vec::new();
         for (n, field) in fields.enumerate() {
             if n % 1024 == 0 && failed.load(Ordering::Relaxed) {
                 return false;
@@ -296,7 +310,20 @@ impl Encoder {
             let ok = match &field.value {
                 WireValue::Bytes(Payload::Inline(b)) => {
                     let child = self.child(info);
-                    self.already_canonical(b, 0, b.len(), child, level)
+                    let vouched = known.is_some_and(|known| {
+                        let type_index = match known_types.iter().find(|(l, _)| *l == child) {
+                            Some(&(_, t)) => t,
+                            None => {
+                                let t = known.type_index(&self.layout_rc(child).name);
+                                known_types.push((child, t));
+                                t
+                            }
+                        };
+                        type_index.is_some_and(|t| {
+                            known.is_canonical(b, t, level, &mut self.checked_hint)
+                        })
+                    });
+                    vouched || self.already_canonical(b, 0, b.len(), child, level)
                 }
                 WireValue::Message(m) => {
                     let Some(child_desc) = info.message.clone() else {
@@ -309,6 +336,7 @@ impl Encoder {
                             &child_desc,
                             level + 1,
                             failed,
+                            known,
                             parents,
                         )
                 }
@@ -348,6 +376,8 @@ impl Encoder {
             let second = second
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            // How deep the other half went is not tracked: as deep as allowed, to be safe.
+            self.deepest = MAX_DEPTH;
             first && second
         })
     }
@@ -499,6 +529,9 @@ impl Encoder {
         depth: usize,
     ) -> Option<MapKey<'b>> {
         // Protobuf C++ parses the entry as a message of its own: one more level.
+        if self.validate {
+            self.deepest = self.deepest.max(depth + 1);
+        }
         if self.validate && depth + 1 > MAX_DEPTH {
             return None;
         }

@@ -27,6 +27,7 @@ use crate::{Result, SavedModelError};
 use prost_reflect::MessageDescriptor;
 use unbound_wire::{Payload, WireMessage};
 
+pub(crate) use super::checked::{CheckedSlices, Entry, Recorded};
 pub use super::fields::{Source, Val};
 use super::layout::{FieldInfo, Layout};
 use super::maps::{map_entries, Held, KeyOrder, MapKey, MapValue};
@@ -39,6 +40,23 @@ pub const MAX_DEPTH: usize = 100;
 
 /// Output buffers start this large at most (they grow past it as needed).
 const MAX_RESERVE: usize = 64 << 10;
+
+/// Built messages with at least this many fields in all are encoded a field number at a time
+/// ([`Encoder::encode_fields_by_number`]).
+const MANY_FIELDS: usize = 4096;
+
+/// Whether `sources` are all built messages (whose fields cost nothing to read again) with at
+/// least [`MANY_FIELDS`] fields in all.
+fn many_built_fields(sources: &[Source<'_>]) -> bool {
+    let mut count = 0;
+    for source in sources {
+        match source {
+            Source::Ref(m) => count += m.fields.len(),
+            _ => return false,
+        }
+    }
+    count >= MANY_FIELDS
+}
 
 /// Room to reserve for the encoding of `sources`: about their size, within [`MAX_RESERVE`].
 fn reserve_for(sources: &[Source<'_>]) -> usize {
@@ -67,6 +85,16 @@ pub struct Encoder {
     trusted_parents: Vec<usize>,
     /// The depth at which the trusted parent's children are being encoded (0: not inside it).
     trusted_level: usize,
+    /// The serialized messages found canonical by a check, when recording
+    /// ([`Encoder::record_checked`]): address, length, layout and the deepest nesting at which
+    /// the answer holds.
+    recorded: Option<Vec<Entry>>,
+    /// Where the last lookup in a [`CheckedSlices`] ended (see [`CheckedSlices::is_canonical`]).
+    pub(super) checked_hint: usize,
+    /// The deepest nesting a canonical check has met since this was last reset: the check of
+    /// a message at nesting `d` that met nesting `m` gives the same answer at any nesting up
+    /// to `d + MAX_DEPTH - m` (its only limit is on nesting).
+    pub(super) deepest: usize,
 }
 
 impl Default for Encoder {
@@ -81,6 +109,9 @@ impl Default for Encoder {
             validate: false,
             trusted_parents: Vec::new(),
             trusted_level: 0,
+            recorded: None,
+            checked_hint: 0,
+            deepest: 0,
         }
     }
 }
@@ -154,14 +185,39 @@ impl Encoder {
             .collect();
     }
 
+    /// Starts recording the serialized messages this encoder checks and finds canonical, for
+    /// a later fingerprint of the same bytes ([`Encoder::take_checked`]).
+    pub(super) fn record_checked(&mut self) {
+        self.recorded = Some(Vec::new());
+    }
+
+    /// What was recorded since [`Encoder::record_checked`]; recording stops.
+    pub(super) fn take_recorded(&mut self) -> Recorded {
+        Recorded {
+            entries: self.recorded.take().unwrap_or_default(),
+            types: self.layouts.iter().map(|l| l.name.clone()).collect(),
+        }
+    }
+
     /// Whether `buf[start..end]`, a message of layout `layout`, can be taken as it is (and
     /// counts it if so).
     fn take_as_is(&mut self, buf: &bytes::Bytes, start: usize, end: usize, layout: usize) -> bool {
         let depth = self.depth;
         let trusted = (1..=self.trust_depth).contains(&depth)
             || (self.trusted_level != 0 && depth == self.trusted_level);
-        let ok =
-            self.fast_path && (trusted || self.already_canonical(buf, start, end, layout, depth));
+        if !self.fast_path {
+            return false;
+        }
+        self.deepest = 0;
+        let ok = trusted || self.already_canonical(buf, start, end, layout, depth);
+        if ok && !trusted {
+            if let Some(recorded) = &mut self.recorded {
+                // Canonical at any nesting that leaves it as much room below as it needs.
+                let deepest_ok = depth + MAX_DEPTH.saturating_sub(self.deepest);
+                let address = buf.as_ptr() as usize + start;
+                recorded.extend(Entry::new(address, end - start, layout, deepest_ok));
+            }
+        }
         self.taken_as_is += u64::from(ok);
         ok
     }
@@ -271,6 +327,9 @@ impl Encoder {
         layout: &Layout,
         out: &mut Rope,
     ) -> Result<()> {
+        if many_built_fields(sources) {
+            return self.encode_fields_by_number(sources, layout, out);
+        }
         // Known occurrences (field index, sequence number, value) and unknown ones.
         let mut known: Vec<(usize, usize, Val<'_>)> = Vec::with_capacity(16);
         let mut unknown: Vec<(u32, Val<'_>)> = Vec::new();
@@ -321,6 +380,85 @@ impl Encoder {
                     .map(|&(_, _, v)| v),
             );
             self.encode_field(info, &values, out)?;
+        }
+        for (number, value) in unknown {
+            put_unknown(number, value, out)?;
+        }
+        Ok(())
+    }
+
+    /// [`Encoder::encode_fields`] of built messages with very many fields (a merged graph of
+    /// millions of nodes): the fields are read once to find which occur, then once more per
+    /// field number that occurs, in order, each occurrence of a repeated message field encoded
+    /// as it is met. The same bytes as collecting and sorting every occurrence first, which
+    /// held tens of bytes per field twice over (issue 15: the allocation, its page faults and
+    /// its copies as it grew were a quarter of the fingerprint of a merged model of millions of
+    /// nodes).
+    fn encode_fields_by_number(
+        &mut self,
+        sources: &[Source<'_>],
+        layout: &Layout,
+        out: &mut Rope,
+    ) -> Result<()> {
+        let mut present = vec![false; layout.fields.len()];
+        let mut unknown: Vec<(u32, Val<'_>)> = Vec::new();
+        let mut oneof_state: Vec<Option<(usize, usize)>> = vec![None; layout.oneofs];
+        let mut seq = 0;
+        for source in sources {
+            source.for_each(|number, value| {
+                seq += 1;
+                let Some(i) = layout.index(number) else {
+                    unknown.push((number, value));
+                    return;
+                };
+                let info = &layout.fields[i];
+                if !fits(info.class, info.list, value) {
+                    unknown.push((number, value));
+                    return;
+                }
+                if let Some(o) = info.oneof {
+                    if oneof_state[o].is_none_or(|(member, _)| member != i) {
+                        oneof_state[o] = Some((i, seq));
+                    }
+                }
+                present[i] = true;
+            })?;
+        }
+        let mut values: Vec<Val<'_>> = Vec::new();
+        for (i, info) in layout.fields.iter().enumerate() {
+            if !present[i] {
+                continue;
+            }
+            let from = match info.oneof.map(|o| oneof_state[o]) {
+                None => 0,
+                Some(Some((member, from))) if member == i => from,
+                Some(_) => continue,
+            };
+            // Each occurrence of a repeated message field is a message of its own.
+            let streamed = (info.list && info.class == Class::Message && info.map.is_none())
+                .then(|| self.child(info));
+            values.clear();
+            let mut seq = 0;
+            let mut result = Ok(());
+            for source in sources {
+                source.for_each(|number, value| {
+                    seq += 1;
+                    if number != info.number || seq < from || !fits(info.class, info.list, value) {
+                        return;
+                    }
+                    match streamed {
+                        Some(child) if result.is_ok() => {
+                            result = self.put_message(info.number, &[value], child, out);
+                        }
+                        Some(_) => {}
+                        None => values.push(value),
+                    }
+                })?;
+            }
+            result?;
+            if streamed.is_none() {
+                self.encode_field(info, &values, out)?;
+            }
         }
         for (number, value) in unknown {
             put_unknown(number, value, out)?;

@@ -17,7 +17,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
 
@@ -26,8 +26,9 @@ use unbound_chunked::{ChunkSource, FileChunks, Merger, SplitOutput};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
 use unbound_records::RecordReader;
+use unbound_wire::Payload;
 
-use super::canonical::Encoder;
+use super::canonical::{CheckedSlices, Encoder, Recorded};
 use super::farmhash::{fingerprint64, fingerprint_cat64, Fingerprint64};
 use super::hashes::{descriptor, field_sources, first_meta_graph, hash_message, signature_hashes};
 use super::{model_fault, Hashes};
@@ -55,7 +56,7 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     let reader = Arc::new(RecordReader::open(cpb_file)?);
     let (chunks, metadata) = FileChunks::from_reader(reader)?;
     let root = metadata.message.clone().unwrap_or_default();
-    hashes_of(&chunks, &root)
+    hashes_of(&chunks, &root, None)
 }
 
 /// `[meta_graphs, 0, graph_def]`, `[..., signature_def]`, `[..., object_graph_def]`: what the
@@ -71,8 +72,82 @@ fn targets() -> [Vec<FieldIndex>; 3] {
 /// The hash fields of the chunked SavedModel whose chunks are `chunks` and whose metadata
 /// tree is `root`; chunks `chunks` keeps decoded are hashed from its cache (shared with
 /// whatever else reads them, `verify` on another thread for one), the others streamed.
-pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Hashes> {
-    hashes_with(chunks, root, false, |wanted| chunk_prints(chunks, wanted))
+///
+/// With `checked`, the serialized messages of the graph found canonical on the way are
+/// recorded there ([`CheckedSlices`]), for the fingerprint of the `.pb` a merge of the same
+/// chunks writes.
+pub(crate) fn hashes_of(
+    chunks: &FileChunks,
+    root: &ChunkedMessage,
+    checked: Option<&OnceLock<CheckedSlices>>,
+) -> Result<Hashes> {
+    let Some(checked) = checked else {
+        let (hashes, _) = hashes_with(chunks, root, false, false, |wanted| {
+            chunk_prints(chunks, wanted)
+        })?;
+        return Ok(hashes);
+    };
+    let retaining = Retaining {
+        inner: chunks,
+        read: Mutex::new(Vec::new()),
+    };
+    let (hashes, recorded) = hashes_with(&retaining, root, false, true, |wanted| {
+        chunk_prints(chunks, wanted)
+    })?;
+    let owners = retaining
+        .read
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let _ = checked.set(CheckedSlices::new(recorded.unwrap_or_default(), owners));
+    Ok(hashes)
+}
+
+/// A chunk source that keeps every chunk it hands out, so that the slices of them a
+/// [`CheckedSlices`] records stay where they are.
+struct Retaining<'a> {
+    inner: &'a dyn ChunkSource,
+    read: Mutex<Vec<Bytes>>,
+}
+
+impl Retaining<'_> {
+    fn keep(&self, bytes: &Bytes) {
+        self.read
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(bytes.clone());
+    }
+}
+
+impl ChunkSource for Retaining<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn bytes(&self, index: u64) -> unbound_chunked::Result<Bytes> {
+        let bytes = self.inner.bytes(index)?;
+        self.keep(&bytes);
+        Ok(bytes)
+    }
+
+    fn check_len(&self, index: u64, len: u64) -> unbound_chunked::Result<()> {
+        self.inner.check_len(index, len)
+    }
+
+    fn declared_size(&self, index: u64) -> Option<u64> {
+        self.inner.declared_size(index)
+    }
+
+    fn payload(&self, index: u64) -> unbound_chunked::Result<Payload> {
+        let payload = self.inner.payload(index)?;
+        if let Payload::Inline(bytes) = &payload {
+            self.keep(bytes);
+        }
+        Ok(payload)
+    }
 }
 
 /// The hash fields of the `.cpb` that `split` is written as: the same as [`hashes`] of that
@@ -94,7 +169,7 @@ pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Ha
         split,
         whole: (0..split.chunks.len()).map(|_| OnceLock::new()).collect(),
     };
-    hashes_with(&chunks, &split.message, source_canonical, |wanted| {
+    let (hashes, _) = hashes_with(&chunks, &split.message, source_canonical, false, |wanted| {
         let mut prints = HashMap::with_capacity(wanted.len());
         for index in wanted {
             let (chunk, whole) = usize::try_from(index)
@@ -112,7 +187,8 @@ pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Ha
             }
         }
         Ok(prints)
-    })
+    })?;
+    Ok(hashes)
 }
 
 /// A split read as the `.cpb` it is written as, where a chunk that is one piece (a run of
@@ -152,12 +228,15 @@ impl ChunkSource for HashedSplit<'_> {
 /// The hash fields of the chunked SavedModel read through `chunks` with metadata tree `root`;
 /// `chunk_prints` gives the `Fingerprint64` of each chunk index it is handed; the graph's
 /// serialized children are trusted to be canonical when `trusted` (see [`hashes_of_split`]).
+/// With `record`, also returns the serialized messages of the graph found canonical
+/// ([`Encoder::record_checked`]).
 fn hashes_with(
     chunks: &dyn ChunkSource,
     root: &ChunkedMessage,
     trusted: bool,
+    record: bool,
     chunk_prints: impl FnOnce(Vec<u64>) -> Result<HashMap<u64, u64>>,
-) -> Result<Hashes> {
+) -> Result<(Hashes, Option<Recorded>)> {
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
     let signature_tags = meta_graph_tags(meta_graph_def::SIGNATURE_DEF);
     let object_graph_tags = meta_graph_tags(meta_graph_def::OBJECT_GRAPH_DEF);
@@ -190,7 +269,11 @@ fn hashes_with(
 
     let graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
     enc.trust_children(trusted);
+    if record {
+        enc.record_checked();
+    }
     let graph_hash = hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?);
+    let recorded = record.then(|| enc.take_recorded());
     enc.trust_children(false);
     let graph_def_program_hash =
         fingerprint_cat64(graph_hash?, hash_fields(root, &graph_tags, &mut print)?);
@@ -214,12 +297,13 @@ fn hashes_with(
         )?,
         hash_fields(root, &object_graph_tags, &mut print)?,
     );
-    Ok(Hashes {
+    let hashes = Hashes {
         saved_model_checksum,
         graph_def_program_hash,
         signature_def_hash,
         saved_object_graph_hash,
-    })
+    };
+    Ok((hashes, recorded))
 }
 
 /// `Fingerprint64` of each chunk in `indices`, on as many threads as there are cores: a chunk

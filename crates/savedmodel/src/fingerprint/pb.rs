@@ -7,7 +7,7 @@ use unbound_io::map_file;
 use unbound_proto::fields::tensorflow::meta_graph_def;
 use unbound_wire::{WireField, WireMessage, WireValue};
 
-use super::canonical::{Encoder, Source};
+use super::canonical::{CheckedSlices, Encoder, Source};
 use super::farmhash::{fingerprint64, fingerprint_cat64};
 use super::graph_in_place::canonical_graph_hash;
 use super::hashes::{
@@ -71,8 +71,12 @@ pub fn hashes(pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hash
 /// are hashed on two threads. Both meet the graph's nodes: when the graph is held as a message
 /// (as a merge builds it), its serialized children are checked once first, on two threads,
 /// and then trusted by both hashes (issue 15: checked by each, they were half of a merge of a
-/// model of millions of nodes).
-pub fn hashes_of_model(model: &WireMessage) -> Result<Hashes> {
+/// model of millions of nodes). Those `known` vouches for (checked by verify's fingerprint of
+/// the `.cpb` the model was merged from) are not checked again.
+pub(crate) fn hashes_of_model(
+    model: &WireMessage,
+    known: Option<&CheckedSlices>,
+) -> Result<Hashes> {
     let desc = descriptor("tensorflow.SavedModel")?;
     let meta_graph = [first_meta_graph(model)?];
     let graph = held_graph(&meta_graph[0]);
@@ -82,6 +86,7 @@ pub fn hashes_of_model(model: &WireMessage) -> Result<Hashes> {
             graph,
             &descriptor("tensorflow.GraphDef")?,
             NODE_LEVEL,
+            known,
             &mut checked,
         ),
         None => false,

@@ -23,7 +23,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
@@ -37,7 +37,9 @@ use unbound_records::RecordReader;
 use unbound_wire::WireMessage;
 
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
-use crate::fingerprint::{fingerprint_dir_sharing, CanonicalVerdict, FINGERPRINT_FILE};
+use crate::fingerprint::{
+    fingerprint_dir_sharing, CanonicalVerdict, CheckedSlices, FINGERPRINT_FILE,
+};
 use crate::shared_cpb::SharedCpb;
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use crate::{Result, SavedModelError};
@@ -100,6 +102,9 @@ pub(crate) struct Verified {
     /// serialization) and valid ([`CanonicalVerdict`]): every message `model` holds
     /// serialized is then canonical too.
     pub canonical: bool,
+    /// The serialized messages of a `.cpb`'s graph its fingerprint found canonical, by address
+    /// in the chunks `model` holds ([`CheckedSlices`]), for the fingerprint of a merge.
+    pub checked: Option<CheckedSlices>,
 }
 
 /// The SavedModel proto of `dir` (its `.cpb`, else `.pb`, else `.pbtxt`), read only when
@@ -117,34 +122,23 @@ pub(crate) fn verified_model_with_fingerprint(dir: &Path) -> Result<Verified> {
     // A missing directory or model file keeps its own error.
     model_file(dir)?;
     match verify_with_model(dir) {
-        (report, Some(model), fingerprint, canonical) if report.faults.is_empty() => Ok(Verified {
-            model,
-            fingerprint,
-            canonical,
-        }),
-        (report, _, _, _) => Err(SavedModelError::Unverified {
+        (report, Some(verified)) if report.faults.is_empty() => Ok(verified),
+        (report, _) => Err(SavedModelError::Unverified {
             dir: dir.to_path_buf(),
             faults: report.faults,
         }),
     }
 }
 
-/// [`verify_dir`], also returning the model proto when it could be read, the fingerprint
-/// computed for it, and whether its file is a canonical `.pb` ([`Verified::canonical`]).
-fn verify_with_model(
-    dir: &Path,
-) -> (
-    VerifyReport,
-    Option<WireMessage>,
-    Option<FingerprintDef>,
-    bool,
-) {
+/// [`verify_dir`], also returning the model proto when it could be read, with what was
+/// learnt of it ([`Verified`]).
+fn verify_with_model(dir: &Path) -> (VerifyReport, Option<Verified>) {
     let mut report = VerifyReport::default();
     let file = match model_file(dir) {
         Ok(file) => file,
         Err(e) => {
             report.fault(dir, e);
-            return (report, None, None, false);
+            return (report, None);
         }
     };
     // The fingerprint is computed on a second thread while the model is read and checked:
@@ -164,9 +158,13 @@ fn verify_with_model(
     // A `.pb`'s schema check is answered by the fingerprint's canonical check when the model
     // is canonical (see `CanonicalVerdict`); made here only when it is not.
     let verdict = (file.format == ModelFormat::Pb).then(CanonicalVerdict::default);
+    // The fingerprint of a shared `.cpb` records which messages of its graph it found
+    // canonical: a merge's fingerprint of its output need not check them again.
+    let checked = OnceLock::new();
     let (model, fingerprint, shown) = std::thread::scope(|s| {
-        let fingerprint =
-            s.spawn(|| fingerprint_dir_sharing(dir, shared.as_ref(), verdict.as_ref()));
+        let fingerprint = s.spawn(|| {
+            fingerprint_dir_sharing(dir, shared.as_ref(), verdict.as_ref(), Some(&checked))
+        });
         let shown_from_file =
             (file.format != ModelFormat::Cpb).then(|| s.spawn(|| show_check(dir, &file, None)));
         let model =
@@ -231,7 +229,13 @@ fn verify_with_model(
         .filter(|_| file.format != ModelFormat::Pbtxt);
     // Answered by now: the fingerprint's thread has ended, and it answers however it ends.
     let canonical = verdict.as_ref().is_some_and(CanonicalVerdict::wait);
-    (report, model, fingerprint, canonical)
+    let verified = model.map(|model| Verified {
+        model,
+        fingerprint,
+        canonical,
+        checked: checked.into_inner(),
+    });
+    (report, verified)
 }
 
 /// What a scoped thread returned (its panic carried on).
@@ -746,7 +750,7 @@ mod tests {
         );
         let mut report = VerifyReport::default();
         let (model, fingerprint) = std::thread::scope(|s| {
-            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None));
+            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None, None));
             let model = verify_cpb(&path, Some(&shared), &mut report);
             (model, fingerprint.join().unwrap())
         });
@@ -804,7 +808,7 @@ mod tests {
         assert!((0..all).all(|i| cache.is_cached(i)), "every chunk is kept");
         let mut report = VerifyReport::default();
         let (model, fingerprint) = std::thread::scope(|s| {
-            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None));
+            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None, None));
             let model = verify_cpb(&path, Some(&shared), &mut report);
             (model, fingerprint.join().unwrap())
         });
@@ -861,7 +865,7 @@ mod tests {
             shared_cases += 1;
             let mut report = VerifyReport::default();
             let model = verify_cpb(&path, Some(&shared), &mut report);
-            let fingerprint = fingerprint_dir_sharing(&dir, Some(&shared), None);
+            let fingerprint = fingerprint_dir_sharing(&dir, Some(&shared), None, None);
             let mut alone = VerifyReport::default();
             let model_alone = verify_cpb(&path, None, &mut alone);
             let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir);

@@ -231,7 +231,7 @@ mod tests {
     #[test]
     fn slices_outside_every_kept_buffer_are_dropped() {
         let chunk = Bytes::from(vec![1u8; 64]);
-        let other = vec![2u8; 64];
+        let other = [2u8; 64];
         let at = chunk.as_ptr() as usize;
         let elsewhere = other.as_ptr() as usize;
         let recorded = Recorded {

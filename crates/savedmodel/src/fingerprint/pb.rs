@@ -14,7 +14,7 @@ use super::hashes::{
     descriptor, field_sources, first_meta_graph, hash_message, merged, object_graph_hash,
     signature_hashes,
 };
-use super::regularize::simple_delete;
+use super::regularize::{simple_delete, simple_deleted};
 use super::{CanonicalVerdict, Hashes, Result};
 
 /// The hash fields for the SavedModel in `pb_file`:
@@ -81,6 +81,7 @@ pub(crate) fn hashes_of_model(
     let meta_graph = [first_meta_graph(model)?];
     let graph = held_graph(&meta_graph[0]);
     let mut checked = Vec::new();
+    let held = graph;
     let trusted = match graph {
         Some(graph) => Encoder::new().children_canonical(
             graph,
@@ -93,8 +94,8 @@ pub(crate) fn hashes_of_model(
     };
     let (checksum, graph_hash) = std::thread::scope(|s| {
         let graph_hash = s.spawn(|| {
-            if trusted {
-                checked_graph_hash(&meta_graph)
+            if let (true, Some(graph)) = (trusted, held) {
+                checked_graph_hash(graph)
             } else {
                 graph_program_hash(&meta_graph, false)
             }
@@ -116,14 +117,14 @@ pub(crate) fn hashes_of_model(
 /// all checked canonical ([`Encoder::children_canonical`]): after `SimpleDelete` every
 /// serialized message in it, at any depth, is one of those or a slice of one, and is taken as
 /// it is.
-fn checked_graph_hash(meta_graph: &[Source<'_>]) -> Result<u64> {
+///
+/// The graph is `SimpleDelete`d as a view of it, not a copy ([`simple_deleted`]).
+fn checked_graph_hash(graph: &WireMessage) -> Result<u64> {
     let graph_desc = descriptor("tensorflow.GraphDef")?;
-    let sources = field_sources(meta_graph, meta_graph_def::GRAPH_DEF)?;
-    let mut graph = merged(&sources, &graph_desc)?;
-    simple_delete(&mut graph)?;
+    let edited = simple_deleted(graph, true)?;
     let mut enc = Encoder::new();
     enc.trust_descendants();
-    hash_message(&mut enc, &[Source::Ref(&graph)], &graph_desc)
+    hash_message(&mut enc, &[Source::Edited(&edited)], &graph_desc)
 }
 
 /// The nesting at which the whole-model hash meets a graph's nodes (in `SavedModel`,

@@ -19,6 +19,10 @@ const SHARE_AT: usize = 4 << 10;
 /// A hashing rope feeds its small writes to the hash once this many have gathered.
 const HASH_BATCH: usize = 64 << 10;
 
+/// Any other rope moves its small writes behind its parts, as one piece, once this many have
+/// gathered.
+const HELD_BATCH: usize = 1 << 20;
+
 /// One piece of a [`Rope`].
 enum Part {
     /// Bytes in memory (copied small pieces, or a shared slice of a large value).
@@ -155,10 +159,20 @@ impl Rope {
         }
     }
 
-    /// For a hashing rope, hashes the small writes once a batch has gathered.
+    /// Once a batch of small writes has gathered, hashes them (a hashing rope) or moves them
+    /// behind the parts as one piece: a rope holding a nested graph of millions of small nodes
+    /// grew one buffer by doubling, copying it again at each step (issue 15).
     fn hash_pending_batch(&mut self) {
-        if self.hash.is_some() && self.pending.len() >= HASH_BATCH {
+        let batch = if self.hash.is_some() {
+            HASH_BATCH
+        } else {
+            HELD_BATCH
+        };
+        if self.pending.len() >= batch {
             self.flush();
+            if self.hash.is_none() {
+                self.pending = Vec::with_capacity(HELD_BATCH + HELD_BATCH / 8);
+            }
         }
     }
 

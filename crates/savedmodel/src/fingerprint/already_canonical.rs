@@ -16,6 +16,7 @@
 //! also reports the errors.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use bytes::Bytes;
 use prost_reflect::MessageDescriptor;
@@ -233,9 +234,13 @@ impl Encoder {
     /// direct children at nesting `level` (the depth while it encodes `parent`'s fields);
     /// `false` as soon as one is not, or is a lazy record, or a built message holds a map. On
     /// `true`, `parents` holds `parent` and every built message inside it: the messages whose
-    /// serialized children were checked. Half of `parent`'s fields are checked on a second
-    /// thread, by an encoder of its own; the second half from its end, so that a non-canonical
-    /// library (after the nodes) is found early.
+    /// serialized children were checked.
+    ///
+    /// Two threads share the work, each with an encoder of its own: one takes `parent`'s fields
+    /// a block at a time from the front, the other from the back (so that a non-canonical
+    /// library, after the nodes, is found early), until they meet. Blocks, not halves: the
+    /// nodes an earlier check vouches for cost a lookup each, the library's functions a check,
+    /// and halves left one thread checking the library while the other had long finished.
     ///
     /// A serialized message `known` vouches for (found canonical by an earlier check of the
     /// same bytes: [`CheckedSlices`]) is not checked again.
@@ -247,32 +252,106 @@ impl Encoder {
         known: Option<&CheckedSlices>,
         parents: &mut Vec<&'m WireMessage>,
     ) -> bool {
-        let (first, second) = parent.fields.split_at(parent.fields.len() / 2);
+        parents.push(parent);
+        let blocks = self.blocks(parent, desc, level, parents);
+        // The blocks not taken yet: `blocks[front..back]`.
+        let left = Mutex::new((0, blocks.len()));
+        let take = |from_front: bool| {
+            let mut left = left.lock().unwrap_or_else(PoisonError::into_inner);
+            let (front, back) = *left;
+            if front == back {
+                return None;
+            }
+            *left = if from_front {
+                (front + 1, back)
+            } else {
+                (front, back - 1)
+            };
+            blocks.get(if from_front { front } else { back - 1 })
+        };
         let failed = AtomicBool::new(false);
         let validate = self.validate;
-        parents.push(parent);
         std::thread::scope(|s| {
             let other = s.spawn(|| {
                 let mut other = Encoder::new();
                 other.validate = validate;
                 let mut built = Vec::new();
-                let ok = other.fields_canonical(
-                    second.iter().rev(),
-                    desc,
-                    level,
-                    &failed,
-                    known,
-                    &mut built,
-                );
+                let mut ok = true;
+                while let (true, Some(block)) = (ok, take(false)) {
+                    ok = other.fields_canonical(
+                        block.fields.iter().rev(),
+                        &block.desc,
+                        block.level,
+                        &failed,
+                        known,
+                        &mut built,
+                    );
+                }
                 (ok, built)
             });
-            let ok = self.fields_canonical(first.iter(), desc, level, &failed, known, parents);
+            let mut ok = true;
+            while let (true, Some(block)) = (ok, take(true)) {
+                ok = self.fields_canonical(
+                    block.fields.iter(),
+                    &block.desc,
+                    block.level,
+                    &failed,
+                    known,
+                    parents,
+                );
+            }
             let (other_ok, built) = other
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             parents.extend(built);
             ok && other_ok
         })
+    }
+
+    /// `parent`'s fields cut into blocks for [`Encoder::children_canonical`], in order; a built
+    /// message field of many fields itself (a merged library of thousands of functions) is
+    /// cut into blocks of its own fields in its place (and added to `parents`), so that both
+    /// threads share it too.
+    fn blocks<'m>(
+        &mut self,
+        parent: &'m WireMessage,
+        desc: &MessageDescriptor,
+        level: usize,
+        parents: &mut Vec<&'m WireMessage>,
+    ) -> Vec<Block<'m>> {
+        /// Fields in a block.
+        const BLOCK: usize = 1024;
+        let layout = self.layout_index(desc);
+        let layout = self.layout_rc(layout);
+        let mut blocks = Vec::new();
+        let mut cut = |fields: &'m [WireField], desc: &MessageDescriptor, level: usize| {
+            blocks.extend(fields.chunks(BLOCK).map(|fields| Block {
+                fields,
+                desc: desc.clone(),
+                level,
+            }));
+        };
+        let mut start = 0;
+        for (i, field) in parent.fields.iter().enumerate() {
+            let WireValue::Message(m) = &field.value else {
+                continue;
+            };
+            let Some(info) = layout.index(field.number).map(|i| &layout.fields[i]) else {
+                continue;
+            };
+            let Some(child_desc) = info.message.as_ref() else {
+                continue;
+            };
+            if m.fields.len() < BLOCK || info.map.is_some() || level >= MAX_DEPTH {
+                continue;
+            }
+            cut(&parent.fields[start..i], desc, level);
+            parents.push(m);
+            cut(&m.fields, child_desc, level + 1);
+            start = i + 1;
+        }
+        cut(&parent.fields[start..], desc, level);
+        blocks
     }
 
     /// [`Encoder::children_canonical`] of `fields`, on this thread, stopping when `failed` is
@@ -577,6 +656,13 @@ impl Encoder {
         };
         map_key(map, key_val).ok()
     }
+}
+
+/// Fields of one message, checked together by [`Encoder::children_canonical`].
+struct Block<'m> {
+    fields: &'m [WireField],
+    desc: MessageDescriptor,
+    level: usize,
 }
 
 #[cfg(test)]

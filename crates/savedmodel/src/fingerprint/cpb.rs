@@ -104,17 +104,24 @@ pub(crate) fn hashes_of(
 
 /// A chunk source that keeps every chunk it hands out, so that the slices of them a
 /// [`CheckedSlices`] records stay where they are.
+///
+/// Each chunk is handed out under a count of its own ([`Bytes::from_owner`]): the same memory,
+/// so the addresses recorded are those of the merged model, but the millions of slices this
+/// thread's merge takes no longer bump the one count the main thread's merge of the same
+/// chunk bumps too (issue 15: the two cores contending for it were a tenth of a merge).
 struct Retaining<'a> {
     inner: &'a dyn ChunkSource,
     read: Mutex<Vec<Bytes>>,
 }
 
 impl Retaining<'_> {
-    fn keep(&self, bytes: &Bytes) {
+    fn keep(&self, bytes: Bytes) -> Bytes {
+        let own = Bytes::from_owner(bytes);
         self.read
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(bytes.clone());
+            .push(own.clone());
+        own
     }
 }
 
@@ -128,9 +135,7 @@ impl ChunkSource for Retaining<'_> {
     }
 
     fn bytes(&self, index: u64) -> unbound_chunked::Result<Bytes> {
-        let bytes = self.inner.bytes(index)?;
-        self.keep(&bytes);
-        Ok(bytes)
+        Ok(self.keep(self.inner.bytes(index)?))
     }
 
     fn check_len(&self, index: u64, len: u64) -> unbound_chunked::Result<()> {
@@ -142,11 +147,10 @@ impl ChunkSource for Retaining<'_> {
     }
 
     fn payload(&self, index: u64) -> unbound_chunked::Result<Payload> {
-        let payload = self.inner.payload(index)?;
-        if let Payload::Inline(bytes) = &payload {
-            self.keep(bytes);
-        }
-        Ok(payload)
+        Ok(match self.inner.payload(index)? {
+            Payload::Inline(bytes) => Payload::Inline(self.keep(bytes)),
+            lazy => lazy,
+        })
     }
 }
 

@@ -11,7 +11,7 @@ use unbound_proto::fields::tensorflow::{
     node_def, op_def, version_def,
 };
 use unbound_wire::codec::{read_field, RawField, WireType};
-use unbound_wire::{DecodeError, WireMessage, WireValue};
+use unbound_wire::{DecodeError, Payload, WireMessage, WireValue};
 
 use super::load_order::load_order;
 use super::wire::{messages, string, varint};
@@ -230,6 +230,9 @@ impl Distinct {
     /// message).
     fn add(&mut self, value: &WireValue, file: &str, all_funcs: bool) -> Result<()> {
         let ops = match value {
+            // Borrowed, not cloned: a clone is a count update on the chunk every node shares,
+            // which other threads are updating too.
+            WireValue::Bytes(Payload::Inline(b)) => return self.add_serialized(b, file, all_funcs),
             WireValue::Bytes(p) => return self.add_serialized(&p.bytes()?, file, all_funcs),
             WireValue::Message(m) => node_ops(m, file, all_funcs)?,
             _ => {

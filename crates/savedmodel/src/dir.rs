@@ -490,7 +490,7 @@ pub fn merge_dir(
         }
     }
     let crate::verify::Verified { model, checked, .. } =
-        crate::verify::verified_model_with_fingerprint(src)?;
+        crate::verify::verified_model_for_merge(src)?;
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {

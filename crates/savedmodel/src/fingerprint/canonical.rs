@@ -41,6 +41,55 @@ pub const MAX_DEPTH: usize = 100;
 /// Output buffers start this large at most (they grow past it as needed).
 const MAX_RESERVE: usize = 64 << 10;
 
+/// What a read of a message's field occurrences learns on the way: the unknown ones (kept in
+/// order, written last), and which member of each oneof was set last.
+struct Occurrences<'v> {
+    /// Occurrences read so far (the sequence number of the last one).
+    seq: usize,
+    /// Unknown fields, and known numbers with the wrong wire type (C++ keeps those as unknown).
+    unknown: Vec<(u32, Val<'v>)>,
+    /// Per oneof: the member last set and the sequence number from which it counts.
+    oneof_state: Vec<Option<(usize, usize)>>,
+}
+
+impl<'v> Occurrences<'v> {
+    fn new(layout: &Layout) -> Self {
+        Occurrences {
+            seq: 0,
+            unknown: Vec::new(),
+            oneof_state: vec![None; layout.oneofs],
+        }
+    }
+
+    /// Reads the next occurrence: the index of its known field, or `None` when it is unknown.
+    fn known(&mut self, layout: &Layout, number: u32, value: Val<'v>) -> Option<usize> {
+        self.seq += 1;
+        let Some(i) = layout
+            .index(number)
+            .filter(|&i| fits(layout.fields[i].class, layout.fields[i].list, value))
+        else {
+            self.unknown.push((number, value));
+            return None;
+        };
+        if let Some(o) = layout.fields[i].oneof {
+            if self.oneof_state[o].is_none_or(|(member, _)| member != i) {
+                self.oneof_state[o] = Some((i, self.seq));
+            }
+        }
+        Some(i)
+    }
+
+    /// The sequence number from which field `i`'s occurrences count, once all are read:
+    /// 0, or where its oneof last switched to it; `None` when another member of its oneof won.
+    fn counts_from(&self, layout: &Layout, i: usize) -> Option<usize> {
+        match layout.fields[i].oneof.map(|o| self.oneof_state[o]) {
+            None => Some(0),
+            Some(Some((member, from))) if member == i => Some(from),
+            Some(_) => None,
+        }
+    }
+}
+
 /// Built messages with at least this many fields in all are encoded a field number at a time
 /// ([`Encoder::encode_fields_by_number`]).
 const MANY_FIELDS: usize = 4096;
@@ -331,30 +380,14 @@ impl Encoder {
         if many_built_fields(sources) {
             return self.encode_fields_by_number(sources, layout, out);
         }
-        // Known occurrences (field index, sequence number, value) and unknown ones.
+        // Known occurrences (field index, sequence number, value); unknown ones in `seen`.
         let mut known: Vec<(usize, usize, Val<'_>)> = Vec::with_capacity(16);
-        let mut unknown: Vec<(u32, Val<'_>)> = Vec::new();
-        // Per oneof: the member last set and the sequence number from which it counts.
-        let mut oneof_state: Vec<Option<(usize, usize)>> = vec![None; layout.oneofs];
-        let mut seq = 0;
+        let mut seen = Occurrences::new(layout);
         for source in sources {
             source.for_each(|number, value| {
-                seq += 1;
-                let Some(i) = layout.index(number) else {
-                    unknown.push((number, value));
-                    return;
-                };
-                let info = &layout.fields[i];
-                if !fits(info.class, info.list, value) {
-                    unknown.push((number, value));
-                    return;
+                if let Some(i) = seen.known(layout, number, value) {
+                    known.push((i, seen.seq, value));
                 }
-                if let Some(o) = info.oneof {
-                    if oneof_state[o].is_none_or(|(member, _)| member != i) {
-                        oneof_state[o] = Some((i, seq));
-                    }
-                }
-                known.push((i, seq, value));
             })?;
         }
         if !known.is_sorted_by_key(|&(i, _, _)| i) {
@@ -368,10 +401,8 @@ impl Encoder {
             let (group, tail) = rest.split_at(n);
             rest = tail;
             let info = &layout.fields[i];
-            let from = match info.oneof.map(|o| oneof_state[o]) {
-                None => 0,
-                Some(Some((member, from))) if member == i => from,
-                Some(_) => continue,
+            let Some(from) = seen.counts_from(layout, i) else {
+                continue;
             };
             values.clear();
             values.extend(
@@ -382,7 +413,7 @@ impl Encoder {
             );
             self.encode_field(info, &values, out)?;
         }
-        for (number, value) in unknown {
+        for (number, value) in seen.unknown {
             put_unknown(number, value, out)?;
         }
         Ok(())
@@ -402,27 +433,12 @@ impl Encoder {
         out: &mut Rope,
     ) -> Result<()> {
         let mut present = vec![false; layout.fields.len()];
-        let mut unknown: Vec<(u32, Val<'_>)> = Vec::new();
-        let mut oneof_state: Vec<Option<(usize, usize)>> = vec![None; layout.oneofs];
-        let mut seq = 0;
+        let mut seen = Occurrences::new(layout);
         for source in sources {
             source.for_each(|number, value| {
-                seq += 1;
-                let Some(i) = layout.index(number) else {
-                    unknown.push((number, value));
-                    return;
-                };
-                let info = &layout.fields[i];
-                if !fits(info.class, info.list, value) {
-                    unknown.push((number, value));
-                    return;
+                if let Some(i) = seen.known(layout, number, value) {
+                    present[i] = true;
                 }
-                if let Some(o) = info.oneof {
-                    if oneof_state[o].is_none_or(|(member, _)| member != i) {
-                        oneof_state[o] = Some((i, seq));
-                    }
-                }
-                present[i] = true;
             })?;
         }
         let mut values: Vec<Val<'_>> = Vec::new();
@@ -430,10 +446,8 @@ impl Encoder {
             if !present[i] {
                 continue;
             }
-            let from = match info.oneof.map(|o| oneof_state[o]) {
-                None => 0,
-                Some(Some((member, from))) if member == i => from,
-                Some(_) => continue,
+            let Some(from) = seen.counts_from(layout, i) else {
+                continue;
             };
             // Each occurrence of a repeated message field is a message of its own.
             let streamed = (info.list && info.class == Class::Message && info.map.is_none())
@@ -461,7 +475,7 @@ impl Encoder {
                 self.encode_field(info, &values, out)?;
             }
         }
-        for (number, value) in unknown {
+        for (number, value) in seen.unknown {
             put_unknown(number, value, out)?;
         }
         Ok(())
@@ -592,5 +606,88 @@ impl Encoder {
             Class::Group => unreachable!("map values are never groups"),
         }
         Ok(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fingerprint::hashes::descriptor;
+    use bytes::Bytes;
+    use unbound_wire::codec::{put_key, put_varint, WireType};
+
+    fn varint(out: &mut Vec<u8>, number: u32, value: u64) {
+        put_key(number, WireType::Varint, out);
+        put_varint(value, out);
+    }
+
+    fn len(out: &mut Vec<u8>, number: u32, value: &[u8]) {
+        put_key(number, WireType::Len, out);
+        put_varint(value.len() as u64, out);
+        out.extend_from_slice(value);
+    }
+
+    /// The encoding of `bytes` read as serialized (fields collected and sorted) and as a built
+    /// message (past `MANY_FIELDS`, a field number at a time).
+    fn both_ways(bytes: Vec<u8>, type_name: &str) -> (Vec<u8>, Vec<u8>) {
+        let desc = descriptor(type_name).unwrap();
+        let bytes = Bytes::from(bytes);
+        let built = WireMessage::parse(&bytes, None).unwrap();
+        assert!(built.fields.len() >= MANY_FIELDS);
+        let serialized = Encoder::new()
+            .encode(&[Source::Raw(bytes)], &desc)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        let by_number = Encoder::new()
+            .encode(&[Source::Ref(&built)], &desc)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        (serialized, by_number)
+    }
+
+    #[test]
+    fn many_fields_encode_a_number_at_a_time_as_they_would_collected() {
+        // A graph: nodes, versions in three occurrences (merged), unknown fields and a node
+        // number with the wrong wire type (kept as unknown), all out of order.
+        let mut graph = Vec::new();
+        for i in 0..MANY_FIELDS + 10 {
+            if i % 1000 == 7 {
+                let mut versions = Vec::new();
+                varint(&mut versions, 1, i as u64);
+                len(&mut graph, 4, &versions);
+                varint(&mut graph, 99, i as u64);
+                varint(&mut graph, 1, 5);
+            }
+            let mut node = Vec::new();
+            len(&mut node, 2, b"AddV2");
+            len(&mut node, 1, format!("n{i}").as_bytes());
+            len(&mut graph, 1, &node);
+        }
+        let (serialized, by_number) = both_ways(graph, "tensorflow.GraphDef");
+        assert_eq!(serialized, by_number);
+
+        // A oneof switching members many times (AttrValue's `value`): the member set last,
+        // a message (`list`), merges only its occurrences since it was last set; unknown
+        // fields in between.
+        let list = |s: &[u8]| {
+            let mut list = Vec::new();
+            len(&mut list, 2, s);
+            list
+        };
+        let mut attr = Vec::new();
+        for i in 0..MANY_FIELDS as u64 {
+            match i % 3 {
+                0 => len(&mut attr, 1, &list(format!("s{i}").as_bytes())),
+                1 => varint(&mut attr, 3, i),
+                _ => varint(&mut attr, 50, i),
+            }
+        }
+        varint(&mut attr, 3, 1);
+        len(&mut attr, 1, &list(b"x"));
+        len(&mut attr, 1, &list(b"y"));
+        let (serialized, by_number) = both_ways(attr, "tensorflow.AttrValue");
+        assert_eq!(serialized, by_number);
     }
 }

@@ -89,7 +89,7 @@ impl VerifyReport {
 
 /// Checks everything in the SavedModel directory `dir`.
 pub fn verify_dir(dir: &Path) -> VerifyReport {
-    verify_with_model(dir).0
+    verify_with_model(dir, false).0
 }
 
 /// A model [`verified_model_with_fingerprint`] read, with what verify learnt of it.
@@ -119,9 +119,20 @@ pub fn verified_model(dir: &Path) -> Result<WireMessage> {
 /// and whether that file is canonical: `split` reuses the fingerprint when it writes the same
 /// bytes again, and trusts the canonical form of what it splits.
 pub(crate) fn verified_model_with_fingerprint(dir: &Path) -> Result<Verified> {
+    verified_with(dir, false)
+}
+
+/// [`verified_model_with_fingerprint`], also recording which messages of a `.cpb`'s graph its
+/// fingerprint found canonical ([`Verified::checked`]): what `merge` trusts when it
+/// fingerprints its output. Only `merge` asks: the record is a few bytes per node.
+pub(crate) fn verified_model_for_merge(dir: &Path) -> Result<Verified> {
+    verified_with(dir, true)
+}
+
+fn verified_with(dir: &Path, record_checked: bool) -> Result<Verified> {
     // A missing directory or model file keeps its own error.
     model_file(dir)?;
-    match verify_with_model(dir) {
+    match verify_with_model(dir, record_checked) {
         (report, Some(verified)) if report.faults.is_empty() => Ok(verified),
         (report, _) => Err(SavedModelError::Unverified {
             dir: dir.to_path_buf(),
@@ -131,8 +142,8 @@ pub(crate) fn verified_model_with_fingerprint(dir: &Path) -> Result<Verified> {
 }
 
 /// [`verify_dir`], also returning the model proto when it could be read, with what was
-/// learnt of it ([`Verified`]).
-fn verify_with_model(dir: &Path) -> (VerifyReport, Option<Verified>) {
+/// learnt of it ([`Verified`]; [`Verified::checked`] only with `record_checked`).
+fn verify_with_model(dir: &Path, record_checked: bool) -> (VerifyReport, Option<Verified>) {
     let mut report = VerifyReport::default();
     let file = match model_file(dir) {
         Ok(file) => file,
@@ -163,7 +174,8 @@ fn verify_with_model(dir: &Path) -> (VerifyReport, Option<Verified>) {
     let checked = OnceLock::new();
     let (model, fingerprint, shown) = std::thread::scope(|s| {
         let fingerprint = s.spawn(|| {
-            fingerprint_dir_sharing(dir, shared.as_ref(), verdict.as_ref(), Some(&checked))
+            let checked = record_checked.then_some(&checked);
+            fingerprint_dir_sharing(dir, shared.as_ref(), verdict.as_ref(), checked)
         });
         let shown_from_file =
             (file.format != ModelFormat::Cpb).then(|| s.spawn(|| show_check(dir, &file, None)));

@@ -50,6 +50,7 @@ pub mod read;
 pub mod split;
 pub mod tags;
 pub mod write;
+mod write_ahead;
 
 pub use cache::ChunkCache;
 pub use check::{check_chunks, check_chunks_sharing, check_layout, ChunkFault, ChunkReport};

@@ -65,6 +65,13 @@ pub trait ChunkSource {
     fn payload(&self, index: u64) -> Result<Payload> {
         self.bytes(index).map(Payload::Inline)
     }
+    /// Chunk `index` as a message already built in memory, when the source holds it so and
+    /// its fields are those parsing its bytes gives, in that order (a split not yet written,
+    /// say): the [`Merger`] then copies its fields instead of parsing the bytes again.
+    fn built(&self, index: u64) -> Option<&WireMessage> {
+        let _ = index;
+        None
+    }
 }
 
 /// Chunks held in memory (TensorFlow's `Merger::Merge`).
@@ -489,6 +496,11 @@ impl<'a> Merger<'a> {
         desc: &MessageDescriptor,
         index: u64,
     ) -> Result<()> {
+        if let Some(built) = self.source.built(index) {
+            self.count(index)?;
+            target.fields.extend(built.fields.iter().cloned());
+            return Ok(());
+        }
         let bytes = self.chunk_bytes(index)?;
         target
             .append_bytes(&bytes)

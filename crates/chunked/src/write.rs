@@ -14,6 +14,7 @@ use unbound_records::{RecordWriter, WriterOptions};
 
 use crate::error::Result;
 use crate::split::{Chunk, SplitOutput};
+use crate::write_ahead::{for_each_prepared, Prepared};
 use unbound_io::{io_err, write_atomically};
 use unbound_wire::WireMessage;
 
@@ -105,23 +106,28 @@ pub fn write_chunked(
         let mut writer = RecordWriter::new(out, options)?;
         let mut infos = Vec::with_capacity(count);
         let mut total = 0;
-        for chunk in &split.chunks {
-            let kind = match chunk {
+        let name = path.display().to_string();
+        for_each_prepared(split, &options, &name, |index, ready| {
+            let kind = match &split.chunks[index] {
                 Chunk::Message(_) | Chunk::SerializedMessage(_) => ChunkType::Message,
                 Chunk::Bytes(_) => ChunkType::Bytes,
             };
-            let segments = split.segments(chunk)?;
-            let parts: Vec<&[u8]> = segments.iter().map(|b| b.as_ref()).collect();
-            let size: u64 = parts.iter().map(|p| p.len() as u64).sum();
-            let offset = writer.write_record_parts(&parts)?;
+            let offset = match ready.record {
+                Prepared::Encoded(encoded) => writer.write_encoded(encoded)?,
+                Prepared::Pieces(segments) => {
+                    let parts: Vec<&[u8]> = segments.iter().map(|b| b.as_ref()).collect();
+                    writer.write_record_parts(&parts)?
+                }
+            };
             infos.push(ChunkInfo {
                 r#type: kind as i32,
-                size,
+                size: ready.size,
                 offset,
             });
-            total += size;
-            progress(size);
-        }
+            total += ready.size;
+            progress(ready.size);
+            Ok(())
+        })?;
         let metadata = ChunkMetadata {
             version: Some(version_def()),
             chunks: infos,

@@ -953,3 +953,83 @@ fn metadata_alone_in_its_own_chunk_after_many_records() {
     let read = read_cpb(&path, &desc()).unwrap();
     assert_eq!(read.metadata.unwrap().chunks.len(), chunks.len());
 }
+
+// ---------------------------------------------------------------------------------------------
+// 4. Chunks compressed ahead, on worker threads, give the file a writer writes one at a time.
+
+/// `write_split` compresses the chunks that take a Riegeli chunk of their own on other
+/// threads and writes them in order; the file must be byte for byte the one a
+/// `RecordWriter` writes record by record, small records sharing chunks between them.
+#[test]
+fn chunks_compressed_ahead_give_the_file_written_one_at_a_time() {
+    let desc = desc();
+    // Large values of varied sizes, so that some records take chunks of their own and some
+    // share one.
+    let original = ManyFields {
+        repeated_bytes_field: (0..24u64)
+            .map(|i| {
+                let len = if i % 3 == 0 {
+                    300
+                } else {
+                    70_000 + 9_000 * i as usize
+                };
+                // Noise, or text that compresses.
+                let value = if i % 2 == 0 {
+                    noise(i, len)
+                } else {
+                    b"unbound ".iter().copied().cycle().take(len).collect()
+                };
+                Bytes::from(value)
+            })
+            .collect(),
+        string_field: "root".into(),
+        ..Default::default()
+    };
+    for compression in our_compressions() {
+        let encoded = Bytes::from(original.encode_to_vec());
+        let mut message = WireMessage::parse(&encoded, Some(desc.clone())).unwrap();
+        let mut sink = ChunkSink::new(desc.clone(), true);
+        split_generic(&mut message, &desc, &mut sink.root(), 100_000).unwrap();
+        let split = sink.finish(message);
+        assert!(
+            split.chunks.len() > 4,
+            "{compression:?}: {}",
+            split.chunks.len()
+        );
+        let options = WriterOptions {
+            compression,
+            chunk_size: Some(200_000),
+            store_incompressible: compression == Compression::Snappy,
+        };
+
+        let mut writer = unbound_records::RecordWriter::new(Vec::new(), options).unwrap();
+        let mut infos = Vec::new();
+        for chunk in &split.chunks {
+            let segments = split.segments(chunk).unwrap();
+            let parts: Vec<&[u8]> = segments.iter().map(|b| b.as_ref()).collect();
+            let offset = writer.write_record_parts(&parts).unwrap();
+            let kind = match chunk {
+                unbound_chunked::Chunk::Bytes(_) => ChunkType::Bytes,
+                _ => ChunkType::Message,
+            };
+            infos.push(ChunkInfo {
+                r#type: kind as i32,
+                size: parts.iter().map(|p| p.len() as u64).sum(),
+                offset,
+            });
+        }
+        let metadata = ChunkMetadata {
+            version: Some(unbound_chunked::write::version_def()),
+            chunks: infos,
+            message: Some(split.message.clone()),
+        };
+        writer.write_record(&metadata.encode_to_vec()).unwrap();
+        let one_at_a_time = writer.finish().unwrap();
+
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("model");
+        let written = write_split(&prefix, split, options, &mut |_| {}).unwrap();
+        let ahead = std::fs::read(&written.path).unwrap();
+        assert!(ahead == one_at_a_time, "{compression:?}: the files differ");
+    }
+}

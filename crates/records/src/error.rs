@@ -200,6 +200,22 @@ impl From<unbound_io::IoError> for RecordsError {
 }
 
 impl RecordsError {
+    /// An I/O error met writing the file `name`: [`RecordsError::TooLarge`] when it is a
+    /// writer's refusal of data too large for the format (`InvalidInput`), else
+    /// [`RecordsError::Io`].
+    pub(crate) fn writing(name: &str, source: std::io::Error) -> RecordsError {
+        if source.kind() == std::io::ErrorKind::InvalidInput {
+            return RecordsError::TooLarge {
+                file: name.to_string(),
+                detail: source.to_string(),
+            };
+        }
+        RecordsError::Io {
+            file: name.to_string(),
+            source,
+        }
+    }
+
     /// The name of the file the error is about.
     pub fn file(&self) -> &str {
         match self {

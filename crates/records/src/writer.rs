@@ -8,6 +8,7 @@ use crate::chunk_writer::write_chunk;
 use crate::compression::{self, Compression};
 use crate::error::RecordsError;
 use crate::hash::Hasher;
+use crate::own_chunk::{encode_own_chunk, EncodedChunk};
 use crate::simple_chunk::SimpleEncoder;
 
 /// Options for [`RecordWriter`]. The default matches what TensorFlow uses
@@ -152,37 +153,35 @@ impl<W: Write> RecordWriter<W> {
     /// Returns the record's numeric position.
     pub fn write_record_parts(&mut self, parts: &[&[u8]]) -> Result<u64, RecordsError> {
         let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
-        let added = len.saturating_add(8);
-        let own_chunk = added.saturating_add(8) > self.desired_chunk_size;
-        if !own_chunk {
+        if !self.options.takes_own_chunk(len) {
             let joined: Vec<u8> = parts.concat();
             return self.write_record(&joined);
         }
+        match encode_own_chunk(&self.options, parts, &self.name)? {
+            Some(encoded) => self.write_encoded(encoded),
+            None => {
+                if self.chunk_size_so_far > 0 {
+                    self.close_chunk()?;
+                }
+                let pos = self.pos;
+                self.write_stored_record(parts, len)?;
+                Ok(pos)
+            }
+        }
+    }
+
+    /// Writes a record encoded ahead as a chunk of its own ([`encode_own_chunk`], perhaps on
+    /// another thread), closing the open chunk first; returns the record's numeric position.
+    /// The file is the one [`RecordWriter::write_record_parts`] of the record's parts writes.
+    pub fn write_encoded(&mut self, encoded: EncodedChunk) -> Result<u64, RecordsError> {
         if self.chunk_size_so_far > 0 {
             self.close_chunk()?;
         }
         let pos = self.pos;
-        let compression = if self.options.compression == Compression::None {
-            Compression::None
-        } else if self.options.store_incompressible {
-            let sample = sample_of_parts(parts, len);
-            if compression::worth_compressing(self.options.compression, &sample) {
-                self.options.compression
-            } else {
-                Compression::None
-            }
-        } else {
-            self.options.compression
-        };
-        if compression == Compression::None {
-            self.write_stored_record(parts, len)?;
-        } else {
-            let mut enc = self.encoder(compression)?;
-            enc.add_parts(parts).map_err(|e| self.io(e))?;
-            self.chunk = Some(OpenChunk::Encoding(enc));
-            self.chunk_records = 1;
-            self.close_chunk()?;
-        }
+        self.pos = write_chunk(&mut self.out, pos, &encoded.header, &encoded.parts)
+            .map_err(|e| self.io(e))?;
+        self.chunk_records = 0;
+        self.chunk_size_so_far = 0;
         Ok(pos)
     }
 
@@ -221,16 +220,7 @@ impl<W: Write> RecordWriter<W> {
     }
 
     fn io(&self, source: std::io::Error) -> RecordsError {
-        if source.kind() == std::io::ErrorKind::InvalidInput {
-            return RecordsError::TooLarge {
-                file: self.name.clone(),
-                detail: source.to_string(),
-            };
-        }
-        RecordsError::Io {
-            file: self.name.clone(),
-            source,
-        }
+        RecordsError::writing(&self.name, source)
     }
 
     /// Adds a record to the open chunk, opening one if needed.
@@ -328,7 +318,7 @@ impl<W: Write> RecordWriter<W> {
 
 /// A compressibility sample of a record given as parts: pieces of its beginning, middle and
 /// end, at most [`SAMPLE_SIZE`].
-fn sample_of_parts(parts: &[&[u8]], len: u64) -> Vec<u8> {
+pub(crate) fn sample_of_parts(parts: &[&[u8]], len: u64) -> Vec<u8> {
     let piece = (SAMPLE_SIZE / 3) as u64;
     let mut sample = Vec::with_capacity(SAMPLE_SIZE);
     for start in [

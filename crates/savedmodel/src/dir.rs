@@ -222,20 +222,24 @@ pub fn split_dir(
     // a split with nothing to split).
     let ahead = file.format == ModelFormat::Pb
         && unbound_io::regular_file_len(&file.path).is_ok_and(|len| len < max_size);
+    // A `.pb` that will be split is split while it is verified, from a reading of its own: the
+    // split is the same work whichever reading it starts from, and run after the verification
+    // it was a fifth of a split of a model of millions of nodes, on one core (issue 15). It is
+    // dropped unused if the model is refused.
+    let ahead_split = file.format == ModelFormat::Pb && !ahead;
     let cancel = unbound_io::cancel_token();
-    let (verified, copied) = std::thread::scope(|s| {
+    let (verified, copied, split) = std::thread::scope(|s| {
         let copy = ahead.then(|| {
             s.spawn(|| {
                 unbound_io::set_cancel_token(cancel);
                 copy_unchunked(&tmp.path().join("saved_model"), &file.path, &mut |_| {})
             })
         });
+        let split = ahead_split.then(|| s.spawn(|| split_model_file(&file.path, max_size)));
         let verified = crate::verify::verified_model_with_fingerprint(src);
-        let copied = copy.map(|copy| {
-            copy.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
-        (verified, copied)
+        let copied = copy.map(joined);
+        let split = split.map(joined);
+        (verified, copied, split)
     });
     let verified = verified?;
     let known = verified.fingerprint.map(|def| KnownFingerprint {
@@ -244,7 +248,10 @@ pub fn split_dir(
         copied: copied.and_then(std::result::Result::ok),
         canonical: verified.canonical,
     });
-    let model = verified.model;
+    let model = match split {
+        Some(split) => ToWrite::Split(split?),
+        None => ToWrite::Model(verified.model),
+    };
     write_model_dir_reusing(
         src,
         Output::Begun(tmp),
@@ -255,6 +262,54 @@ pub fn split_dir(
         progress,
         known.as_ref(),
     )
+}
+
+/// What a scoped thread returned (its panic carried on).
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The model [`write_model_dir_reusing`] writes: as a message, or already split.
+enum ToWrite {
+    /// The SavedModel proto, to be split.
+    Model(WireMessage),
+    /// Its split ([`split_model_file`]), as TensorFlow splits it
+    /// ([`MetaGraphSplitting::First`]).
+    Split(ModelSplit),
+}
+
+/// A SavedModel proto split into chunks, with what the split report needs.
+struct ModelSplit {
+    split: unbound_chunked::SplitOutput,
+    /// Where the split differs from TensorFlow's algorithm.
+    warnings: Vec<String>,
+    /// Size of the model proto before splitting.
+    model_bytes: u64,
+}
+
+/// Splits `model` as `write_model_dir_with` does with `splitting`.
+fn split_model(
+    model: WireMessage,
+    max_size: u64,
+    splitting: MetaGraphSplitting,
+) -> Result<ModelSplit> {
+    let desc = saved_model_descriptor()?;
+    let model_bytes = model.encoded_len();
+    let mut ctx = SplitContext::new(max_size);
+    let split = split_saved_model_with(model, &desc, &mut ctx, splitting)?;
+    Ok(ModelSplit {
+        split,
+        warnings: ctx.warnings,
+        model_bytes,
+    })
+}
+
+/// The split of the SavedModel proto in the `saved_model.pb` `path`, as TensorFlow splits it.
+fn split_model_file(path: &Path, max_size: u64) -> Result<ModelSplit> {
+    let model = read_pb(path, &saved_model_descriptor()?)?;
+    split_model(model, max_size, MetaGraphSplitting::First)
 }
 
 /// The fingerprint of a `saved_model.pb` already computed (by the verification before a
@@ -341,7 +396,7 @@ pub fn write_model_dir_with(
     write_model_dir_reusing(
         src,
         Output::New(out),
-        model,
+        ToWrite::Model(model),
         max_size,
         options,
         splitting,
@@ -364,7 +419,7 @@ pub(crate) fn write_model_dir_known(
     write_model_dir_reusing(
         src,
         Output::New(out),
-        model,
+        ToWrite::Model(model),
         max_size,
         options,
         MetaGraphSplitting::First,
@@ -378,23 +433,27 @@ pub(crate) fn write_model_dir_known(
 fn write_model_dir_reusing(
     src: &Path,
     out: Output<'_>,
-    model: WireMessage,
+    model: ToWrite,
     max_size: u64,
     options: WriterOptions,
     splitting: MetaGraphSplitting,
     progress: &mut dyn FnMut(u64),
     known: Option<&KnownFingerprint>,
 ) -> Result<SplitReport> {
-    let desc = saved_model_descriptor()?;
     let tmp = match out {
         Output::New(out) => new_output_dir(src, out)?,
         Output::Begun(tmp) => tmp,
     };
     let out = tmp.target().to_path_buf();
     let out = out.as_path();
-    let model_bytes = model.encoded_len();
-    let mut ctx = SplitContext::new(max_size);
-    let split = split_saved_model_with(model, &desc, &mut ctx, splitting)?;
+    let ModelSplit {
+        split,
+        warnings,
+        model_bytes,
+    } = match model {
+        ToWrite::Model(model) => split_model(model, max_size, splitting)?,
+        ToWrite::Split(split) => split,
+    };
     if splitting == MetaGraphSplitting::Every {
         if let Some((chunk, size)) = message_chunk_over(&split, MAX_PROTO_SIZE) {
             return Err(SavedModelError::UnparsableChunk {
@@ -452,7 +511,7 @@ fn write_model_dir_reusing(
     Ok(SplitReport {
         written,
         copied_files,
-        warnings: ctx.warnings,
+        warnings,
         model_bytes,
     })
 }

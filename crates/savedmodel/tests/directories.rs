@@ -86,6 +86,29 @@ fn pbtxt_models_are_read() {
     assert_eq!(ours, theirs);
 }
 
+/// A split into chunks fingerprints its output from the split in memory, made while the
+/// source was verified (the merge of the graph taking the chunks' fields as they are held):
+/// the fingerprint.pb written is what a fresh computation from the `.cpb` file gives, at
+/// sizes that put the nodes in several chunks, in one, or leave most of them in the root.
+#[test]
+fn a_split_into_chunks_writes_the_fingerprint_a_fresh_computation_gives() {
+    use unbound_savedmodel::fingerprint::{fingerprint_dir, read_fingerprint};
+    for model in ["tf2_multi_sig", "tf1_large_consts"] {
+        for max_size in [2_000, 10_000, 40_000] {
+            let tmp = tempfile::tempdir().unwrap();
+            let out = tmp.path().join("out");
+            let src = testdata(model);
+            split_dir(&src, &out, max_size, WriterOptions::default(), &mut |_| {}).unwrap();
+            assert!(out.join("saved_model.cpb").exists(), "{model} {max_size}");
+            let mut written = read_fingerprint(&out).unwrap();
+            let mut fresh = fingerprint_dir(&out).unwrap();
+            written.uuid.clear();
+            fresh.uuid.clear();
+            assert_eq!(written, fresh, "{model} at {max_size}");
+        }
+    }
+}
+
 /// A split with nothing to split writes the model's bytes again and reuses the fingerprint
 /// verify computed for them: the fingerprint.pb written is what a fresh computation gives
 /// (but its own uuid), for a model with a checkpoint and one without.

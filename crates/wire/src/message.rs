@@ -309,6 +309,32 @@ impl WireMessage {
         Ok(out)
     }
 
+    /// Whether [`WireMessage::to_vec`] writes the fields in the order they are held (known
+    /// fields by ascending number, then unknown ones): parsing what it writes then gives them
+    /// back in that order. Checked without allocating, a field number at a time.
+    pub fn written_in_place(&self) -> bool {
+        let Some(desc) = &self.descriptor else {
+            return true;
+        };
+        let mut last: Option<(u32, (u8, u32))> = None;
+        for f in &self.fields {
+            match last {
+                Some((number, _)) if number == f.number => {}
+                _ => {
+                    let key = match desc.get_field(f.number) {
+                        Some(_) => (0, f.number),
+                        None => (1, 0),
+                    };
+                    if last.is_some_and(|(_, prev)| prev > key) {
+                        return false;
+                    }
+                    last = Some((f.number, key));
+                }
+            }
+        }
+        true
+    }
+
     /// The order in which fields are written: known fields by ascending number, then unknown
     /// fields in wire order, as protobuf's serializers do. Wire order is kept as it is when the
     /// type is unknown, or when two members of one oneof occur (reordering would change which
@@ -317,6 +343,9 @@ impl WireMessage {
         let Some(desc) = &self.descriptor else {
             return self.fields.iter().collect();
         };
+        if self.written_in_place() || has_oneof_conflict(desc, &self.fields) {
+            return self.fields.iter().collect();
+        }
         // Each field's place (known fields by number, then unknown ones), looked up once per
         // run of one number: a message of a million nodes is one run.
         let mut keys: Vec<(u8, u32)> = Vec::with_capacity(self.fields.len());
@@ -334,9 +363,6 @@ impl WireMessage {
                 }
             };
             keys.push(key);
-        }
-        if keys.is_sorted() || has_oneof_conflict(desc, &self.fields) {
-            return self.fields.iter().collect();
         }
         // A stable sort: occurrences of one number keep their order.
         let mut order: Vec<usize> = (0..self.fields.len()).collect();
@@ -368,6 +394,12 @@ impl Segments<'_> {
     /// length and value follow the run in its source, else as a new run when they lie in a
     /// source, else copied (or shared, if large).
     fn push_field(&mut self, field: &WireField, value: &Bytes) {
+        if let Some((source, start, end)) = self.run {
+            if let Some(end) = self.continues_run(source, end, field.number, value) {
+                self.run = Some((source, start, end));
+                return;
+            }
+        }
         self.head.clear();
         field.write_head(&mut self.head);
         if let Some((source, start, end)) = self.in_source(value) {
@@ -385,6 +417,44 @@ impl Segments<'_> {
         self.end_run();
         self.pending.extend_from_slice(&self.head);
         self.push(value);
+    }
+
+    /// Where the field of `number` whose value is `value` ends in `sources[source]`, when its
+    /// key and length lie there right at `run_end`, followed by `value` itself (compared by
+    /// address): the next field of a run of fields in place. The common case of a split's
+    /// chunk of nodes (millions of them), checked without gathering the key and length
+    /// elsewhere or trying the other sources first.
+    #[inline]
+    fn continues_run(
+        &self,
+        source: usize,
+        run_end: usize,
+        number: u32,
+        value: &[u8],
+    ) -> Option<usize> {
+        let buf = &self.sources[source];
+        let offset = (value.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
+        let end = offset.checked_add(value.len())?;
+        if end > buf.len() || offset < run_end {
+            return None;
+        }
+        let mut head = [0u8; 15];
+        let mut n = 0;
+        for mut v in [
+            (u64::from(number) << 3) | WireType::Len.bits(),
+            value.len() as u64,
+        ] {
+            while v >= 0x80 {
+                head[n] = (v as u8) | 0x80;
+                v >>= 7;
+                n += 1;
+            }
+            head[n] = v as u8;
+            n += 1;
+        }
+        // Compared in line: a call to `memcmp` for a few bytes cost more than the rest.
+        let found = &buf[run_end..offset];
+        (found.len() == n && found.iter().zip(&head).all(|(a, b)| a == b)).then_some(end)
     }
 
     /// Whether `bytes` equals `self.head` (a few bytes: compared in line, not by `memcmp`).

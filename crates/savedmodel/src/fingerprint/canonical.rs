@@ -546,9 +546,7 @@ impl Encoder {
             };
             if let Some((buf, start, end)) = slice {
                 if self.take_as_is(buf, start, end, layout) {
-                    out.put_key(number, LEN);
-                    out.put_varint((end - start) as u64);
-                    out.put_shared(buf, start, end);
+                    out.put_field_in_place(number, buf, start, end);
                     return Ok(());
                 }
             }

@@ -45,6 +45,10 @@ pub struct Rope {
     hash: Option<Box<Fingerprint64>>,
     /// A hashing rope's first failure to read a record, reported by [`Rope::fingerprint64`].
     failed: Option<crate::SavedModelError>,
+    /// A hashing rope's run of fields appended as they lie in one buffer
+    /// ([`Rope::put_field_in_place`]), hashed once it ends: `buf[start..end]`. While it is
+    /// open, nothing is pending.
+    run: Option<(Bytes, usize, usize)>,
 }
 
 impl Rope {
@@ -83,6 +87,7 @@ impl Rope {
 
     /// Appends a copy of `bytes`.
     pub fn put(&mut self, bytes: &[u8]) {
+        self.end_run();
         self.pending.extend_from_slice(bytes);
         self.len += bytes.len() as u64;
         self.hash_pending_batch();
@@ -90,6 +95,7 @@ impl Rope {
 
     /// Appends a varint.
     pub fn put_varint(&mut self, mut value: u64) {
+        self.end_run();
         while value >= 0x80 {
             self.pending.push((value as u8) | 0x80);
             value >>= 7;
@@ -114,6 +120,46 @@ impl Rope {
         }
     }
 
+    /// Appends a length-delimited field: the key of field `number`, the length, and the value
+    /// `buf[start..end]`. In a hashing rope, when the key and length lie in `buf` just before
+    /// the value (a field as it was parsed from there), the field is not copied: it joins a run
+    /// of such fields, hashed from `buf` in one piece when the run ends (issue 15: the nodes of
+    /// a graph of millions of them, taken as they are, were copied a few bytes at a time).
+    pub fn put_field_in_place(&mut self, number: u32, buf: &Bytes, start: usize, end: usize) {
+        let key = (u64::from(number) << 3) | 2;
+        let len = (end - start) as u64;
+        if self.hash.is_some() {
+            if let Some(head_start) = head_before(buf, start, key, len) {
+                match &mut self.run {
+                    Some((run_buf, _, run_end))
+                        if *run_end == head_start && run_buf.as_ptr() == buf.as_ptr() =>
+                    {
+                        *run_end = end;
+                    }
+                    _ => {
+                        self.end_run();
+                        self.flush();
+                        self.run = Some((buf.clone(), head_start, end));
+                    }
+                }
+                self.len += (end - head_start) as u64;
+                return;
+            }
+        }
+        self.put_varint(key);
+        self.put_varint(len);
+        self.put_shared(buf, start, end);
+    }
+
+    /// Hashes the open run of fields in place, if any.
+    fn end_run(&mut self) {
+        if let Some((buf, start, end)) = self.run.take() {
+            if let Some(hash) = &mut self.hash {
+                hash.update(&buf[start..end]);
+            }
+        }
+    }
+
     /// Appends `buf[start..end]`: copied when small, shared when large.
     pub fn put_shared(&mut self, buf: &Bytes, start: usize, end: usize) {
         if end - start < SHARE_AT {
@@ -124,6 +170,7 @@ impl Rope {
     }
 
     fn push_part(&mut self, part: Part, len: u64) {
+        self.end_run();
         self.flush();
         self.len += len;
         let Some(hash) = &mut self.hash else {
@@ -178,6 +225,7 @@ impl Rope {
 
     /// Appends `other`, moving its pieces.
     pub fn append(&mut self, mut other: Rope) {
+        self.end_run();
         debug_assert!(
             other.hash.is_none(),
             "a hashing rope holds no pieces to move"
@@ -235,6 +283,9 @@ impl Rope {
             Some(hash) => (**hash).clone(),
             None => Fingerprint64::new(),
         };
+        if let Some((buf, start, end)) = &self.run {
+            h.update(&buf[*start..*end]);
+        }
         self.for_each_held(&mut |b| h.update(b))?;
         Ok(h.finish())
     }
@@ -254,6 +305,30 @@ impl Rope {
         self.for_each(|b| out.extend_from_slice(b))?;
         Ok(out)
     }
+}
+
+/// Where the key `key` and the length `len` of a length-delimited field start in `buf`, when
+/// they lie there just before `value_start` (as minimal varints, as written).
+#[inline]
+fn head_before(buf: &[u8], value_start: usize, key: u64, len: u64) -> Option<usize> {
+    let mut head = [0u8; 20];
+    let mut n = 0;
+    for mut v in [key, len] {
+        while v >= 0x80 {
+            head[n] = (v as u8) | 0x80;
+            v >>= 7;
+            n += 1;
+        }
+        head[n] = v as u8;
+        n += 1;
+    }
+    let start = value_start.checked_sub(n)?;
+    let found = buf.get(start..value_start)?;
+    found
+        .iter()
+        .zip(&head[..n])
+        .all(|(a, b)| a == b)
+        .then_some(start)
 }
 
 impl Part {
@@ -317,5 +392,43 @@ mod tests {
         assert_eq!(hashing.fingerprint64().unwrap(), want);
         assert_eq!(hashing.finish().unwrap(), want);
         assert!(Rope::hashing().for_each(|_| {}).is_err());
+    }
+
+    /// Fields put in place hash as the same fields copied: runs of consecutive fields of one
+    /// buffer, a field whose key or length does not lie before it, a field of another buffer,
+    /// and other writes between them.
+    #[test]
+    fn fields_in_place_hash_as_copied_fields() {
+        // Three fields as a parser finds them: 1: "abc", 1: 300 bytes, 2: "xy".
+        let mut serialized = vec![0x0a, 3, b'a', b'b', b'c', 0x0a, 0xac, 0x02];
+        serialized.extend((0..300).map(|i| i as u8));
+        serialized.extend([0x12, 2, b'x', b'y']);
+        let buf = Bytes::from(serialized);
+        let other = Bytes::from_static(b"\x0a\x01q");
+        let build = |rope: &mut Rope| {
+            rope.put_field_in_place(1, &buf, 2, 5);
+            rope.put_field_in_place(1, &buf, 8, 308);
+            rope.put_field_in_place(2, &buf, 310, 312);
+            // In place, but not where the run ends.
+            rope.put_field_in_place(1, &buf, 2, 5);
+            // Its key does not lie before it: field 3, not 1.
+            rope.put_field_in_place(3, &buf, 2, 5);
+            rope.put_field_in_place(1, &other, 2, 3);
+            rope.put_varint(9);
+            rope.put_field_in_place(1, &buf, 2, 5);
+        };
+        let (mut held, mut hashing) = (Rope::new(), Rope::hashing());
+        build(&mut held);
+        build(&mut hashing);
+        let mut want = buf.to_vec();
+        want.extend([
+            0x0a, 3, b'a', b'b', b'c', 0x1a, 3, b'a', b'b', b'c', 0x0a, 1, b'q', 9, 0x0a, 3, b'a',
+            b'b', b'c',
+        ]);
+        assert_eq!(held.to_vec().unwrap(), want);
+        assert_eq!(hashing.len(), want.len() as u64);
+        let print = super::super::farmhash::fingerprint64(&want);
+        assert_eq!(hashing.fingerprint64().unwrap(), print);
+        assert_eq!(hashing.finish().unwrap(), print);
     }
 }

@@ -1,0 +1,96 @@
+//! Records large enough to take a chunk of their own, encoded apart from the writer.
+//!
+//! Compressing such a record is nearly all the work of writing it, and needs nothing of the
+//! writer's state but its options: [`encode_own_chunk`] does it on whatever thread calls it,
+//! and [`RecordWriter::write_encoded`](crate::RecordWriter::write_encoded) then writes the
+//! chunks in order. A caller with several large records compresses them on several cores at
+//! once (issue 15: a split of a model of millions of nodes compressed its ten 64 MiB chunks
+//! one after another, on one core, while the other had nothing left to do).
+
+use std::io;
+
+use crate::chunk_header::{ChunkHeader, ChunkType};
+use crate::compression::{self, Compression};
+use crate::error::RecordsError;
+use crate::hash::Hasher;
+use crate::simple_chunk::SimpleEncoder;
+use crate::writer::{sample_of_parts, WriterOptions};
+
+/// A record encoded as a compressed chunk of its own ([`encode_own_chunk`]), not yet written.
+pub struct EncodedChunk {
+    pub(crate) header: ChunkHeader,
+    pub(crate) parts: Vec<Vec<u8>>,
+}
+
+impl EncodedChunk {
+    /// Size of the chunk's data as written (compressed), without its header.
+    pub fn data_size(&self) -> u64 {
+        self.header.data_size
+    }
+}
+
+impl WriterOptions {
+    /// Whether a record of `len` bytes is written as a chunk of its own: Riegeli's rule closes
+    /// the chunk around any record that would not leave room for another (each counts its size
+    /// plus 8) within the chunk size.
+    pub fn takes_own_chunk(&self, len: u64) -> bool {
+        len.saturating_add(16) > self.effective_chunk_size()
+    }
+
+    /// The compression a record of `len` bytes made of `parts`, in a chunk of its own, is
+    /// written with: none when the options compress nothing, or when they store incompressible
+    /// data and a sample of it does not compress by a tenth.
+    pub(crate) fn own_chunk_compression(&self, parts: &[&[u8]], len: u64) -> Compression {
+        if self.compression == Compression::None {
+            return Compression::None;
+        }
+        if self.store_incompressible {
+            let sample = sample_of_parts(parts, len);
+            if !compression::worth_compressing(self.compression, &sample) {
+                return Compression::None;
+            }
+        }
+        self.compression
+    }
+}
+
+/// Encodes the record made of `parts` (consecutive pieces) as a compressed chunk of its own,
+/// exactly as [`RecordWriter::write_record_parts`](crate::RecordWriter::write_record_parts)
+/// writes a record that [`WriterOptions::takes_own_chunk`]. `None` when the record is stored
+/// uncompressed instead ([`WriterOptions::own_chunk_compression`]): such a chunk is written
+/// straight from `parts`, with nothing to gain from encoding it ahead.
+///
+/// `name` names the output in errors (a compressor refusing the data: raw Snappy past its
+/// size limit).
+pub fn encode_own_chunk(
+    options: &WriterOptions,
+    parts: &[&[u8]],
+    name: &str,
+) -> Result<Option<EncodedChunk>, RecordsError> {
+    encode(options, parts).map_err(|e| RecordsError::writing(name, e))
+}
+
+fn encode(options: &WriterOptions, parts: &[&[u8]]) -> io::Result<Option<EncodedChunk>> {
+    let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
+    let compression = options.own_chunk_compression(parts, len);
+    if compression == Compression::None {
+        return Ok(None);
+    }
+    let mut enc = SimpleEncoder::new(compression, options.effective_chunk_size())?;
+    enc.add_parts(parts)?;
+    let (parts, num_records, decoded_data_size) = enc.finish()?;
+    let mut hasher = Hasher::new();
+    let mut data_size = 0u64;
+    for p in &parts {
+        hasher.update(p);
+        data_size += p.len() as u64;
+    }
+    let header = ChunkHeader {
+        data_size,
+        data_hash: hasher.finish(),
+        chunk_type: ChunkType::Simple,
+        num_records,
+        decoded_data_size,
+    };
+    Ok(Some(EncodedChunk { header, parts }))
+}

@@ -4,6 +4,7 @@
 
 #[macro_use]
 mod output;
+mod allocator;
 mod commands;
 mod progress;
 
@@ -60,6 +61,9 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Optimize(_)) {
+        allocator::restart_with_larger_thread_cache();
+    }
     // On Ctrl-C or SIGTERM, remove the temporary output being written before exiting, so an
     // interrupted run leaves nothing behind (a kill -9 leaves only a hidden temporary name).
     let _ = ctrlc::set_handler(|| {

@@ -57,7 +57,8 @@ impl WriterOptions {
 /// Encodes the record made of `parts` (consecutive pieces) as a compressed chunk of its own,
 /// exactly as [`RecordWriter::write_record_parts`](crate::RecordWriter::write_record_parts)
 /// writes a record that [`WriterOptions::takes_own_chunk`]. `None` when the record is stored
-/// uncompressed instead ([`WriterOptions::own_chunk_compression`]): such a chunk is written
+/// uncompressed instead (the options compress nothing, or store incompressible data and a
+/// sample of it does not compress by a tenth): such a chunk is written
 /// straight from `parts`, with nothing to gain from encoding it ahead.
 ///
 /// `name` names the output in errors (a compressor refusing the data: raw Snappy past its

@@ -79,19 +79,26 @@ fn encode(options: &WriterOptions, parts: &[&[u8]]) -> io::Result<Option<Encoded
     }
     let mut enc = SimpleEncoder::new(compression, options.effective_chunk_size())?;
     enc.add_parts(parts)?;
-    let (parts, num_records, decoded_data_size) = enc.finish()?;
-    let mut hasher = Hasher::new();
-    let mut data_size = 0u64;
-    for p in &parts {
-        hasher.update(p);
-        data_size += p.len() as u64;
+    EncodedChunk::finished(enc).map(Some)
+}
+
+impl EncodedChunk {
+    /// The simple chunk `enc` has gathered, encoded, with its header (data size and hash).
+    pub(crate) fn finished(enc: SimpleEncoder) -> io::Result<EncodedChunk> {
+        let (parts, num_records, decoded_data_size) = enc.finish()?;
+        let mut hasher = Hasher::new();
+        let mut data_size = 0u64;
+        for p in &parts {
+            hasher.update(p);
+            data_size += p.len() as u64;
+        }
+        let header = ChunkHeader {
+            data_size,
+            data_hash: hasher.finish(),
+            chunk_type: ChunkType::Simple,
+            num_records,
+            decoded_data_size,
+        };
+        Ok(EncodedChunk { header, parts })
     }
-    let header = ChunkHeader {
-        data_size,
-        data_hash: hasher.finish(),
-        chunk_type: ChunkType::Simple,
-        num_records,
-        decoded_data_size,
-    };
-    Ok(Some(EncodedChunk { header, parts }))
 }

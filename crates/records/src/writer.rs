@@ -295,21 +295,9 @@ impl<W: Write> RecordWriter<W> {
             return Ok(());
         };
         debug_assert_eq!(enc.num_records(), self.chunk_records);
-        let (parts, num_records, decoded_data_size) = enc.finish().map_err(|e| self.io(e))?;
-        let mut hasher = Hasher::new();
-        let mut data_size = 0u64;
-        for p in &parts {
-            hasher.update(p);
-            data_size += p.len() as u64;
-        }
-        let header = ChunkHeader {
-            data_size,
-            data_hash: hasher.finish(),
-            chunk_type: ChunkType::Simple,
-            num_records,
-            decoded_data_size,
-        };
-        self.pos = write_chunk(&mut self.out, self.pos, &header, &parts).map_err(|e| self.io(e))?;
+        let encoded = EncodedChunk::finished(enc).map_err(|e| self.io(e))?;
+        self.pos = write_chunk(&mut self.out, self.pos, &encoded.header, &encoded.parts)
+            .map_err(|e| self.io(e))?;
         self.chunk_records = 0;
         self.chunk_size_so_far = 0;
         Ok(())

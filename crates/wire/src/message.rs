@@ -438,20 +438,7 @@ impl Segments<'_> {
         if end > buf.len() || offset < run_end {
             return None;
         }
-        let mut head = [0u8; 15];
-        let mut n = 0;
-        for mut v in [
-            (u64::from(number) << 3) | WireType::Len.bits(),
-            value.len() as u64,
-        ] {
-            while v >= 0x80 {
-                head[n] = (v as u8) | 0x80;
-                v >>= 7;
-                n += 1;
-            }
-            head[n] = v as u8;
-            n += 1;
-        }
+        let (head, n) = crate::codec::len_field_head(number, value.len() as u64);
         // Compared in line: a call to `memcmp` for a few bytes cost more than the rest.
         let found = &buf[run_end..offset];
         (found.len() == n && found.iter().zip(&head).all(|(a, b)| a == b)).then_some(end)

@@ -126,10 +126,9 @@ impl Rope {
     /// of such fields, hashed from `buf` in one piece when the run ends (issue 15: the nodes of
     /// a graph of millions of them, taken as they are, were copied a few bytes at a time).
     pub fn put_field_in_place(&mut self, number: u32, buf: &Bytes, start: usize, end: usize) {
-        let key = (u64::from(number) << 3) | 2;
         let len = (end - start) as u64;
         if self.hash.is_some() {
-            if let Some(head_start) = head_before(buf, start, key, len) {
+            if let Some(head_start) = head_before(buf, start, number, len) {
                 match &mut self.run {
                     Some((run_buf, _, run_end))
                         if *run_end == head_start && run_buf.as_ptr() == buf.as_ptr() =>
@@ -146,7 +145,7 @@ impl Rope {
                 return;
             }
         }
-        self.put_varint(key);
+        self.put_key(number, 2);
         self.put_varint(len);
         self.put_shared(buf, start, end);
     }
@@ -307,21 +306,12 @@ impl Rope {
     }
 }
 
-/// Where the key `key` and the length `len` of a length-delimited field start in `buf`, when
-/// they lie there just before `value_start` (as minimal varints, as written).
+/// Where the key and the length of length-delimited field `number` with a value of `len`
+/// bytes start in `buf`, when they lie there just before `value_start` (as minimal varints, as
+/// written).
 #[inline]
-fn head_before(buf: &[u8], value_start: usize, key: u64, len: u64) -> Option<usize> {
-    let mut head = [0u8; 20];
-    let mut n = 0;
-    for mut v in [key, len] {
-        while v >= 0x80 {
-            head[n] = (v as u8) | 0x80;
-            v >>= 7;
-            n += 1;
-        }
-        head[n] = v as u8;
-        n += 1;
-    }
+fn head_before(buf: &[u8], value_start: usize, number: u32, len: u64) -> Option<usize> {
+    let (head, n) = unbound_wire::codec::len_field_head(number, len);
     let start = value_start.checked_sub(n)?;
     let found = buf.get(start..value_start)?;
     found

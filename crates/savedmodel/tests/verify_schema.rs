@@ -298,3 +298,36 @@ fn the_canonical_check_that_answers_verify_counts_map_entries_as_levels() {
         "where protobuf C++'s limit of 100 is passed"
     );
 }
+
+/// Map entries equal to one already accepted are accepted without a second check (the
+/// `_output_shapes` and `T` of millions of nodes): an entry that differs only on the last of
+/// many nodes, by a key that is not UTF-8 or by its key and value swapped, is still checked
+/// and refused.
+#[test]
+fn an_entry_repeated_on_every_node_is_checked_again_where_it_differs() {
+    use bytes::Bytes;
+    use unbound_savedmodel::dir::saved_model_descriptor;
+    use unbound_savedmodel::fingerprint::canonical::Encoder;
+    let desc = saved_model_descriptor().unwrap();
+    let base = model(50);
+    let canonical = |b: &[u8]| Encoder::new().is_canonical(&Bytes::copy_from_slice(b), &desc);
+    let valid = |b: &[u8]| Encoder::new().is_canonical_and_valid(&Bytes::copy_from_slice(b), &desc);
+    assert!(canonical(&base) && valid(&base), "the base model");
+    // The attribute entry of the 50th node: key "T", then AttrValue{type: DT_FLOAT}.
+    let entry = b"\x0a\x01T\x12\x02\x30\x01";
+    let last = base
+        .windows(entry.len())
+        .rposition(|w| w == entry)
+        .expect("an entry T");
+    let with_last = |to: &[u8]| {
+        let mut bytes = base.clone();
+        bytes[last..last + to.len()].copy_from_slice(to);
+        bytes
+    };
+    let not_utf8 = with_last(b"\x0a\x01\x80\x12\x02\x30\x01");
+    assert!(canonical(&not_utf8), "a key that is not UTF-8 is canonical");
+    assert!(!valid(&not_utf8), "but not valid");
+    let swapped = with_last(b"\x12\x02\x30\x01\x0a\x01T");
+    assert!(!canonical(&swapped), "value before key");
+    assert!(!valid(&swapped), "value before key");
+}

@@ -24,6 +24,7 @@ use unbound_wire::codec::{is_utf8, RawField, WireType};
 use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
 use super::canonical::{CheckedSlices, Encoder, MAX_DEPTH};
+use super::entry_memo::EntryContext;
 use super::fields::Val;
 use super::layout::{FieldInfo, MapInfo};
 use super::maps::{map_key, MapKey};
@@ -508,6 +509,7 @@ impl Encoder {
         depth: usize,
         deep_until: usize,
     ) -> bool {
+        let layout_index = layout;
         let layout = self.layout_rc(layout);
         let within = &buf[..end];
         let mut pos = start;
@@ -545,7 +547,13 @@ impl Encoder {
                 if raw.wire_type != WireType::Len {
                     return false;
                 }
-                let Some(key) = self.canonical_entry(info, map, buf, raw.start, raw.end, depth)
+                let context = EntryContext {
+                    layout: layout_index,
+                    field: i,
+                    depth,
+                    validate: self.validate,
+                };
+                let Some(key) = self.canonical_entry(info, map, buf, raw.start, raw.end, context)
                 else {
                     return false;
                 };
@@ -597,7 +605,8 @@ impl Encoder {
     }
 
     /// The key of the map entry at `buf[start..end]` if the entry is written back as it was:
-    /// its key then its value, both present and canonical, nothing else.
+    /// its key then its value, both present and canonical, nothing else. An entry equal to
+    /// one accepted before in the same `context` is not checked again ([`EntryMemo`]).
     fn canonical_entry<'b>(
         &mut self,
         info: &FieldInfo,
@@ -605,8 +614,9 @@ impl Encoder {
         buf: &'b Bytes,
         start: usize,
         end: usize,
-        depth: usize,
+        context: EntryContext,
     ) -> Option<MapKey<'b>> {
+        let depth = context.depth;
         // Protobuf C++ parses the entry as a message of its own: one more level.
         if self.validate {
             self.deepest = self.deepest.max(depth + 1);
@@ -621,30 +631,19 @@ impl Encoder {
         if pos != end || key.number != 1 || value.number != 2 {
             return None;
         }
-        let key_ok = match map.key_class {
-            Class::Bytes => {
-                key.wire_type == WireType::Len
-                    && self.valid_string(map.key_string, &buf[key.start..key.end])
-            }
-            class => canonical_scalar(class, &key, buf, true),
-        };
-        let value_depth = depth + 1 + usize::from(self.validate);
-        let value_ok = match map.value_class {
-            Class::Message => {
-                value.wire_type == WireType::Len && {
-                    let child = self.child(info);
-                    self.already_canonical(buf, value.start, value.end, child, value_depth)
+        let entry = &buf[start..end];
+        match self.entry_memo.find(context, entry) {
+            Some(deepest) => self.deepest = self.deepest.max(deepest),
+            None => {
+                let outer = std::mem::take(&mut self.deepest);
+                let ok = self.canonical_key_and_value(info, map, buf, &key, &value, depth);
+                let reached = self.deepest;
+                self.deepest = outer.max(reached);
+                if !ok {
+                    return None;
                 }
+                self.entry_memo.remember(context, entry, reached);
             }
-            Class::Bytes => {
-                value.wire_type == WireType::Len
-                    && self.valid_string(map.value_string, &buf[value.start..value.end])
-            }
-            Class::Group => false,
-            class => canonical_scalar(class, &value, buf, true),
-        };
-        if !(key_ok && value_ok) {
-            return None;
         }
         let key_val = match key.wire_type {
             WireType::Len => Val::Slice(buf, key.start, key.end),
@@ -655,6 +654,42 @@ impl Encoder {
             _ => Val::Fixed64(u64::from_le_bytes(buf[key.start..key.end].try_into().ok()?)),
         };
         map_key(map, key_val).ok()
+    }
+
+    /// Whether a map entry's `key` and `value` fields (of map field `info`, in a message at
+    /// nesting `depth`) are written back as they were.
+    fn canonical_key_and_value(
+        &mut self,
+        info: &FieldInfo,
+        map: &MapInfo,
+        buf: &Bytes,
+        key: &RawField,
+        value: &RawField,
+        depth: usize,
+    ) -> bool {
+        let key_ok = match map.key_class {
+            Class::Bytes => {
+                key.wire_type == WireType::Len
+                    && self.valid_string(map.key_string, &buf[key.start..key.end])
+            }
+            class => canonical_scalar(class, key, buf, true),
+        };
+        let value_depth = depth + 1 + usize::from(self.validate);
+        key_ok
+            && match map.value_class {
+                Class::Message => {
+                    value.wire_type == WireType::Len && {
+                        let child = self.child(info);
+                        self.already_canonical(buf, value.start, value.end, child, value_depth)
+                    }
+                }
+                Class::Bytes => {
+                    value.wire_type == WireType::Len
+                        && self.valid_string(map.value_string, &buf[value.start..value.end])
+                }
+                Class::Group => false,
+                class => canonical_scalar(class, value, buf, true),
+            }
     }
 }
 

@@ -28,6 +28,7 @@ use prost_reflect::MessageDescriptor;
 use unbound_wire::{Payload, WireMessage};
 
 pub(crate) use super::checked::{CheckedSlices, Entry, Recorded};
+use super::entry_memo::EntryMemo;
 pub use super::fields::{Source, Val};
 use super::layout::{FieldInfo, Layout};
 use super::maps::{map_entries, Held, KeyOrder, MapKey, MapValue};
@@ -145,6 +146,8 @@ pub struct Encoder {
     /// a message at nesting `d` that met nesting `m` gives the same answer at any nesting up
     /// to `d + MAX_DEPTH - m` (its only limit is on nesting).
     pub(super) deepest: usize,
+    /// Map entries the canonical check accepted lately ([`EntryMemo`]).
+    pub(super) entry_memo: EntryMemo,
 }
 
 impl Default for Encoder {
@@ -162,6 +165,7 @@ impl Default for Encoder {
             recorded: None,
             checked_hint: 0,
             deepest: 0,
+            entry_memo: EntryMemo::default(),
         }
     }
 }

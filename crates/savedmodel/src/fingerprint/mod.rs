@@ -14,6 +14,7 @@ mod already_canonical;
 pub mod canonical;
 mod checked;
 mod cpb;
+mod entry_memo;
 pub mod farmhash;
 pub mod fields;
 mod graph_in_place;

@@ -14,6 +14,7 @@ use unbound_wire::codec::{read_field, RawField, WireType};
 use unbound_wire::{DecodeError, Payload, WireMessage, WireValue};
 
 use super::load_order::load_order;
+use super::plain_entries::PlainEntries;
 use super::wire::{messages, string, varint};
 
 /// What `show` reports about a graph.
@@ -220,6 +221,8 @@ impl Collected {
 struct Distinct {
     /// Ops of nodes that name no function (most nodes), to skip repeats without allocating.
     plain: FxHashSet<Vec<u8>>,
+    /// Attribute entries found naming no function, skipped when met again.
+    plain_entries: PlainEntries,
     /// Every distinct entry.
     seen: FxHashSet<NodeOps>,
     list: Vec<NodeOps>,
@@ -250,7 +253,7 @@ impl Distinct {
     fn add_serialized(&mut self, bytes: &[u8], file: &str, all_funcs: bool) -> Result<()> {
         let ops = {
             {
-                match scan_node(bytes, all_funcs) {
+                match scan_node(bytes, all_funcs, &mut self.plain_entries) {
                     Ok(Scanned::Plain(op)) => {
                         if self.plain.contains(op) {
                             return Ok(());
@@ -304,8 +307,14 @@ fn last_len(buf: &[u8], number: u32) -> std::result::Result<Option<&[u8]>, Decod
     Ok(last)
 }
 
-/// [`node_ops`] on a serialized node, scanning it in place.
-fn scan_node(node: &[u8], all_funcs: bool) -> std::result::Result<Scanned<'_>, DecodeError> {
+/// [`node_ops`] on a serialized node, scanning it in place. Attribute entries equal to one
+/// `plain` holds are skipped (they name no function); those found naming none with
+/// `all_funcs` (the wider search, so none without it either) are added there.
+fn scan_node<'a>(
+    node: &'a [u8],
+    all_funcs: bool,
+    plain: &mut PlainEntries,
+) -> std::result::Result<Scanned<'a>, DecodeError> {
     let op = last_len(node, node_def::OP)?.unwrap_or_default();
     let partitioned = op == b"PartitionedCall" || op == b"StatefulPartitionedCall";
     let mut called = None;
@@ -321,6 +330,10 @@ fn scan_node(node: &[u8], all_funcs: bool) -> std::result::Result<Scanned<'_>, D
                 continue;
             }
             let entry = &node[entry.start..entry.end];
+            if plain.contains(entry) {
+                continue;
+            }
+            let found_before = funcs.len();
             let is_f = last_len(entry, node_def::attr_entry::KEY)? == Some(b"f".as_slice());
             for value in raw_fields(entry) {
                 let value = value?;
@@ -351,6 +364,9 @@ fn scan_node(node: &[u8], all_funcs: bool) -> std::result::Result<Scanned<'_>, D
                         }
                     }
                 }
+            }
+            if all_funcs && funcs.len() == found_before {
+                plain.remember(entry);
             }
         }
     }
@@ -422,4 +438,56 @@ fn node_ops(node: &WireMessage, file: &str, all_funcs: bool) -> Result<NodeOps> 
         }
     }
     Ok(NodeOps { op, called, funcs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message as _;
+    use unbound_proto::tensorflow::{attr_value, AttrValue, NameAttrList, NodeDef};
+
+    fn node(op: &str, attrs: &[(&str, AttrValue)]) -> Vec<u8> {
+        NodeDef {
+            name: "n".into(),
+            op: op.into(),
+            attr: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    fn funcs(scanned: Scanned<'_>) -> Vec<String> {
+        match scanned {
+            Scanned::Plain(_) => Vec::new(),
+            Scanned::Full(ops) => ops.funcs,
+        }
+    }
+
+    /// Entries remembered as naming no function are skipped on later nodes; an entry that
+    /// names one is never remembered, so every node repeating it still names the function.
+    #[test]
+    fn a_repeated_entry_that_names_a_function_is_found_on_every_node() {
+        let dtype = AttrValue {
+            value: Some(attr_value::Value::Type(1)),
+        };
+        let func = AttrValue {
+            value: Some(attr_value::Value::Func(NameAttrList {
+                name: "inner".into(),
+                attr: Default::default(),
+            })),
+        };
+        let both = node("Op", &[("T", dtype.clone()), ("g", func)]);
+        let plain_only = node("Op", &[("T", dtype)]);
+        let mut plain = PlainEntries::default();
+        for _ in 0..3 {
+            assert_eq!(
+                funcs(scan_node(&both, true, &mut plain).unwrap()),
+                ["inner"]
+            );
+            assert!(funcs(scan_node(&plain_only, true, &mut plain).unwrap()).is_empty());
+        }
+    }
 }

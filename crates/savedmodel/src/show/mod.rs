@@ -14,6 +14,7 @@ mod checkpoint;
 mod graph;
 mod load_order;
 pub(crate) mod objects;
+mod plain_entries;
 mod read;
 mod signature;
 mod structured;

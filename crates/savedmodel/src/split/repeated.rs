@@ -40,7 +40,7 @@ pub fn split_repeated(
     let mut handles = Vec::new();
 
     for (n, &pos) in positions.iter().enumerate() {
-        let mut size = parent.fields[pos].encoded_len() as i64 - framing_len(&parent.fields[pos]);
+        let mut size = element_len(&parent.fields[pos]);
         if !element_splitters.is_empty() && ctx.is_large(size.max(0) as u64) {
             let element = parent.expand_at(pos, &elem_desc)?;
             for splitter in element_splitters {
@@ -92,12 +92,14 @@ pub fn split_repeated(
     Ok(total_size_diff)
 }
 
-/// Bytes of a field occurrence that are key and length prefix rather than the element itself.
-pub fn framing_len(field: &WireField) -> i64 {
-    let body = match &field.value {
-        unbound_wire::WireValue::Bytes(p) => p.len(),
-        unbound_wire::WireValue::Message(m) => m.encoded_len(),
-        _ => return 0,
-    };
-    field.encoded_len() as i64 - body as i64
+/// The size of the element a field occurrence holds, without its key and length prefix (for a
+/// scalar, the whole occurrence): what TensorFlow counts per element. Read off the payload
+/// rather than as the field's size minus its framing, which computed the field's size twice
+/// per node.
+fn element_len(field: &WireField) -> i64 {
+    match &field.value {
+        unbound_wire::WireValue::Bytes(p) => p.len() as i64,
+        unbound_wire::WireValue::Message(m) => m.encoded_len() as i64,
+        _ => field.encoded_len() as i64,
+    }
 }

@@ -10,6 +10,7 @@
 pub mod dir;
 pub mod error;
 pub mod fingerprint;
+mod recent_bytes;
 pub mod rewrite;
 mod shared_cpb;
 pub mod show;

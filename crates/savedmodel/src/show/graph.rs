@@ -330,7 +330,7 @@ fn scan_node<'a>(
                 continue;
             }
             let entry = &node[entry.start..entry.end];
-            if plain.contains(entry) {
+            if plain.find((), entry).is_some() {
                 continue;
             }
             let found_before = funcs.len();
@@ -366,7 +366,7 @@ fn scan_node<'a>(
                 }
             }
             if all_funcs && funcs.len() == found_before {
-                plain.remember(entry);
+                plain.remember((), entry, ());
             }
         }
     }

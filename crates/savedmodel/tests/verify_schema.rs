@@ -89,6 +89,21 @@ fn faults(bytes: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// Whether `bytes` is a `SavedModel` in canonical form (`Encoder::is_canonical`).
+fn canonical(bytes: &[u8]) -> bool {
+    let desc = unbound_savedmodel::dir::saved_model_descriptor().unwrap();
+    unbound_savedmodel::fingerprint::canonical::Encoder::new()
+        .is_canonical(&bytes::Bytes::copy_from_slice(bytes), &desc)
+}
+
+/// Whether `bytes` is a canonical `SavedModel` protobuf C++ also parses
+/// (`Encoder::is_canonical_and_valid`, what verify takes in place of its schema check).
+fn valid(bytes: &[u8]) -> bool {
+    let desc = unbound_savedmodel::dir::saved_model_descriptor().unwrap();
+    unbound_savedmodel::fingerprint::canonical::Encoder::new()
+        .is_canonical_and_valid(&bytes::Bytes::copy_from_slice(bytes), &desc)
+}
+
 #[test]
 fn faults_in_a_small_model_are_worded_by_their_path() {
     let base = model(5);
@@ -212,13 +227,7 @@ fn a_parsed_message_of_many_fields_is_checked_in_two_halves_with_the_same_faults
 /// Here, what it must refuse that a canonical check alone accepts.
 #[test]
 fn the_canonical_check_that_answers_verify_refuses_what_protobuf_refuses() {
-    use bytes::Bytes;
-    use unbound_savedmodel::dir::saved_model_descriptor;
-    use unbound_savedmodel::fingerprint::canonical::Encoder;
-    let desc = saved_model_descriptor().unwrap();
     let base = model(5);
-    let canonical = |b: &[u8]| Encoder::new().is_canonical(&Bytes::copy_from_slice(b), &desc);
-    let valid = |b: &[u8]| Encoder::new().is_canonical_and_valid(&Bytes::copy_from_slice(b), &desc);
     assert!(canonical(&base) && valid(&base), "the base model");
     // Strings that are not UTF-8, in a field, in a map key: canonical still, not valid.
     for (from, to) in [
@@ -305,13 +314,7 @@ fn the_canonical_check_that_answers_verify_counts_map_entries_as_levels() {
 /// and refused.
 #[test]
 fn an_entry_repeated_on_every_node_is_checked_again_where_it_differs() {
-    use bytes::Bytes;
-    use unbound_savedmodel::dir::saved_model_descriptor;
-    use unbound_savedmodel::fingerprint::canonical::Encoder;
-    let desc = saved_model_descriptor().unwrap();
     let base = model(50);
-    let canonical = |b: &[u8]| Encoder::new().is_canonical(&Bytes::copy_from_slice(b), &desc);
-    let valid = |b: &[u8]| Encoder::new().is_canonical_and_valid(&Bytes::copy_from_slice(b), &desc);
     assert!(canonical(&base) && valid(&base), "the base model");
     // The attribute entry of the 50th node: key "T", then AttrValue{type: DT_FLOAT}.
     let entry = b"\x0a\x01T\x12\x02\x30\x01";

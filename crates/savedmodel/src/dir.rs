@@ -19,6 +19,7 @@ use unbound_wire::WireMessage;
 
 use crate::error::{Result, SavedModelError};
 use crate::split::{message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext};
+use crate::verify::Keep;
 
 /// The format of a SavedModel's model file. Serializes as `"cpb"`, `"pb"` or `"pbtxt"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -236,18 +237,27 @@ pub fn split_dir(
             })
         });
         let split = ahead_split.then(|| s.spawn(|| split_model_file(&file.path, max_size)));
-        let verified = crate::verify::verified_model_with_fingerprint(src);
+        // The model's own fingerprint is reused only by a copy of it.
+        let keep = if ahead {
+            Keep::Fingerprint
+        } else {
+            Keep::Nothing
+        };
+        let verified = crate::verify::verified_model_keeping(src, keep);
         let copied = copy.map(joined);
         let split = split.map(joined);
         (verified, copied, split)
     });
     let verified = verified?;
-    let known = verified.fingerprint.map(|def| KnownFingerprint {
+    let known = KnownFingerprint {
         model_file: file.path.clone(),
-        def,
+        // Only a `.pb` is ever written back as the same bytes.
+        def: verified
+            .fingerprint
+            .filter(|_| file.format == ModelFormat::Pb),
         copied: copied.and_then(std::result::Result::ok),
         canonical: verified.canonical,
-    });
+    };
     let model = match split {
         Some(split) => ToWrite::Split(split?),
         None => ToWrite::Model(verified.model),
@@ -260,7 +270,7 @@ pub fn split_dir(
         options,
         MetaGraphSplitting::First,
         progress,
-        known.as_ref(),
+        Some(&known),
     )
 }
 
@@ -323,14 +333,15 @@ fn split_model_file(path: &Path, max_size: u64) -> Result<ModelSplit> {
     split_model(model, max_size, MetaGraphSplitting::First)
 }
 
-/// The fingerprint of a `saved_model.pb` already computed (by the verification before a
-/// split), for an output that copies that file byte for byte (a `.pb` with nothing to split):
-/// computing it again was a fifth of such a split (issue 15).
+/// What is known of the model file of a split's source: its fingerprint, when it is a
+/// `saved_model.pb` already fingerprinted (by the verification before a split), for an output
+/// that copies that file byte for byte (a `.pb` with nothing to split: computing it again was
+/// a fifth of such a split, issue 15), and whether it is canonical.
 pub(crate) struct KnownFingerprint {
-    /// The model file it was computed for.
+    /// The model file.
     model_file: PathBuf,
-    /// Its fingerprint.
-    def: FingerprintDef,
+    /// Its fingerprint, if it is a `.pb` and was computed.
+    def: Option<FingerprintDef>,
     /// The copy of the model file already made in the output directory, if any.
     copied: Option<Written>,
     /// Whether the model file's bytes were found canonical ([`crate::verify::Verified`]): the
@@ -350,7 +361,7 @@ impl KnownFingerprint {
         let def = crate::fingerprint::fingerprint_dir(src).ok()?;
         Some(Self {
             model_file: file.path,
-            def,
+            def: Some(def),
             copied: None,
             // Not asked here: the split's fingerprint then checks every node.
             canonical: false,
@@ -359,11 +370,11 @@ impl KnownFingerprint {
 
     /// The fingerprint of a copy of the model file: the same hashes and a fresh uuid, as a new
     /// computation would give (the checkpoint is hashed again where the copy is written).
-    fn of_copy(&self) -> FingerprintDef {
-        FingerprintDef {
+    fn of_copy(&self) -> Option<FingerprintDef> {
+        self.def.as_ref().map(|def| FingerprintDef {
             uuid: crate::fingerprint::random_uuid(),
-            ..self.def.clone()
-        }
+            ..def.clone()
+        })
     }
 }
 
@@ -475,6 +486,8 @@ fn write_model_dir_reusing(
         }
     }
     let copied = known.and_then(|k| k.copied.as_ref());
+    // The source's fingerprint, reused by a copy of its model file.
+    let reused = known.and_then(|k| Some((k, k.of_copy()?)));
     let (mut written, copied_files) = write_dir_atomically(src, tmp, |tmp| {
         let prefix = tmp.join("saved_model");
         let split = split.into_unchunked();
@@ -485,8 +498,8 @@ fn write_model_dir_reusing(
         match split {
             // The source `.pb`, untouched and already fingerprinted: copied as it is (or
             // already copied).
-            Ok(_) if known.is_some() => {
-                let known = known.expect("checked above");
+            Ok(_) if reused.is_some() => {
+                let (known, def) = reused.expect("checked above");
                 let written = match copied {
                     Some(copied) => {
                         progress(copied.data_bytes);
@@ -494,7 +507,7 @@ fn write_model_dir_reusing(
                     }
                     None => copy_unchunked(&prefix, &known.model_file, progress)?,
                 };
-                Ok((written, Some(known.of_copy())))
+                Ok((written, Some(def)))
             }
             // Written whole: fingerprinted from memory while it is written, as merge does.
             Ok(model) => {
@@ -562,7 +575,7 @@ pub fn merge_dir(
         }
     }
     let crate::verify::Verified { model, checked, .. } =
-        crate::verify::verified_model_for_merge(src)?;
+        crate::verify::verified_model_keeping(src, Keep::FingerprintAndChecked)?;
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {

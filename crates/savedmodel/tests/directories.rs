@@ -133,3 +133,47 @@ fn a_split_with_nothing_to_split_writes_the_fingerprint_a_fresh_computation_give
         assert_eq!(written, fresh, "{model}");
     }
 }
+
+/// A `.cpb` split again with a maximum it fits under is written as one `saved_model.pb`
+/// holding the merged model, never the `.cpb` file's own bytes under the `.pb` name (which an
+/// earlier version wrote, reusing the `.cpb`'s fingerprint for a copy): it verifies, reads
+/// back as the source model, and its fingerprint is a fresh computation's.
+#[test]
+fn a_cpb_with_nothing_left_to_split_is_written_as_its_merged_model() {
+    use unbound_savedmodel::fingerprint::{fingerprint_dir, read_fingerprint};
+    use unbound_savedmodel::verify::verify_dir;
+    for model in ["tf2_multi_sig", "tf1_large_consts"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (chunked, out) = (tmp.path().join("chunked"), tmp.path().join("out"));
+        let src = testdata(model);
+        split_dir(
+            &src,
+            &chunked,
+            10_000,
+            WriterOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(chunked.join("saved_model.cpb").exists(), "{model}");
+        split_dir(
+            &chunked,
+            &out,
+            1 << 30,
+            WriterOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            fs::read(out.join("saved_model.pb")).unwrap(),
+            fs::read(src.join("saved_model.pb")).unwrap(),
+            "{model}"
+        );
+        let report = verify_dir(&out);
+        assert!(report.faults.is_empty(), "{model}: {:?}", report.faults);
+        let mut written = read_fingerprint(&out).unwrap();
+        let mut fresh = fingerprint_dir(&out).unwrap();
+        written.uuid.clear();
+        fresh.uuid.clear();
+        assert_eq!(written, fresh, "{model}");
+    }
+}

@@ -300,6 +300,19 @@ fn models_tensorflow_cannot_fingerprint_are_refused_clearly() {
         .to_string();
     assert!(err.contains("cannot fingerprint"), "{err}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    // So do a split into chunks and verify, whose checks skip the hashes of a canonical model
+    // with no fingerprint.pb to compare, but not the ones that fail here.
+    assert!(!dir.join("fingerprint.pb").exists());
+    let err = split_dir(&dir, &out, 1, WriterOptions::default(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot fingerprint"), "{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    let faults = unbound_savedmodel::verify::verify_dir(&dir).faults;
+    assert!(
+        faults.iter().any(|f| f.fault.contains("\"no_uid_here\"")),
+        "{faults:?}"
+    );
     // No meta graph at all.
     let dir = write_model(tmp.path(), "empty", b"");
     let err = fingerprint_dir(&dir).unwrap_err().to_string();
@@ -307,4 +320,36 @@ fn models_tensorflow_cannot_fingerprint_are_refused_clearly() {
     // Neither saved_model.pb nor .cpb.
     let err = fingerprint_dir(tmp.path()).unwrap_err().to_string();
     assert!(err.contains("neither"), "{err}");
+}
+
+/// A canonical model whose graph has a call node without its function (`SimpleDelete` has
+/// nothing to regularize, and TensorFlow reads past the end of the attr map): `fingerprint`
+/// refuses it, and so do `verify` and a split into chunks, though with no fingerprint.pb to
+/// compare they hash nothing of a canonical model.
+#[test]
+fn a_call_node_without_its_function_is_refused_without_a_stored_fingerprint() {
+    let mut node = Vec::new();
+    put(&mut node, 1, b"call");
+    put(&mut node, 2, b"StatefulPartitionedCall");
+    let mut graph = Vec::new();
+    put(&mut graph, 1, &node);
+    let mut meta_graph = Vec::new();
+    put(&mut meta_graph, 2, &graph);
+    let mut model = Vec::new();
+    put(&mut model, 2, &meta_graph);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_model(tmp.path(), "no_f", &model);
+    let err = fingerprint_dir(&dir).unwrap_err().to_string();
+    assert!(err.contains("has no attr \"f\""), "{err}");
+    let faults = unbound_savedmodel::verify::verify_dir(&dir).faults;
+    assert!(
+        faults.iter().any(|f| f.fault.contains("has no attr \"f\"")),
+        "{faults:?}"
+    );
+    let out = tmp.path().join("out");
+    let err = split_dir(&dir, &out, 1, WriterOptions::default(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("has no attr \"f\""), "{err}");
+    assert!(!out.exists());
 }

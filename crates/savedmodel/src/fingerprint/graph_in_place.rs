@@ -35,13 +35,27 @@ const CLEARED_VERSIONS: [u8; 2] = [(graph_def::VERSIONS << 3 | 2) as u8, 0];
 /// the module describes; `None` when it must take the general path. `graph` must be a part of
 /// a model [`Encoder::is_canonical`] accepted.
 pub fn canonical_graph_hash(graph: &[Source<'_>]) -> Result<Option<u64>> {
+    let mut hash = Fingerprint64::new();
+    let walked = canonical_graph_walk(graph, &mut |bytes| hash.update(bytes))?;
+    Ok(walked.map(|()| hash.finish()))
+}
+
+/// What [`canonical_graph_hash`] would refuse (a call node without its function, a constant
+/// without its dtype), refused the same way, without hashing: `Some(())` when the graph is
+/// one canonical slice that regularizes, `None` when it must take the general path.
+pub fn canonical_graph_check(graph: &[Source<'_>]) -> Result<Option<()>> {
+    canonical_graph_walk(graph, &mut |_| {})
+}
+
+/// The bytes of the regularized graph's deterministic serialization, in order, handed to
+/// `feed` (see [`canonical_graph_hash`]).
+fn canonical_graph_walk(graph: &[Source<'_>], feed: &mut dyn FnMut(&[u8])) -> Result<Option<()>> {
     let (buf, start, end) = match graph {
         [Source::Slice(buf, start, end)] => (*buf, *start, *end),
         [Source::Raw(buf)] => (buf, 0, buf.len()),
         _ => return Ok(None),
     };
     let within = &buf[..end];
-    let mut hash = Fingerprint64::new();
     let mut node_desc = None;
     // Nodes from `run_start` on are hashed as they lie, once the run ends.
     let mut run_start = start;
@@ -60,7 +74,7 @@ pub fn canonical_graph_hash(graph: &[Source<'_>]) -> Result<Option<u64>> {
             let Some(node) = regularize_node(&value)? else {
                 continue;
             };
-            hash.update(&buf[run_start..field_start]);
+            feed(&buf[run_start..field_start]);
             run_start = pos;
             let desc = match &node_desc {
                 Some(desc) => desc,
@@ -70,8 +84,8 @@ pub fn canonical_graph_hash(graph: &[Source<'_>]) -> Result<Option<u64>> {
             let mut head = Vec::with_capacity(11);
             put_key(graph_def::NODE, WireType::Len, &mut head);
             put_varint(encoded.len(), &mut head);
-            hash.update(&head);
-            encoded.for_each(|piece| hash.update(piece))?;
+            feed(&head);
+            encoded.for_each(|piece| feed(piece))?;
             continue;
         }
         // The tail: `library`, `version`, `versions`, each at most once and in that order.
@@ -84,7 +98,7 @@ pub fn canonical_graph_hash(graph: &[Source<'_>]) -> Result<Option<u64>> {
             return Ok(None);
         }
         if last_tail_number == 0 {
-            hash.update(&buf[run_start..field_start]);
+            feed(&buf[run_start..field_start]);
         }
         last_tail_number = raw.number;
         if raw.number == graph_def::VERSION {
@@ -92,14 +106,14 @@ pub fn canonical_graph_hash(graph: &[Source<'_>]) -> Result<Option<u64>> {
         }
     }
     if last_tail_number == 0 {
-        hash.update(&buf[run_start..end]);
+        feed(&buf[run_start..end]);
     }
-    hash.update(&CLEARED_LIBRARY);
+    feed(&CLEARED_LIBRARY);
     if let Some((from, to)) = version {
-        hash.update(&buf[from..to]);
+        feed(&buf[from..to]);
     }
-    hash.update(&CLEARED_VERSIONS);
-    Ok(Some(hash.finish()))
+    feed(&CLEARED_VERSIONS);
+    Ok(Some(()))
 }
 
 /// Whether the canonical node `node` may be one `SimpleDelete` edits: its `op` (a canonical

@@ -123,6 +123,28 @@ pub(crate) fn fingerprint_dir_sharing(
     Ok(definition(hashes, checkpoint_hash(dir), chunked))
 }
 
+/// [`fingerprint_dir_sharing`] for a verification with no stored fingerprint to compare it
+/// with: what would make the computation fail is checked, but the hashes of a canonical
+/// `.pb`, which cannot fail, are skipped ([`pb::check`]; `None` then). A `.cpb` or a `.pb`
+/// that is not canonical is fingerprinted whole, and `verdict` answered as there.
+pub(crate) fn check_dir_sharing(
+    dir: &Path,
+    shared: Option<&SharedCpb>,
+    verdict: Option<&CanonicalVerdict>,
+    checked: Option<&OnceLock<CheckedSlices>>,
+) -> Result<Option<FingerprintDef>> {
+    let file = fingerprinted_file(dir)?;
+    let pb = file
+        .extension()
+        .is_some_and(|e| e == ModelFormat::Pb.as_str());
+    let Some(verdict) = verdict.filter(|_| pb) else {
+        return fingerprint_dir_sharing(dir, shared, verdict, checked).map(Some);
+    };
+    let _answered = verdict.no_unless_answered();
+    let hashes = pb::check(&file, verdict).map_err(|e| naming_file(&file, e))?;
+    Ok(hashes.map(|hashes| definition(hashes, checkpoint_hash(dir), false)))
+}
+
 /// The fingerprint `fingerprint_dir` would compute for a directory whose `saved_model.pb`
 /// (`pb_file`, not read) holds `model` and whose checkpoint hashes to `checkpoint_hash`: the
 /// same hashes, from the message in memory, so that a merge computes its output's fingerprint

@@ -9,7 +9,7 @@ use unbound_wire::{WireField, WireMessage, WireValue};
 
 use super::canonical::{CheckedSlices, Encoder, Source};
 use super::farmhash::{fingerprint64, fingerprint_cat64};
-use super::graph_in_place::canonical_graph_hash;
+use super::graph_in_place::{canonical_graph_check, canonical_graph_hash};
 use super::hashes::{
     descriptor, field_sources, first_meta_graph, hash_message, merged, object_graph_hash,
     signature_hashes,
@@ -28,6 +28,29 @@ use super::{CanonicalVerdict, Hashes, Result};
 /// The whole-model canonical check is made in the mode that also checks what protobuf C++
 /// checks when it parses when `verdict` is given, and its answer published there.
 pub fn hashes(pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hashes> {
+    hashes_unless_canonical(pb_file, verdict, true).map(|hashes| hashes.expect("asked for"))
+}
+
+/// What [`hashes`] would refuse, refused the same way, without hashing when it can be
+/// helped: of a model whose bytes are canonical, only the regularization of its graph (a call
+/// node without its function, say) and the signature and object-graph hashes (a concrete
+/// function name without a numeric suffix) can fail, so those are made, but the whole-model
+/// and graph hashes, two passes over all of its bytes, are not. For a
+/// verification that has no stored fingerprint to compare them with (issue 15: they were a
+/// tenth of a split of a model of millions of nodes). `Some` hashes when they were computed
+/// anyway (a model that is not canonical takes the whole way). The canonical check is the
+/// one that also checks what protobuf C++ checks when it parses, whose answer `verdict` gets:
+/// only a model valid that way is known not to fail where it is not hashed.
+pub fn check(pb_file: &Path, verdict: &CanonicalVerdict) -> Result<Option<Hashes>> {
+    hashes_unless_canonical(pb_file, Some(verdict), false)
+}
+
+/// [`hashes`], or with `!hash_canonical` (and a `verdict`) [`check`].
+fn hashes_unless_canonical(
+    pb_file: &Path,
+    verdict: Option<&CanonicalVerdict>,
+    hash_canonical: bool,
+) -> Result<Option<Hashes>> {
     let desc = descriptor("tensorflow.SavedModel")?;
     let bytes = map_file(pb_file)?;
     let model = WireMessage::parse(&bytes, Some(desc.clone()))
@@ -38,7 +61,13 @@ pub fn hashes(pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hash
     // on that assumption while the whole model is checked (issue 15: the two are most of the
     // time, and neither needs the other), and again without it if the check fails.
     let (canonical, graph_hash) = std::thread::scope(|s| {
-        let graph = s.spawn(|| graph_program_hash(&meta_graph, true));
+        let graph = s.spawn(|| {
+            if hash_canonical {
+                graph_program_hash(&meta_graph, true).map(Some)
+            } else {
+                graph_program_check(&meta_graph)
+            }
+        });
         let canonical = match verdict {
             Some(verdict) => {
                 let valid = Encoder::new().is_canonical_and_valid(&bytes, &desc);
@@ -52,17 +81,22 @@ pub fn hashes(pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hash
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (canonical, graph)
     });
-    let graph_def_program_hash = if canonical {
-        graph_hash?
-    } else {
-        graph_program_hash(&meta_graph, false)?
+    let graph_def_program_hash = match (canonical, graph_hash) {
+        (true, graph_hash) => match graph_hash? {
+            Some(hash) => hash,
+            None => {
+                small_hashes(&meta_graph, 0, 0)?;
+                return Ok(None);
+            }
+        },
+        (false, _) => graph_program_hash(&meta_graph, false)?,
     };
     let saved_model_checksum = if canonical {
         fingerprint64(&bytes)
     } else {
         hash_message(&mut Encoder::new(), &[Source::Ref(&model)], &desc)?
     };
-    small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash)
+    small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash).map(Some)
 }
 
 /// [`hashes`] of a `saved_model.pb` holding `model`, from the message itself (a model merged
@@ -179,6 +213,16 @@ fn small_hashes(
 /// nodes taken as they are when `trusted` (the whole model was found canonical: every node is
 /// then a slice of it that is canonical too; edited nodes are built messages, encoded as
 /// usual).
+/// What [`graph_program_hash`] of a canonical graph would refuse, without hashing when the
+/// graph is hashed in place ([`canonical_graph_check`]; `None`), else its hash.
+fn graph_program_check(meta_graph: &[Source<'_>]) -> Result<Option<u64>> {
+    let sources = field_sources(meta_graph, meta_graph_def::GRAPH_DEF)?;
+    match canonical_graph_check(&sources)? {
+        Some(()) => Ok(None),
+        None => graph_program_hash(meta_graph, true).map(Some),
+    }
+}
+
 fn graph_program_hash(meta_graph: &[Source<'_>], trusted: bool) -> Result<u64> {
     let graph_desc = descriptor("tensorflow.GraphDef")?;
     let sources = field_sources(meta_graph, meta_graph_def::GRAPH_DEF)?;

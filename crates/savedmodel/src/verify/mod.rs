@@ -38,7 +38,7 @@ use unbound_wire::WireMessage;
 
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
 use crate::fingerprint::{
-    fingerprint_dir_sharing, CanonicalVerdict, CheckedSlices, FINGERPRINT_FILE,
+    check_dir_sharing, fingerprint_dir_sharing, CanonicalVerdict, CheckedSlices, FINGERPRINT_FILE,
 };
 use crate::shared_cpb::SharedCpb;
 use crate::show::{objects::checkpoint_keys_by_path, wire};
@@ -89,7 +89,20 @@ impl VerifyReport {
 
 /// Checks everything in the SavedModel directory `dir`.
 pub fn verify_dir(dir: &Path) -> VerifyReport {
-    verify_with_model(dir, false).0
+    verify_with_model(dir, Keep::Nothing).0
+}
+
+/// What a verification keeps of the model beyond its verdict.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// The fingerprint of its model file, for a `split` that may write that file as it is.
+    Fingerprint,
+    /// The fingerprint, and which messages of a `.cpb`'s graph it found canonical
+    /// ([`Verified::checked`]), for `merge`.
+    FingerprintAndChecked,
+    /// No fingerprint: it is computed only as far as a stored `fingerprint.pb` needs comparing
+    /// and as the computation could fail ([`check_dir_sharing`]).
+    Nothing,
 }
 
 /// A model [`verified_model_with_fingerprint`] read, with what verify learnt of it.
@@ -112,27 +125,19 @@ pub(crate) struct Verified {
 /// so they never write a model from a directory `verify` rejects
 /// ([`SavedModelError::Unverified`] lists what it found).
 pub fn verified_model(dir: &Path) -> Result<WireMessage> {
-    verified_model_with_fingerprint(dir).map(|verified| verified.model)
+    verified_model_keeping(dir, Keep::Nothing).map(|verified| verified.model)
 }
 
-/// [`verified_model`], with the fingerprint verify computed for the directory's model file
-/// and whether that file is canonical: `split` reuses the fingerprint when it writes the same
-/// bytes again, and trusts the canonical form of what it splits.
-pub(crate) fn verified_model_with_fingerprint(dir: &Path) -> Result<Verified> {
-    verified_with(dir, false)
-}
-
-/// [`verified_model_with_fingerprint`], also recording which messages of a `.cpb`'s graph its
-/// fingerprint found canonical ([`Verified::checked`]): what `merge` trusts when it
-/// fingerprints its output. Only `merge` asks: the record is a few bytes per node.
-pub(crate) fn verified_model_for_merge(dir: &Path) -> Result<Verified> {
-    verified_with(dir, true)
-}
-
-fn verified_with(dir: &Path, record_checked: bool) -> Result<Verified> {
+/// [`verified_model`], with what `keep` asks for and whether the model file is canonical:
+/// `split` reuses the fingerprint when it writes the same bytes again ([`Keep::Fingerprint`];
+/// else [`Verified::fingerprint`] may be `None`), and trusts the canonical form of what it
+/// splits; `merge` trusts the messages of a `.cpb`'s graph its fingerprint found canonical
+/// when it fingerprints its output ([`Keep::FingerprintAndChecked`]: the record is a few
+/// bytes per node).
+pub(crate) fn verified_model_keeping(dir: &Path, keep: Keep) -> Result<Verified> {
     // A missing directory or model file keeps its own error.
     model_file(dir)?;
-    match verify_with_model(dir, record_checked) {
+    match verify_with_model(dir, keep) {
         (report, Some(verified)) if report.faults.is_empty() => Ok(verified),
         (report, _) => Err(SavedModelError::Unverified {
             dir: dir.to_path_buf(),
@@ -142,8 +147,8 @@ fn verified_with(dir: &Path, record_checked: bool) -> Result<Verified> {
 }
 
 /// [`verify_dir`], also returning the model proto when it could be read, with what was
-/// learnt of it ([`Verified`]; [`Verified::checked`] only with `record_checked`).
-fn verify_with_model(dir: &Path, record_checked: bool) -> (VerifyReport, Option<Verified>) {
+/// learnt of it and what `keep` asks for ([`Verified`]).
+fn verify_with_model(dir: &Path, keep: Keep) -> (VerifyReport, Option<Verified>) {
     let mut report = VerifyReport::default();
     let file = match model_file(dir) {
         Ok(file) => file,
@@ -172,10 +177,17 @@ fn verify_with_model(dir: &Path, record_checked: bool) -> (VerifyReport, Option<
     // The fingerprint of a shared `.cpb` records which messages of its graph it found
     // canonical: a merge's fingerprint of its output need not check them again.
     let checked = OnceLock::new();
+    // Without a stored fingerprint to compare, the fingerprint is only wanted if kept.
+    let compared = std::fs::symlink_metadata(dir.join(FINGERPRINT_FILE)).is_ok();
     let (model, fingerprint, shown) = std::thread::scope(|s| {
         let fingerprint = s.spawn(|| {
-            let checked = record_checked.then_some(&checked);
-            fingerprint_dir_sharing(dir, shared.as_ref(), verdict.as_ref(), checked)
+            let checked = (keep == Keep::FingerprintAndChecked).then_some(&checked);
+            let (shared, verdict) = (shared.as_ref(), verdict.as_ref());
+            if keep == Keep::Nothing && !compared {
+                check_dir_sharing(dir, shared, verdict, checked)
+            } else {
+                fingerprint_dir_sharing(dir, shared, verdict, checked).map(Some)
+            }
         });
         let shown_from_file =
             (file.format != ModelFormat::Cpb).then(|| s.spawn(|| show_check(dir, &file, None)));
@@ -238,6 +250,7 @@ fn verify_with_model(dir: &Path, record_checked: bool) -> (VerifyReport, Option<
     }
     let fingerprint = fingerprint
         .ok()
+        .flatten()
         .filter(|_| file.format != ModelFormat::Pbtxt);
     // Answered by now: the fingerprint's thread has ended, and it answers however it ends.
     let canonical = verdict.as_ref().is_some_and(CanonicalVerdict::wait);
@@ -299,7 +312,7 @@ fn verify_fingerprint(
     dir: &Path,
     file: &ModelFile,
     model_ok: bool,
-    computed: &Result<FingerprintDef>,
+    computed: &Result<Option<FingerprintDef>>,
     report: &mut VerifyReport,
 ) {
     let path = dir.join(FINGERPRINT_FILE);
@@ -334,7 +347,10 @@ fn verify_fingerprint(
             return;
         }
     };
-    let Some(stored) = stored else { return };
+    // Not computed only when there was nothing stored to compare it with.
+    let (Some(stored), Some(computed)) = (stored, computed) else {
+        return;
+    };
     let fields = [
         (
             "saved_model_checksum",

@@ -6,6 +6,8 @@
 //! (`fields_in_parent`). A chunk may be inserted at an index instead of appended; indices in the
 //! metadata are fixed up when the sink is finished, by chunk identity, as `_fix_chunks` does.
 
+use std::sync::OnceLock;
+
 use bytes::Bytes;
 use prost_reflect::MessageDescriptor;
 use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage};
@@ -88,9 +90,23 @@ pub struct SplitOutput {
     /// chunk that lie in one of them as they are written are written and hashed from there
     /// ([`Chunk::segments_within`]). Empty when unknown.
     pub sources: Vec<Bytes>,
+    /// Chunk `i`'s record, once found to be one piece (a run of fields lying as they are in
+    /// one of `sources`), or `None` once found not to be: see [`SplitOutput::segments_at`].
+    whole: Vec<OnceLock<Option<Bytes>>>,
 }
 
 impl SplitOutput {
+    /// The split made of `chunks` in file order, placed by `message`.
+    pub fn new(chunks: Vec<Chunk>, message: ChunkedMessage) -> Self {
+        let whole = chunks.iter().map(|_| OnceLock::new()).collect();
+        Self {
+            chunks,
+            message,
+            sources: Vec::new(),
+            whole,
+        }
+    }
+
     /// The split, with `sources` as the buffers its message was parsed from.
     pub fn within(self, sources: Vec<Bytes>) -> Self {
         Self { sources, ..self }
@@ -100,6 +116,40 @@ impl SplitOutput {
     /// [`SplitOutput::sources`]).
     pub fn segments(&self, chunk: &Chunk) -> Result<Vec<Bytes>> {
         chunk.segments_within(&self.sources)
+    }
+
+    /// [`SplitOutput::segments`] of chunk `index`, found once for every reader when the
+    /// record is one piece lying in a source (a run of nodes in place in the model file):
+    /// `split` writes the chunks and fingerprints them side by side, and each finding the
+    /// pieces of millions of nodes was a twentieth of it (issue 15). A record of several
+    /// pieces is found again on each call, so that nothing it built is held after it is
+    /// written. The chunks must not change once read.
+    pub fn segments_at(&self, index: usize) -> Result<Vec<Bytes>> {
+        let chunk = self
+            .chunks
+            .get(index)
+            .ok_or_else(|| out_of_range(self, index))?;
+        let Some(slot) = self.whole.get(index) else {
+            return self.segments(chunk);
+        };
+        let mut found = None;
+        let whole = slot.get_or_init(|| {
+            let segments = self.segments(chunk);
+            let one = match &segments {
+                Ok(pieces) => match &pieces[..] {
+                    [one] => Some(one.clone()),
+                    _ => None,
+                },
+                Err(_) => None,
+            };
+            found = Some(segments);
+            one
+        });
+        match (found, whole) {
+            (Some(segments), _) => segments,
+            (None, Some(one)) => Ok(vec![one.clone()]),
+            (None, None) => self.segments(chunk),
+        }
     }
 
     /// The whole message, when the split chunked nothing (it is then written as one `.pb`);
@@ -116,6 +166,17 @@ impl SplitOutput {
     }
 }
 
+/// The fault of a chunk index past the end of `split`.
+fn out_of_range(split: &SplitOutput, index: usize) -> crate::ChunkedError {
+    crate::ChunkedError::Metadata {
+        source_name: crate::ChunkSource::name(split).to_string(),
+        fault: format!(
+            "chunk index {index} is out of range for {} chunks",
+            split.chunks.len()
+        ),
+    }
+}
+
 /// A split read back from memory, as a [`crate::Merger`] reads a `.cpb`'s chunks: chunk `i`
 /// is `chunks[i]`, serialized. Lets a fingerprint of the `.cpb` about to be written be computed
 /// from the split itself, while it is written, instead of reading the file back.
@@ -129,17 +190,8 @@ impl crate::ChunkSource for SplitOutput {
     }
 
     fn bytes(&self, index: u64) -> Result<Bytes> {
-        let chunk = usize::try_from(index)
-            .ok()
-            .and_then(|i| self.chunks.get(i))
-            .ok_or_else(|| crate::ChunkedError::Metadata {
-                source_name: self.name().to_string(),
-                fault: format!(
-                    "chunk index {index} is out of range for {} chunks",
-                    self.chunks.len()
-                ),
-            })?;
-        let mut segments = self.segments(chunk)?;
+        let index = usize::try_from(index).unwrap_or(usize::MAX);
+        let mut segments = self.segments_at(index)?;
         Ok(if segments.len() == 1 {
             segments.pop().unwrap_or_default()
         } else {
@@ -150,6 +202,16 @@ impl crate::ChunkSource for SplitOutput {
     fn declared_size(&self, index: u64) -> Option<u64> {
         let i = usize::try_from(index).ok()?;
         self.chunks.get(i).map(Chunk::len)
+    }
+
+    /// A chunk held as a built message, when written in its field order: a merge copies its
+    /// fields instead of parsing them back out of the bytes it is written as (issue 15: a third
+    /// of the fingerprint of a split of millions of nodes).
+    fn built(&self, index: u64) -> Option<&WireMessage> {
+        match self.chunks.get(usize::try_from(index).ok()?)? {
+            Chunk::Message(m) if m.written_in_place() => Some(m),
+            _ => None,
+        }
     }
 }
 
@@ -266,14 +328,13 @@ impl ChunkSink {
             .iter()
             .map(|&id| slots[id].take().expect("every chunk id is placed once"))
             .collect();
-        SplitOutput {
+        SplitOutput::new(
             chunks,
-            message: ChunkedMessage {
+            ChunkedMessage {
                 chunk_index: self.base_is_initial_chunk.then_some(0),
                 chunked_fields,
             },
-            sources: Vec::new(),
-        }
+        )
     }
 }
 

@@ -129,7 +129,7 @@ fn prepare(
     options: &WriterOptions,
     name: &str,
 ) -> Result<Ready> {
-    let segments = split.segments(&split.chunks[index])?;
+    let segments = split.segments_at(index)?;
     let parts: Vec<&[u8]> = segments.iter().map(|b| b.as_ref()).collect();
     let size: u64 = parts.iter().map(|p| p.len() as u64).sum();
     let encoded = if options.takes_own_chunk(size) {

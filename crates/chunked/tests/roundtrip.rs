@@ -1067,3 +1067,64 @@ fn chunks_compressed_ahead_give_the_file_written_one_at_a_time() {
         assert!(ahead == one_at_a_time, "{compression:?}: the files differ");
     }
 }
+
+/// `SplitOutput::segments_at` keeps a chunk that is one piece lying in the split's source
+/// for every later reader (the writer and the fingerprint, on two threads): each reader, first
+/// or not, gets the pieces `segments` finds, and a kept piece is the source's own bytes.
+#[test]
+fn segments_found_once_are_those_found_afresh_for_every_reader() {
+    let desc = desc();
+    let original = ManyFields {
+        repeated_field: (0..40u64)
+            .map(|i| ManyFields {
+                string_field: format!("element {i}"),
+                bytes_field: Bytes::from(noise(i, 300)),
+                ..Default::default()
+            })
+            .collect(),
+        string_field: "root".into(),
+        ..Default::default()
+    };
+    let encoded = Bytes::from(original.encode_to_vec());
+    let mut message = WireMessage::parse(&encoded, Some(desc.clone())).unwrap();
+    let mut sink = ChunkSink::new(desc.clone(), true);
+    split_generic(&mut message, &desc, &mut sink.root(), 2_000).unwrap();
+    let split = sink.finish(message).within(vec![encoded.clone()]);
+    assert!(split.chunks.len() > 3, "{}", split.chunks.len());
+    let joined = |pieces: Vec<Bytes>| pieces.concat();
+    let in_source = |piece: &Bytes| {
+        let (start, end) = (
+            encoded.as_ptr() as usize,
+            encoded.as_ptr() as usize + encoded.len(),
+        );
+        (start..end).contains(&(piece.as_ptr() as usize))
+    };
+    let mut kept = 0;
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            (0..split.chunks.len())
+                .map(|i| split.segments_at(i).unwrap())
+                .collect::<Vec<_>>()
+        });
+        for i in 0..split.chunks.len() {
+            let afresh = split.segments(&split.chunks[i]).unwrap();
+            let first = split.segments_at(i).unwrap();
+            let again = split.segments_at(i).unwrap();
+            if let [one] = &again[..] {
+                kept += usize::from(in_source(one));
+            }
+            assert_eq!(joined(first), joined(afresh.clone()), "chunk {i}");
+            assert_eq!(joined(again), joined(afresh), "chunk {i}");
+        }
+        for (i, pieces) in other.join().unwrap().into_iter().enumerate() {
+            let afresh = split.segments(&split.chunks[i]).unwrap();
+            assert_eq!(
+                joined(pieces),
+                joined(afresh),
+                "chunk {i} on the other thread"
+            );
+        }
+    });
+    assert!(kept > 0, "no chunk was one piece of the source");
+    assert!(split.segments_at(split.chunks.len()).is_err());
+}

@@ -159,11 +159,7 @@ fn write_chunks(
             })?;
             return Ok(path);
         }
-        let split = SplitOutput {
-            chunks,
-            message,
-            sources: Vec::new(),
-        };
+        let split = SplitOutput::new(chunks, message);
         Ok(write_split(&prefix, split, options, &mut |_| {})?.path)
     };
     let path = background::run(py, work)?.map_err(py_err)?;

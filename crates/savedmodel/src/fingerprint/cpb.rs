@@ -22,11 +22,11 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use bytes::Bytes;
 
 use unbound_chunked::prune::{tag_field, tag_index};
-use unbound_chunked::{Chunk, ChunkSource, FileChunks, Merger, SplitOutput};
+use unbound_chunked::{ChunkSource, FileChunks, Merger, SplitOutput};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
 use unbound_records::RecordReader;
-use unbound_wire::{Payload, WireMessage};
+use unbound_wire::Payload;
 
 use super::canonical::{CheckedSlices, Encoder, Recorded};
 use super::farmhash::{fingerprint64, fingerprint_cat64, Fingerprint64};
@@ -169,74 +169,21 @@ impl ChunkSource for Retaining<'_> {
 /// keep a canonical message canonical: what is left stays in field order, with minimal
 /// lengths.
 pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Hashes> {
-    let chunks = HashedSplit {
-        split,
-        whole: (0..split.chunks.len()).map(|_| OnceLock::new()).collect(),
-    };
-    let (hashes, _) = hashes_with(&chunks, &split.message, source_canonical, false, |wanted| {
+    let (hashes, _) = hashes_with(split, &split.message, source_canonical, false, |wanted| {
         let mut prints = HashMap::with_capacity(wanted.len());
         for index in wanted {
-            let (chunk, whole) = usize::try_from(index)
-                .ok()
-                .and_then(|i| Some((split.chunks.get(i)?, chunks.whole.get(i)?)))
-                .ok_or_else(|| model_fault(format!("chunk {index} is not in the split")))?;
-            let segments = split.segments(chunk)?;
+            let segments = usize::try_from(index)
+                .map_err(|_| model_fault(format!("chunk {index} is not in the split")))
+                .and_then(|i| Ok(split.segments_at(i)?))?;
             let mut print = Fingerprint64::new();
             for part in &segments {
                 print.update(part);
             }
             prints.insert(index, print.finish());
-            if let [one] = &segments[..] {
-                let _ = whole.set(one.clone());
-            }
         }
         Ok(prints)
     })?;
     Ok(hashes)
-}
-
-/// A split read as the `.cpb` it is written as, where a chunk that is one piece (a run of
-/// nodes in place in the model file: [`SplitOutput::segments`]) is kept as that piece once
-/// hashed, for the pruned merge to read without finding its pieces again (issue 15: a tenth
-/// of the fingerprint of a split of millions of nodes).
-struct HashedSplit<'a> {
-    split: &'a SplitOutput,
-    /// Chunk `i` as one piece, once hashed.
-    whole: Vec<OnceLock<Bytes>>,
-}
-
-impl ChunkSource for HashedSplit<'_> {
-    fn name(&self) -> &str {
-        self.split.name()
-    }
-
-    fn len(&self) -> usize {
-        self.split.len()
-    }
-
-    fn bytes(&self, index: u64) -> unbound_chunked::Result<Bytes> {
-        let kept = usize::try_from(index)
-            .ok()
-            .and_then(|i| self.whole.get(i)?.get());
-        match kept {
-            Some(bytes) => Ok(bytes.clone()),
-            None => self.split.bytes(index),
-        }
-    }
-
-    fn declared_size(&self, index: u64) -> Option<u64> {
-        self.split.declared_size(index)
-    }
-
-    /// A chunk the split holds as a built message, when written in its field order: the
-    /// pruned merge copies its fields instead of parsing them back out of the bytes it is
-    /// written as (issue 15: a third of the fingerprint of a split of millions of nodes).
-    fn built(&self, index: u64) -> Option<&WireMessage> {
-        match self.split.chunks.get(usize::try_from(index).ok()?)? {
-            Chunk::Message(m) if m.written_in_place() => Some(m),
-            _ => None,
-        }
-    }
 }
 
 /// The hash fields of the chunked SavedModel read through `chunks` with metadata tree `root`;

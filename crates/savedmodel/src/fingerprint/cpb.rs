@@ -22,15 +22,18 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use bytes::Bytes;
 
 use unbound_chunked::prune::{tag_field, tag_index};
+use unbound_chunked::tags::sort_for_merge;
 use unbound_chunked::{ChunkSource, FileChunks, Merger, SplitOutput};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
 use unbound_records::RecordReader;
-use unbound_wire::Payload;
+use unbound_wire::{Payload, WireMessage};
 
-use super::canonical::{CheckedSlices, Encoder, Recorded};
+use super::canonical::{CheckedSlices, Encoder, Recorded, Source};
 use super::farmhash::{fingerprint64, fingerprint_cat64, Fingerprint64};
-use super::hashes::{descriptor, field_sources, first_meta_graph, hash_message, signature_hashes};
+use super::hashes::{
+    descriptor, field_sources, field_values, first_meta_graph, hash_message, signature_hashes,
+};
 use super::{model_fault, Hashes};
 use crate::{Result, SavedModelError};
 
@@ -224,11 +227,25 @@ fn hashes_with(
         fingerprint_cat64(hash_fields(root, &[], &mut print)?, fingerprint64(b""));
 
     let desc = descriptor("tensorflow.SavedModel")?;
-    let model = Merger::new(chunks).merge(&desc, &prune(root, &targets))?;
-    let meta_graph = [first_meta_graph(&model)?];
+    let pruned = prune(root, &targets);
+    let apart = graph_chunks_apart(&pruned, &graph_tags, chunks);
+    let mut merged = None;
+    if let Some((rest, _)) = &apart {
+        merged = Some(Merger::new(chunks).merge(&desc, rest)?);
+    }
+    let graph_chunks = match (&merged, &apart) {
+        (Some(model), Some((_, graph_chunks))) if graph_outside_takes(model) => graph_chunks,
+        _ => {
+            merged = Some(Merger::new(chunks).merge(&desc, &pruned)?);
+            &Vec::new()
+        }
+    };
+    let model = merged.as_ref().expect("merged above");
+    let meta_graph = [first_meta_graph(model)?];
     let mut enc = Encoder::new();
 
-    let graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
+    let mut graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
+    graph.extend(graph_chunks.iter().map(|chunk| Source::Ref(chunk)));
     enc.trust_children(trusted);
     if record {
         enc.record_checked();
@@ -265,6 +282,51 @@ fn hashes_with(
         saved_object_graph_hash,
     };
     Ok((hashes, recorded))
+}
+
+/// The pruned tree `pruned` without the chunks merged whole into the graph (chunked fields at
+/// exactly `graph_tags`, each a chunk held built, with nothing chunked below it), and those
+/// chunks in merge order ([`sort_for_merge`]): the graph is hashed from them as they are held, after what the rest
+/// merges into it, instead of having their fields copied into the merged graph first (issue
+/// 15: the copy of millions of nodes, and its freeing, were a tenth of the fingerprint of a
+/// split). `None` when there are no such chunks, or when another chunked field leads into the
+/// graph (a whole meta graph in a chunk, say): the graph is then merged as a whole.
+fn graph_chunks_apart<'c>(
+    pruned: &ChunkedMessage,
+    graph_tags: &[FieldIndex],
+    chunks: &'c dyn ChunkSource,
+) -> Option<(ChunkedMessage, Vec<&'c WireMessage>)> {
+    let mut rest = ChunkedMessage {
+        chunk_index: pruned.chunk_index,
+        chunked_fields: Vec::new(),
+    };
+    let mut graph_chunks = Vec::new();
+    // In the order the Merger merges them: equal paths by chunk index.
+    for field in sort_for_merge(&pruned.chunked_fields).ok()? {
+        if field.field_tag == graph_tags {
+            let below = field.message.as_ref()?;
+            if !below.chunked_fields.is_empty() {
+                return None;
+            }
+            graph_chunks.push(chunks.built(below.chunk_index?)?);
+        } else if matches(graph_tags, &field.field_tag) == field.field_tag.len() {
+            return None;
+        } else {
+            rest.chunked_fields.push(field.clone());
+        }
+    }
+    (!graph_chunks.is_empty()).then_some((rest, graph_chunks))
+}
+
+/// Whether the graph chunks [`graph_chunks_apart`] set apart can follow the graph of `model`
+/// (merged without them) as sources of their own: the Merger would have appended their fields
+/// to its first meta graph's one `graph_def`, or to a new one.
+fn graph_outside_takes(model: &WireMessage) -> bool {
+    let Ok(meta_graph) = first_meta_graph(model) else {
+        return false;
+    };
+    field_values(std::slice::from_ref(&meta_graph), meta_graph_def::GRAPH_DEF)
+        .is_ok_and(|graphs| graphs.len() <= 1)
 }
 
 /// `Fingerprint64` of each chunk in `indices`, on as many threads as there are cores: a chunk

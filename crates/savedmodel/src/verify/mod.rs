@@ -105,7 +105,7 @@ pub(crate) enum Keep {
     Nothing,
 }
 
-/// A model [`verified_model_with_fingerprint`] read, with what verify learnt of it.
+/// A model [`verified_model_keeping`] read, with what verify learnt of it.
 pub(crate) struct Verified {
     /// The SavedModel proto.
     pub model: WireMessage,

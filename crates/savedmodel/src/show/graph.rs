@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::FxHashSet;
 
+use crate::recent_bytes::RecentBytes;
 use crate::{Result, SavedModelError};
 use unbound_proto::fields::tensorflow::{
     attr_value, function_def, function_def_library, graph_def, meta_graph_def, name_attr_list,
@@ -223,6 +224,8 @@ struct Distinct {
     plain: FxHashSet<Vec<u8>>,
     /// Attribute entries found naming no function, skipped when met again.
     plain_entries: PlainEntries,
+    /// The last few ops in `plain`, found without hashing (a graph repeats a few ops).
+    recent_plain: RecentBytes<(), (), 32>,
     /// Every distinct entry.
     seen: FxHashSet<NodeOps>,
     list: Vec<NodeOps>,
@@ -255,7 +258,11 @@ impl Distinct {
             {
                 match scan_node(bytes, all_funcs, &mut self.plain_entries) {
                     Ok(Scanned::Plain(op)) => {
+                        if self.recent_plain.find((), op).is_some() {
+                            return Ok(());
+                        }
                         if self.plain.contains(op) {
+                            self.recent_plain.remember((), op, ());
                             return Ok(());
                         }
                         self.plain.insert(op.to_vec());

@@ -109,7 +109,8 @@ pub(crate) enum Keep {
 pub(crate) struct Verified {
     /// The SavedModel proto.
     pub model: WireMessage,
-    /// The fingerprint computed for its model file (none for a `.pbtxt`).
+    /// The fingerprint computed for its model file (none for a `.pbtxt`, nor, with
+    /// [`Keep::Nothing`], for a canonical `.pb` with no `fingerprint.pb` beside it).
     pub fingerprint: Option<FingerprintDef>,
     /// Whether its model file is a `.pb` whose bytes are canonical (its deterministic
     /// serialization) and valid ([`CanonicalVerdict`]): every message `model` holds

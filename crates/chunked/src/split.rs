@@ -118,12 +118,21 @@ impl SplitOutput {
         chunk.segments_within(&self.sources)
     }
 
+    /// Whether `piece` lies in one of the split's sources.
+    fn holds(&self, piece: &[u8]) -> bool {
+        let at = piece.as_ptr() as usize;
+        self.sources.iter().any(|source| {
+            let start = source.as_ptr() as usize;
+            at >= start && at + piece.len() <= start + source.len()
+        })
+    }
+
     /// [`SplitOutput::segments`] of chunk `index`, found once for every reader when the
     /// record is one piece lying in a source (a run of nodes in place in the model file):
     /// `split` writes the chunks and fingerprints them side by side, and each finding the
-    /// pieces of millions of nodes was a twentieth of it (issue 15). A record of several
-    /// pieces is found again on each call, so that nothing it built is held after it is
-    /// written. The chunks must not change once read.
+    /// pieces of millions of nodes was a twentieth of it (issue 15). Any other record (of
+    /// several pieces, or read or built for the purpose) is found again on each call, so that
+    /// nothing it needed is held after it is written. The chunks must not change once read.
     pub fn segments_at(&self, index: usize) -> Result<Vec<Bytes>> {
         let chunk = self
             .chunks
@@ -135,9 +144,11 @@ impl SplitOutput {
         let mut found = None;
         let whole = slot.get_or_init(|| {
             let segments = self.segments(chunk);
+            // Kept only when it costs no memory: a piece of a source, not bytes read or
+            // built for it (a constant's lazy record, say, is read again by each reader).
             let one = match &segments {
                 Ok(pieces) => match &pieces[..] {
-                    [one] => Some(one.clone()),
+                    [one] if self.holds(one) => Some(one.clone()),
                     _ => None,
                 },
                 Err(_) => None,

@@ -247,13 +247,18 @@ fn model_with_function(name: &str, signature: &[u8]) -> Vec<u8> {
     let mut entry = Vec::new();
     put(&mut entry, 1, name.as_bytes());
     put(&mut entry, 2, &function);
-    let mut object_graph = Vec::new();
-    put(&mut object_graph, 2, &entry);
-    let mut meta_graph = Vec::new();
-    put(&mut meta_graph, 7, &object_graph);
-    let mut model = Vec::new();
-    put(&mut model, 2, &meta_graph);
-    model
+    // SavedModel.meta_graphs > MetaGraphDef.object_graph_def > concrete_functions entry.
+    nested(&[2, 7, 2], &entry)
+}
+
+/// `inner` as the only field at the end of the path of length-delimited field `numbers`,
+/// outermost first.
+fn nested(numbers: &[u32], inner: &[u8]) -> Vec<u8> {
+    numbers.iter().rev().fold(inner.to_vec(), |body, &number| {
+        let mut out = Vec::new();
+        put(&mut out, number, &body);
+        out
+    })
 }
 
 fn write_model(root: &Path, name: &str, bytes: &[u8]) -> PathBuf {
@@ -331,12 +336,8 @@ fn a_call_node_without_its_function_is_refused_without_a_stored_fingerprint() {
     let mut node = Vec::new();
     put(&mut node, 1, b"call");
     put(&mut node, 2, b"StatefulPartitionedCall");
-    let mut graph = Vec::new();
-    put(&mut graph, 1, &node);
-    let mut meta_graph = Vec::new();
-    put(&mut meta_graph, 2, &graph);
-    let mut model = Vec::new();
-    put(&mut model, 2, &meta_graph);
+    // SavedModel.meta_graphs > MetaGraphDef.graph_def > GraphDef.node.
+    let model = nested(&[2, 2, 1], &node);
     let tmp = tempfile::tempdir().unwrap();
     let dir = write_model(tmp.path(), "no_f", &model);
     let err = fingerprint_dir(&dir).unwrap_err().to_string();

@@ -228,20 +228,19 @@ fn hashes_with(
 
     let desc = descriptor("tensorflow.SavedModel")?;
     let pruned = prune(root, &targets);
-    let apart = graph_chunks_apart(&pruned, &graph_tags, chunks);
-    let mut merged = None;
-    if let Some((rest, _)) = &apart {
-        merged = Some(Merger::new(chunks).merge(&desc, rest)?);
-    }
-    let graph_chunks = match (&merged, &apart) {
-        (Some(model), Some((_, graph_chunks))) if graph_outside_takes(model) => graph_chunks,
-        _ => {
-            merged = Some(Merger::new(chunks).merge(&desc, &pruned)?);
-            &Vec::new()
+    // The graph's own chunks set apart when the rest merges without them, else merged too.
+    let apart = match graph_chunks_apart(&pruned, &graph_tags, chunks) {
+        Some((rest, graph_chunks)) => {
+            Some((Merger::new(chunks).merge(&desc, &rest)?, graph_chunks))
+                .filter(|(model, _)| graph_outside_takes(model))
         }
+        None => None,
     };
-    let model = merged.as_ref().expect("merged above");
-    let meta_graph = [first_meta_graph(model)?];
+    let (model, graph_chunks) = match apart {
+        Some(apart) => apart,
+        None => (Merger::new(chunks).merge(&desc, &pruned)?, Vec::new()),
+    };
+    let meta_graph = [first_meta_graph(&model)?];
     let mut enc = Encoder::new();
 
     let mut graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
@@ -286,10 +285,10 @@ fn hashes_with(
 
 /// The pruned tree `pruned` without the chunks merged whole into the graph (chunked fields at
 /// exactly `graph_tags`, each a chunk held built, with nothing chunked below it), and those
-/// chunks in merge order ([`sort_for_merge`]): the graph is hashed from them as they are held, after what the rest
-/// merges into it, instead of having their fields copied into the merged graph first (issue
-/// 15: the copy of millions of nodes, and its freeing, were a tenth of the fingerprint of a
-/// split). `None` when there are no such chunks, or when another chunked field leads into the
+/// chunks in merge order ([`sort_for_merge`]): the graph is hashed from them as they are
+/// held, after what the rest merges into it, instead of having their fields copied into the
+/// merged graph first (issue 15: the copy of millions of nodes, and its freeing, were a tenth
+/// of the fingerprint of a split). `None` when there are no such chunks, or when another chunked field leads into the
 /// graph (a whole meta graph in a chunk, say): the graph is then merged as a whole.
 fn graph_chunks_apart<'c>(
     pruned: &ChunkedMessage,

@@ -35,12 +35,12 @@ pub fn hashes(pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hash
 /// helped: of a model whose bytes are canonical, only the regularization of its graph (a call
 /// node without its function, say) and the signature and object-graph hashes (a concrete
 /// function name without a numeric suffix) can fail, so those are made, but the whole-model
-/// and graph hashes, two passes over all of its bytes, are not. For a
-/// verification that has no stored fingerprint to compare them with (issue 15: they were a
-/// tenth of a split of a model of millions of nodes). `Some` hashes when they were computed
-/// anyway (a model that is not canonical takes the whole way). The canonical check is the
-/// one that also checks what protobuf C++ checks when it parses, whose answer `verdict` gets:
-/// only a model valid that way is known not to fail where it is not hashed.
+/// and graph hashes, two passes over all of its bytes, are not. For a verification that has
+/// no stored fingerprint to compare them with (issue 15: they were a tenth of a split of a
+/// model of millions of nodes). `Some` hashes when they were computed anyway (a model that
+/// is not canonical takes the whole way). The canonical check is the one that also checks
+/// what protobuf C++ checks when it parses, whose answer `verdict` gets: only a model valid
+/// that way is known not to fail where it is not hashed.
 pub fn check(pb_file: &Path, verdict: &CanonicalVerdict) -> Result<Option<Hashes>> {
     hashes_unless_canonical(pb_file, Some(verdict), false)
 }
@@ -209,10 +209,6 @@ fn small_hashes(
     })
 }
 
-/// `graph_def_program_hash`: the hash of `meta_graph`'s graph after `SimpleDelete`, its
-/// nodes taken as they are when `trusted` (the whole model was found canonical: every node is
-/// then a slice of it that is canonical too; edited nodes are built messages, encoded as
-/// usual).
 /// What [`graph_program_hash`] of a canonical graph would refuse, without hashing when the
 /// graph is hashed in place ([`canonical_graph_check`]; `None`), else its hash.
 fn graph_program_check(meta_graph: &[Source<'_>]) -> Result<Option<u64>> {
@@ -223,6 +219,10 @@ fn graph_program_check(meta_graph: &[Source<'_>]) -> Result<Option<u64>> {
     }
 }
 
+/// `graph_def_program_hash`: the hash of `meta_graph`'s graph after `SimpleDelete`, its
+/// nodes taken as they are when `trusted` (the whole model was found canonical: every node is
+/// then a slice of it that is canonical too; edited nodes are built messages, encoded as
+/// usual).
 fn graph_program_hash(meta_graph: &[Source<'_>], trusted: bool) -> Result<u64> {
     let graph_desc = descriptor("tensorflow.GraphDef")?;
     let sources = field_sources(meta_graph, meta_graph_def::GRAPH_DEF)?;

@@ -163,10 +163,16 @@ impl SplitOutput {
         }
     }
 
+    /// Whether the split chunked anything (else it is written as one `.pb`:
+    /// [`SplitOutput::into_unchunked`]).
+    pub fn chunks_anything(&self) -> bool {
+        !self.message.chunked_fields.is_empty()
+    }
+
     /// The whole message, when the split chunked nothing (it is then written as one `.pb`);
     /// the split itself otherwise.
     pub fn into_unchunked(self) -> std::result::Result<WireMessage, SplitOutput> {
-        if !self.message.chunked_fields.is_empty() {
+        if self.chunks_anything() {
             return Err(self);
         }
         let base = self.chunks.into_iter().next().and_then(|c| match c {

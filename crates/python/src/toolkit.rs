@@ -78,7 +78,7 @@ fn split(
     let max_size = checked_max_size(max_size)?;
     let options = writer_options(compression)?;
     let report = background::run(py, move || {
-        dir::split_dir(&src_dir, &out_dir, max_size, options, &mut |_| {})
+        dir::split_dir(&src_dir, &out_dir, max_size, options, &|_| {})
     })?
     .map_err(py_err)?;
     to_json(&split_json(&report))

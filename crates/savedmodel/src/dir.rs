@@ -4,6 +4,7 @@
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use serde::Serialize;
@@ -205,13 +206,14 @@ pub struct SplitReport {
 /// Writes `out` as a split (image-format) copy of the SavedModel in `src`. The source is
 /// checked as `verify` checks it first ([`crate::verify::verified_model`]): a directory
 /// verify rejects is refused, so a damaged model is never split into one that reads back
-/// differently (or not at all).
+/// differently (or not at all). `progress` is called with the bytes of model data written,
+/// from whichever thread writes them.
 pub fn split_dir(
     src: &Path,
     out: &Path,
     max_size: u64,
     options: WriterOptions,
-    progress: &mut dyn FnMut(u64),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<SplitReport> {
     refuse_existing(out)?;
     let file = model_file(src)?;
@@ -225,18 +227,40 @@ pub fn split_dir(
         && unbound_io::regular_file_len(&file.path).is_ok_and(|len| len < max_size);
     // A `.pb` that will be split is split while it is verified, from a reading of its own: the
     // split is the same work whichever reading it starts from, and run after the verification
-    // it was a fifth of a split of a model of millions of nodes, on one core (issue 15). It is
-    // dropped unused if the model is refused.
+    // it was a fifth of a split of a model of millions of nodes, on one core (issue 15). Its
+    // chunks are then compressed and written into the output at once, still while the model
+    // is verified, and its fingerprint computed while they are written, as soon as the
+    // verification has said whether the source is canonical (the compression and the
+    // fingerprint were a third of such a split, after the verification). All of it is dropped
+    // unused, the output directory with it, if the model is refused.
     let ahead_split = file.format == ModelFormat::Pb && !ahead;
+    let prefix = tmp.path().join("saved_model");
+    let cpb_file = tmp.path().join(ModelFormat::Cpb.file_name());
     let cancel = unbound_io::cancel_token();
+    let (cancel, prefix, model_path) = (&cancel, prefix.as_path(), file.path.as_path());
     let (verified, copied, split) = std::thread::scope(|s| {
         let copy = ahead.then(|| {
-            s.spawn(|| {
-                unbound_io::set_cancel_token(cancel);
-                copy_unchunked(&tmp.path().join("saved_model"), &file.path, &mut |_| {})
+            s.spawn(move || {
+                unbound_io::set_cancel_token(cancel.clone());
+                copy_unchunked(prefix, model_path, &mut |_| {})
             })
         });
-        let split = ahead_split.then(|| s.spawn(|| split_model_file(&file.path, max_size)));
+        // The split, handed over as soon as it is cut (the sender is dropped unused when the
+        // split fails or chunks nothing).
+        let (cut, split_cut) = std::sync::mpsc::sync_channel::<Arc<ModelSplit>>(1);
+        let split = ahead_split.then(|| {
+            s.spawn(move || {
+                unbound_io::set_cancel_token(cancel.clone());
+                let split = Arc::new(split_model_file(model_path, max_size)?);
+                if !split.split.chunks_anything() {
+                    return Ok((split, None));
+                }
+                // No receiver left only when the verification failed: the output is dropped.
+                let _ = cut.send(split.clone());
+                let written = write_chunked(prefix, &split.split, options, &mut |n| progress(n))?;
+                Ok::<_, SavedModelError>((split, Some(written)))
+            })
+        });
         // The model's own fingerprint is reused only by a copy of it.
         let keep = if ahead {
             Keep::Fingerprint
@@ -244,8 +268,23 @@ pub fn split_dir(
             Keep::Nothing
         };
         let verified = crate::verify::verified_model_keeping(src, keep);
+        let fingerprint = match (&verified, ahead_split) {
+            (Ok(verified), true) => split_cut.recv().ok().map(|split| {
+                crate::fingerprint::fingerprint_split_as_cpb(
+                    &split.split,
+                    &cpb_file,
+                    0,
+                    verified.canonical,
+                )
+            }),
+            _ => None,
+        };
+        drop(split_cut);
         let copied = copy.map(joined);
-        let split = split.map(joined);
+        let split = split.map(|split| {
+            let (split, written) = joined(split)?;
+            Ok::<_, SavedModelError>((split, written, fingerprint))
+        });
         (verified, copied, split)
     });
     let verified = verified?;
@@ -259,7 +298,21 @@ pub fn split_dir(
         canonical: verified.canonical,
     };
     let model = match split {
-        Some(split) => ToWrite::Split(split?),
+        Some(split) => {
+            let (split, written, fingerprint) = split?;
+            // Its only other holder, the fingerprint above, has ended with the threads.
+            let split = Arc::into_inner(split).ok_or_else(|| {
+                SavedModelError::invalid(
+                    src.display().to_string(),
+                    "internal fault: the split was still in use after its threads ended",
+                )
+            })?;
+            let written = match (written, fingerprint) {
+                (Some(written), Some(fingerprint)) => Some((written, fingerprint?)),
+                _ => None,
+            };
+            ToWrite::Split(split, written)
+        }
         None => ToWrite::Model(verified.model),
     };
     write_model_dir_reusing(
@@ -269,7 +322,7 @@ pub fn split_dir(
         max_size,
         options,
         MetaGraphSplitting::First,
-        progress,
+        &mut |n| progress(n),
         Some(&known),
     )
 }
@@ -297,8 +350,9 @@ enum ToWrite {
     /// The SavedModel proto, to be split.
     Model(WireMessage),
     /// Its split ([`split_model_file`]), as TensorFlow splits it
-    /// ([`MetaGraphSplitting::First`]).
-    Split(ModelSplit),
+    /// ([`MetaGraphSplitting::First`]); with its `.cpb` and that file's fingerprint when
+    /// [`split_dir`] has written and computed them already.
+    Split(ModelSplit, Option<(Written, FingerprintDef)>),
 }
 
 /// A SavedModel proto split into chunks, with what the split report needs.
@@ -468,13 +522,16 @@ fn write_model_dir_reusing(
     };
     let out = tmp.target().to_path_buf();
     let out = out.as_path();
-    let ModelSplit {
-        split,
-        warnings,
-        model_bytes,
-    } = match model {
-        ToWrite::Model(model) => split_model(model, max_size, splitting)?,
-        ToWrite::Split(split) => split,
+    let (
+        ModelSplit {
+            split,
+            warnings,
+            model_bytes,
+        },
+        written_ahead,
+    ) = match model {
+        ToWrite::Model(model) => (split_model(model, max_size, splitting)?, None),
+        ToWrite::Split(split, written) => (split, written),
     };
     if splitting == MetaGraphSplitting::Every {
         if let Some((chunk, size)) = message_chunk_over(&split, MAX_PROTO_SIZE) {
@@ -516,16 +573,20 @@ fn write_model_dir_reusing(
                     Ok(write_unchunked(&prefix, &model, progress)?)
                 })
             }
-            // Chunked: fingerprinted from the split in memory while it is written.
+            // Chunked: fingerprinted from the split in memory while it is written (or once
+            // the verification allows, when it was written while the model was verified).
             Err(split) => {
                 let cpb_file = tmp.join(ModelFormat::Cpb.file_name());
                 let canonical = known.is_some_and(|k| k.canonical);
                 let fingerprint = || {
                     crate::fingerprint::fingerprint_split_as_cpb(&split, &cpb_file, 0, canonical)
                 };
-                let written = writing_and_fingerprinting(fingerprint, || {
-                    Ok(write_chunked(&prefix, &split, options, progress)?)
-                });
+                let written = match written_ahead {
+                    Some((written, def)) => Ok((written, Some(def))),
+                    None => writing_and_fingerprinting(fingerprint, || {
+                        Ok(write_chunked(&prefix, &split, options, progress)?)
+                    }),
+                };
                 drop_in_background(split);
                 written
             }

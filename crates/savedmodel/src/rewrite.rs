@@ -450,7 +450,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let split = tmp.path().join("split");
         let options = WriterOptions::default();
-        let report = crate::dir::split_dir(&src, &split, 20_000, options, &mut |_| {}).unwrap();
+        let report = crate::dir::split_dir(&src, &split, 20_000, options, &|_| {}).unwrap();
         assert!(report.written.chunked);
         let before = saved_model(&src);
         let mut seen = Vec::new();

@@ -101,7 +101,7 @@ fn cpb_splits_match_tensorflow() {
     for (model, max, want) in cases {
         let out = tmp.path().join(format!("{model}.{max}"));
         let options = WriterOptions::default();
-        split_dir(&testdata(model), &out, max, options, &mut |_| {}).unwrap();
+        split_dir(&testdata(model), &out, max, options, &|_| {}).unwrap();
         let ours = fingerprint_dir(&out).unwrap();
         assert_eq!(hashes(&ours), want, "{model} split at {max}");
         assert_eq!(hashes(&ours)[5], PRODUCER_CPB as u64);
@@ -148,7 +148,7 @@ fn split_and_merge_write_the_fingerprints_of_their_outputs_read_back() {
         for src in [testdata(model), canonical] {
             for max in [200, 500, 1000, 2000, 3500, 5000, 8000, 12000, 20000, 40000] {
                 let out = tmp.path().join(format!("{model}.{max}"));
-                split_dir(&src, &out, max, WriterOptions::default(), &mut |_| {}).unwrap();
+                split_dir(&src, &out, max, WriterOptions::default(), &|_| {}).unwrap();
                 let written = read_fingerprint(&out).unwrap();
                 let read_back = fingerprint_dir(&out).unwrap();
                 assert_eq!(
@@ -217,7 +217,7 @@ fn merge_writes_the_fingerprint_of_the_merged_model() {
     let split = tmp.path().join("split");
     let merged = tmp.path().join("merged");
     let src = testdata("tf2_multi_sig");
-    split_dir(&src, &split, 5000, WriterOptions::default(), &mut |_| {}).unwrap();
+    split_dir(&src, &split, 5000, WriterOptions::default(), &|_| {}).unwrap();
     merge_dir(&split, &merged, &mut |_, _| {}).unwrap();
     let written = read_fingerprint(&merged).unwrap();
     // The merged model is the original one: TensorFlow's own fingerprint.
@@ -300,7 +300,7 @@ fn models_tensorflow_cannot_fingerprint_are_refused_clearly() {
     );
     // split refuses too, and leaves nothing behind.
     let out = tmp.path().join("out");
-    let err = split_dir(&dir, &out, 1 << 30, WriterOptions::default(), &mut |_| {})
+    let err = split_dir(&dir, &out, 1 << 30, WriterOptions::default(), &|_| {})
         .unwrap_err()
         .to_string();
     assert!(err.contains("cannot fingerprint"), "{err}");
@@ -308,7 +308,7 @@ fn models_tensorflow_cannot_fingerprint_are_refused_clearly() {
     // So do a split into chunks and verify, whose checks skip the hashes of a canonical model
     // with no fingerprint.pb to compare, but not the ones that fail here.
     assert!(!dir.join("fingerprint.pb").exists());
-    let err = split_dir(&dir, &out, 1, WriterOptions::default(), &mut |_| {})
+    let err = split_dir(&dir, &out, 1, WriterOptions::default(), &|_| {})
         .unwrap_err()
         .to_string();
     assert!(err.contains("cannot fingerprint"), "{err}");
@@ -348,7 +348,7 @@ fn a_call_node_without_its_function_is_refused_without_a_stored_fingerprint() {
         "{faults:?}"
     );
     let out = tmp.path().join("out");
-    let err = split_dir(&dir, &out, 1, WriterOptions::default(), &mut |_| {})
+    let err = split_dir(&dir, &out, 1, WriterOptions::default(), &|_| {})
         .unwrap_err()
         .to_string();
     assert!(err.contains("has no attr \"f\""), "{err}");

@@ -58,7 +58,7 @@ fn deterministic_serialization_equals_protobuf_cpp() {
                 &out,
                 max,
                 WriterOptions::default(),
-                &mut |_| {},
+                &|_| {},
             )
             .unwrap();
             check(&harness, &out, tmp.path());

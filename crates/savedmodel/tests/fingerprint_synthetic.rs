@@ -337,7 +337,7 @@ fn corner_cases_equal_tensorflow() {
         checked += 1;
         // Nothing to split: the `.pb` is carried over, with a fingerprint equal to TensorFlow's.
         let whole = tmp.path().join(format!("{name}.whole"));
-        split_dir(&dir, &whole, 1 << 30, WriterOptions::default(), &mut |_| {}).unwrap();
+        split_dir(&dir, &whole, 1 << 30, WriterOptions::default(), &|_| {}).unwrap();
         assert_eq!(
             std::fs::read(whole.join("saved_model.pb")).unwrap(),
             model.0,
@@ -350,7 +350,7 @@ fn corner_cases_equal_tensorflow() {
         );
         for max in [1000, 200, 60] {
             let out = tmp.path().join(format!("{name}.{max}"));
-            split_dir(&dir, &out, max, WriterOptions::default(), &mut |_| {}).unwrap();
+            split_dir(&dir, &out, max, WriterOptions::default(), &|_| {}).unwrap();
             check_serialization(&harness, &out);
             let theirs = tf_fingerprint(&harness, &out);
             assert_eq!(

@@ -182,7 +182,7 @@ fn cpb_shows_the_same_as_pb() {
                 &out,
                 max,
                 WriterOptions::default(),
-                &mut |_| {},
+                &|_| {},
             )
             .unwrap();
             if !out.join("saved_model.cpb").exists() {
@@ -298,7 +298,7 @@ fn cpb_large_tensor_chunks_are_not_read() {
     let src = tmp.path().join("model");
     let out = tmp.path().join("split");
     write_model_with_big_consts(&src, 2, 3 << 20);
-    split_dir(&src, &out, 2 << 20, WriterOptions::default(), &mut |_| {}).unwrap();
+    split_dir(&src, &out, 2 << 20, WriterOptions::default(), &|_| {}).unwrap();
     let cpb = out.join("saved_model.cpb");
     // Damage the Riegeli chunk holding the second constant's tensor content.
     let target = RecordReader::open(&cpb)

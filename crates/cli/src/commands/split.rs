@@ -34,7 +34,7 @@ pub fn run(args: Args) -> CmdResult {
         &args.out,
         args.max_size,
         args.compression.writer_options(),
-        &mut |n| bar.inc(n),
+        &|n| bar.inc(n),
     )?;
     bar.finish_and_clear();
     for w in &report.warnings {

@@ -101,7 +101,7 @@ fn many_built_fields(sources: &[Source<'_>]) -> bool {
     let mut count = 0;
     for source in sources {
         match source {
-            Source::Ref(m) => count += m.fields.len(),
+            Source::Ref(m) | Source::Written(m, _) => count += m.fields.len(),
             Source::Edited(e) => count += e.base.fields.len(),
             _ => return false,
         }
@@ -257,8 +257,7 @@ impl Encoder {
     /// counts it if so).
     fn take_as_is(&mut self, buf: &bytes::Bytes, start: usize, end: usize, layout: usize) -> bool {
         let depth = self.depth;
-        let trusted = (1..=self.trust_depth).contains(&depth)
-            || (self.trusted_level != 0 && depth == self.trusted_level);
+        let trusted = self.children_trusted();
         if !self.fast_path {
             return false;
         }
@@ -274,6 +273,24 @@ impl Encoder {
         }
         self.taken_as_is += u64::from(ok);
         ok
+    }
+
+    /// Whether the serialized messages directly inside the message being encoded are trusted
+    /// to be canonical ([`Encoder::trust_children`], [`Encoder::trust_children_of`]).
+    fn children_trusted(&self) -> bool {
+        (1..=self.trust_depth).contains(&self.depth)
+            || (self.trusted_level != 0 && self.depth == self.trusted_level)
+    }
+
+    /// The field of `layout` whose occurrences make up all of `source`, and how many there
+    /// are, when that field is a repeated message field whose serialized occurrences are
+    /// taken as they are when trusted: then `source`'s pieces, when it is a
+    /// [`Source::Written`], are exactly what encoding each occurrence in turn writes.
+    fn whole_run(source: &Source<'_>, layout: &Layout) -> Option<(usize, usize)> {
+        let (number, count) = source.run_of()?;
+        let i = layout.index(number)?;
+        let info = &layout.fields[i];
+        (info.list && info.class == Class::Message && info.map.is_none()).then_some((i, count))
     }
 
     pub(super) fn layout_index(&mut self, desc: &MessageDescriptor) -> usize {
@@ -436,9 +453,20 @@ impl Encoder {
         layout: &Layout,
         out: &mut Rope,
     ) -> Result<()> {
+        // A source made of one repeated message field only is counted without a read of its
+        // fields (and, when its messages are trusted, written as its pieces: below).
+        let runs: Vec<Option<(usize, usize)>> = sources
+            .iter()
+            .map(|source| Self::whole_run(source, layout))
+            .collect();
         let mut present = vec![false; layout.fields.len()];
         let mut seen = Occurrences::new(layout);
-        for source in sources {
+        for (source, run) in sources.iter().zip(&runs) {
+            if let Some((i, count)) = *run {
+                present[i] = true;
+                seen.seq += count;
+                continue;
+            }
             source.for_each(|number, value| {
                 if let Some(i) = seen.known(layout, number, value) {
                     present[i] = true;
@@ -459,7 +487,25 @@ impl Encoder {
             values.clear();
             let mut seq = 0;
             let mut result = Ok(());
-            for source in sources {
+            for (source, run) in sources.iter().zip(&runs) {
+                if let (Source::Written(_, pieces), Some((j, count))) = (source, *run) {
+                    if j != i {
+                        seq += count;
+                        continue;
+                    }
+                    // Each occurrence would be taken as it is, key and length included:
+                    // the pieces are those bytes, in order (issue 15: a split's chunks of
+                    // millions of nodes, hashed a node at a time, were half of the hash of
+                    // its output's graph).
+                    if self.fast_path && self.children_trusted() && result.is_ok() {
+                        for piece in pieces.iter() {
+                            out.put_shared(piece, 0, piece.len());
+                        }
+                        self.taken_as_is += count as u64;
+                        seq += count;
+                        continue;
+                    }
+                }
                 source.for_each(|number, value| {
                     seq += 1;
                     if number != info.number || seq < from || !fits(info.class, info.list, value) {
@@ -734,5 +780,103 @@ mod tests {
         len(&mut attr, 1, &list(b"last"));
         let (serialized, by_number) = both_ways(attr, "tensorflow.AttrValue");
         assert_eq!(serialized, by_number);
+    }
+
+    /// A graph's node chunks given as [`Source::Written`] (each chunk a run of nodes of a
+    /// canonical model, and the pieces of its serialization) encode exactly as the same chunks
+    /// given as built messages: taken as their pieces only where the nodes are trusted, node
+    /// by node otherwise (and a chunk with anything but nodes in it, node by node always).
+    #[test]
+    fn written_chunks_encode_as_their_built_messages() {
+        let desc = descriptor("tensorflow.GraphDef").unwrap();
+        let node = |i: usize, canonical: bool| {
+            let mut node = Vec::new();
+            if canonical {
+                len(&mut node, 1, format!("n{i}").as_bytes());
+                len(&mut node, 2, b"AddV2");
+            } else {
+                // Out of field order: re-encoded unless trusted.
+                len(&mut node, 2, b"AddV2");
+                len(&mut node, 1, format!("n{i}").as_bytes());
+            }
+            node
+        };
+        for canonical in [true, false] {
+            let mut nodes = Vec::new();
+            for i in 0..MANY_FIELDS + 10 {
+                len(&mut nodes, 1, &node(i, canonical || i % 100 != 3));
+            }
+            let nodes = Bytes::from(nodes);
+            let parsed = WireMessage::parse(&nodes, None).unwrap();
+            // Chunks of consecutive nodes, each with the pieces of its bytes: one slice, or
+            // the same bytes cut in three.
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            for (c, fields) in parsed.fields.chunks(1000).enumerate() {
+                let chunk = WireMessage {
+                    fields: fields.to_vec(),
+                    descriptor: None,
+                };
+                let size = chunk.encoded_len() as usize;
+                let whole = nodes.slice(at..at + size);
+                at += size;
+                let pieces = if c % 2 == 0 {
+                    vec![whole]
+                } else {
+                    vec![
+                        whole.slice(..1),
+                        whole.slice(1..size / 2),
+                        whole.slice(size / 2..),
+                    ]
+                };
+                chunks.push((chunk, pieces));
+            }
+            // The rest of the graph: versions, a node and an unknown field.
+            let mut rest = Vec::new();
+            let mut versions = Vec::new();
+            varint(&mut versions, 1, 27);
+            len(&mut rest, 4, &versions);
+            len(&mut rest, 1, &node(99_999, true));
+            varint(&mut rest, 99, 5);
+            let rest = WireMessage::parse(&Bytes::from(rest), None).unwrap();
+            // A chunk that holds more than nodes.
+            let mut mixed = Vec::new();
+            len(&mut mixed, 1, &node(7, true));
+            len(&mut mixed, 4, &versions);
+            let mixed = WireMessage::parse(&Bytes::from(mixed), None).unwrap();
+            let mixed_pieces = vec![Bytes::from(mixed.to_vec().unwrap())];
+
+            let built: Vec<Source<'_>> = std::iter::once(Source::Ref(&rest))
+                .chain(chunks.iter().map(|(chunk, _)| Source::Ref(chunk)))
+                .chain([Source::Ref(&mixed)])
+                .collect();
+            let written: Vec<Source<'_>> = std::iter::once(Source::Ref(&rest))
+                .chain(chunks.iter().map(|(c, p)| Source::Written(c, p)))
+                .chain([Source::Written(&mixed, &mixed_pieces)])
+                .collect();
+            for trusted in [true, false] {
+                let encode = |sources: &[Source<'_>], enc: &mut Encoder| {
+                    enc.trust_children(trusted);
+                    enc.encode(sources, &desc).unwrap().to_vec().unwrap()
+                };
+                let (mut as_built, mut as_written) = (Encoder::new(), Encoder::new());
+                let expected = encode(&built, &mut as_built);
+                let got = encode(&written, &mut as_written);
+                assert_eq!(got, expected, "canonical {canonical}, trusted {trusted}");
+                assert_eq!(as_written.taken_as_is(), as_built.taken_as_is());
+                if !trusted {
+                    // Checked node by node: the reference agrees, and a node out of order was
+                    // re-encoded, not taken from the pieces.
+                    let reference = Encoder::without_fast_path()
+                        .encode(&written, &desc)
+                        .unwrap()
+                        .to_vec()
+                        .unwrap();
+                    assert_eq!(got, reference);
+                    let raw_nodes = got.windows(nodes.len()).any(|w| w == &nodes[..]);
+                    assert_eq!(raw_nodes, canonical);
+                }
+            }
+        }
     }
 }

@@ -85,8 +85,8 @@ pub(crate) fn hashes_of(
     checked: Option<&OnceLock<CheckedSlices>>,
 ) -> Result<Hashes> {
     let Some(checked) = checked else {
-        let (hashes, _) = hashes_with(chunks, root, false, false, |wanted| {
-            chunk_prints(chunks, wanted)
+        let (hashes, _) = hashes_with(chunks, root, false, false, |wanted, _| {
+            chunk_prints(chunks, wanted).map(ChunkPrints::only)
         })?;
         return Ok(hashes);
     };
@@ -94,8 +94,8 @@ pub(crate) fn hashes_of(
         inner: chunks,
         read: Mutex::new(Vec::new()),
     };
-    let (hashes, recorded) = hashes_with(&retaining, root, false, true, |wanted| {
-        chunk_prints(chunks, wanted)
+    let (hashes, recorded) = hashes_with(&retaining, root, false, true, |wanted, _| {
+        chunk_prints(chunks, wanted).map(ChunkPrints::only)
     })?;
     let owners = retaining
         .read
@@ -172,8 +172,8 @@ impl ChunkSource for Retaining<'_> {
 /// keep a canonical message canonical: what is left stays in field order, with minimal
 /// lengths.
 pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Hashes> {
-    let (hashes, _) = hashes_with(split, &split.message, source_canonical, false, |wanted| {
-        let mut prints = HashMap::with_capacity(wanted.len());
+    let hashed = |wanted: Vec<u64>, graph: &[u64]| {
+        let mut found = ChunkPrints::default();
         for index in wanted {
             let segments = usize::try_from(index)
                 .map_err(|_| model_fault(format!("chunk {index} is not in the split")))
@@ -182,15 +182,40 @@ pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Ha
             for part in &segments {
                 print.update(part);
             }
-            prints.insert(index, print.finish());
+            found.prints.insert(index, print.finish());
+            if graph.contains(&index) {
+                found.pieces.insert(index, segments);
+            }
         }
-        Ok(prints)
-    })?;
+        Ok(found)
+    };
+    let (hashes, _) = hashes_with(split, &split.message, source_canonical, false, hashed)?;
     Ok(hashes)
 }
 
+/// What is found of the chunks `HashFields` reads, once each.
+#[derive(Default)]
+struct ChunkPrints {
+    /// The `Fingerprint64` of each.
+    prints: HashMap<u64, u64>,
+    /// The pieces the serialization of some is made of (a split's chunks merged whole into
+    /// the graph: [`SplitOutput::segments_at`]), for the graph's hash to take as they are.
+    pieces: HashMap<u64, Vec<Bytes>>,
+}
+
+impl ChunkPrints {
+    /// Fingerprints only.
+    fn only(prints: HashMap<u64, u64>) -> Self {
+        Self {
+            prints,
+            pieces: HashMap::new(),
+        }
+    }
+}
+
 /// The hash fields of the chunked SavedModel read through `chunks` with metadata tree `root`;
-/// `chunk_prints` gives the `Fingerprint64` of each chunk index it is handed; the graph's
+/// `chunk_prints` gives the `Fingerprint64` of each chunk index it is handed first, and may
+/// keep the pieces of those among the graph's own chunks it is handed second; the graph's
 /// serialized children are trusted to be canonical when `trusted` (see [`hashes_of_split`]).
 /// With `record`, also returns the serialized messages of the graph found canonical
 /// ([`Encoder::record_checked`]).
@@ -199,7 +224,7 @@ fn hashes_with(
     root: &ChunkedMessage,
     trusted: bool,
     record: bool,
-    chunk_prints: impl FnOnce(Vec<u64>) -> Result<HashMap<u64, u64>>,
+    chunk_prints: impl FnOnce(Vec<u64>, &[u64]) -> Result<ChunkPrints>,
 ) -> Result<(Hashes, Option<Recorded>)> {
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
     let signature_tags = meta_graph_tags(meta_graph_def::SIGNATURE_DEF);
@@ -215,7 +240,15 @@ fn hashes_with(
             Ok(0)
         })?;
     }
-    let prints = chunk_prints(wanted.into_iter().collect())?;
+    let pruned = prune(root, &targets);
+    // The graph's own chunks set apart when the rest merges without them, else merged too.
+    let apart = graph_chunks_apart(&pruned, &graph_tags, chunks);
+    let graph_indices: Vec<u64> = apart
+        .iter()
+        .flat_map(|(_, graph_chunks)| graph_chunks.iter().map(|&(index, _)| index))
+        .collect();
+    let ChunkPrints { prints, pieces } =
+        chunk_prints(wanted.into_iter().collect(), &graph_indices)?;
     let mut print = |index: u64| {
         prints
             .get(&index)
@@ -227,9 +260,7 @@ fn hashes_with(
         fingerprint_cat64(hash_fields(root, &[], &mut print)?, fingerprint64(b""));
 
     let desc = descriptor("tensorflow.SavedModel")?;
-    let pruned = prune(root, &targets);
-    // The graph's own chunks set apart when the rest merges without them, else merged too.
-    let apart = match graph_chunks_apart(&pruned, &graph_tags, chunks) {
+    let apart = match apart {
         Some((rest, graph_chunks)) => {
             Some((Merger::new(chunks).merge(&desc, &rest)?, graph_chunks))
                 .filter(|(model, _)| graph_outside_takes(model))
@@ -244,7 +275,14 @@ fn hashes_with(
     let mut enc = Encoder::new();
 
     let mut graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
-    graph.extend(graph_chunks.iter().map(|chunk| Source::Ref(chunk)));
+    graph.extend(
+        graph_chunks
+            .iter()
+            .map(|&(index, chunk)| match pieces.get(&index) {
+                Some(pieces) => Source::Written(chunk, pieces),
+                None => Source::Ref(chunk),
+            }),
+    );
     enc.trust_children(trusted);
     if record {
         enc.record_checked();
@@ -285,7 +323,7 @@ fn hashes_with(
 
 /// The pruned tree `pruned` without the chunks merged whole into the graph (chunked fields at
 /// exactly `graph_tags`, each a chunk held built, with nothing chunked below it), and those
-/// chunks in merge order ([`sort_for_merge`]): the graph is hashed from them as they are
+/// chunks in merge order ([`sort_for_merge`]) with their indices: the graph is hashed from them as they are
 /// held, after what the rest merges into it, instead of having their fields copied into the
 /// merged graph first (issue 15: the copy of millions of nodes, and its freeing, were a tenth
 /// of the fingerprint of a split). `None` when there are no such chunks, or when another chunked field leads into the
@@ -294,7 +332,7 @@ fn graph_chunks_apart<'c>(
     pruned: &ChunkedMessage,
     graph_tags: &[FieldIndex],
     chunks: &'c dyn ChunkSource,
-) -> Option<(ChunkedMessage, Vec<&'c WireMessage>)> {
+) -> Option<(ChunkedMessage, Vec<(u64, &'c WireMessage)>)> {
     let mut rest = ChunkedMessage {
         chunk_index: pruned.chunk_index,
         chunked_fields: Vec::new(),
@@ -307,7 +345,8 @@ fn graph_chunks_apart<'c>(
             if !below.chunked_fields.is_empty() {
                 return None;
             }
-            graph_chunks.push(chunks.built(below.chunk_index?)?);
+            let index = below.chunk_index?;
+            graph_chunks.push((index, chunks.built(index)?));
         } else if matches(graph_tags, &field.field_tag) == field.field_tag.len() {
             return None;
         } else {

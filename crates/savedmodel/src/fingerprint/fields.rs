@@ -22,6 +22,11 @@ pub enum Source<'a> {
     Slice(&'a Bytes, usize, usize),
     /// A built message with some fields left out or replaced and others added after it.
     Edited(&'a Edited<'a>),
+    /// A built message and the pieces its serialization is made of, in order (a split's
+    /// chunk as it is written: for a run of nodes, one slice of the model file). Read as
+    /// [`Source::Ref`]; the encoder takes the pieces as they are where every field of the
+    /// message is a child it trusts (see [`Source::run_of`]).
+    Written(&'a WireMessage, &'a [Bytes]),
 }
 
 /// A built message as an edit leaves it, without copying the fields it keeps: what
@@ -86,7 +91,7 @@ impl Source<'_> {
     /// Calls `f` with each field occurrence in wire order.
     pub fn for_each<'s>(&'s self, mut f: impl FnMut(u32, Val<'s>)) -> Result<()> {
         match self {
-            Source::Ref(m) => {
+            Source::Ref(m) | Source::Written(m, _) => {
                 for field in &m.fields {
                     f(field.number, Val::from_wire(&field.value));
                 }
@@ -104,7 +109,24 @@ impl Source<'_> {
             Source::Ref(_) | Source::Edited(_) => 0,
             Source::Raw(b) => b.len(),
             Source::Slice(_, s, e) => e - s,
+            Source::Written(_, pieces) => pieces.iter().map(Bytes::len).sum(),
         }
+    }
+
+    /// The number of a [`Source::Written`] message whose fields are all length-delimited
+    /// occurrences of that one number, and how many there are (a chunk of graph nodes): what
+    /// lets the encoder take its pieces as they are. `None` for any other source.
+    pub fn run_of(&self) -> Option<(u32, usize)> {
+        let Source::Written(m, _) = self else {
+            return None;
+        };
+        let number = m.fields.first()?.number;
+        m.fields
+            .iter()
+            .all(|f| {
+                f.number == number && matches!(f.value, WireValue::Bytes(_) | WireValue::Message(_))
+            })
+            .then_some((number, m.fields.len()))
     }
 }
 

@@ -765,7 +765,7 @@ mod tests {
             &dir,
             5000,
             one_record_per_chunk(),
-            &mut |_| {},
+            &|_| {},
         )
         .unwrap();
         let path = dir.join("saved_model.cpb");
@@ -820,14 +820,7 @@ mod tests {
             store_incompressible: false,
             ..one_record_per_chunk()
         };
-        split_dir(
-            &testdata("tf1_large_consts"),
-            &dir,
-            20000,
-            options,
-            &mut |_| {},
-        )
-        .unwrap();
+        split_dir(&testdata("tf1_large_consts"), &dir, 20000, options, &|_| {}).unwrap();
         let path = dir.join("saved_model.cpb");
         let shared = SharedCpb::open(&path).expect("a small .cpb is shared");
         let all = shared.chunks.infos().len() as u64;
@@ -878,7 +871,7 @@ mod tests {
             &dir,
             5000,
             one_record_per_chunk(),
-            &mut |_| {},
+            &|_| {},
         )
         .unwrap();
         let path = dir.join("saved_model.cpb");

@@ -308,7 +308,10 @@ pub fn split_dir(
                 )
             })?;
             let written = match (written, fingerprint) {
-                (Some(written), Some(fingerprint)) => Some((written, fingerprint?)),
+                (Some(written), Some(fingerprint)) => Some(Box::new(WrittenAhead {
+                    written,
+                    fingerprint: fingerprint?,
+                })),
                 _ => None,
             };
             ToWrite::Split(split, written)
@@ -352,7 +355,14 @@ enum ToWrite {
     /// Its split ([`split_model_file`]), as TensorFlow splits it
     /// ([`MetaGraphSplitting::First`]); with its `.cpb` and that file's fingerprint when
     /// [`split_dir`] has written and computed them already.
-    Split(ModelSplit, Option<(Written, FingerprintDef)>),
+    Split(ModelSplit, Option<Box<WrittenAhead>>),
+}
+
+/// A split's `.cpb`, written by [`split_dir`] while the model was verified, and its
+/// fingerprint.
+struct WrittenAhead {
+    written: Written,
+    fingerprint: FingerprintDef,
 }
 
 /// A SavedModel proto split into chunks, with what the split report needs.
@@ -582,7 +592,7 @@ fn write_model_dir_reusing(
                     crate::fingerprint::fingerprint_split_as_cpb(&split, &cpb_file, 0, canonical)
                 };
                 let written = match written_ahead {
-                    Some((written, def)) => Ok((written, Some(def))),
+                    Some(ahead) => Ok((ahead.written, Some(ahead.fingerprint))),
                     None => writing_and_fingerprinting(fingerprint, || {
                         Ok(write_chunked(&prefix, &split, options, progress)?)
                     }),

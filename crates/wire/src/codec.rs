@@ -199,6 +199,24 @@ pub fn read_field(buf: &[u8], pos: &mut usize) -> Result<RawField, DecodeError> 
             }
         }
     }
+    // A one-byte key of a length-delimited field with a two-byte length (a node of 128 bytes
+    // to 16 KiB, read by every scan of a graph's nodes).
+    if let Some(&[key, low, high]) = buf.get(at..at.wrapping_add(3)) {
+        if (8..0x80).contains(&key) && key & 7 == 2 && low >= 0x80 && (1..0x80).contains(&high) {
+            let start = at + 3;
+            let end = start + (usize::from(low & 0x7f) | usize::from(high) << 7);
+            if end <= buf.len() {
+                *pos = end;
+                return Ok(RawField {
+                    number: u32::from(key >> 3),
+                    wire_type: WireType::Len,
+                    varint: 0,
+                    start,
+                    end,
+                });
+            }
+        }
+    }
     read_field_slow(buf, pos)
 }
 
@@ -354,6 +372,21 @@ mod tests {
                     let a = show(read_field(&buf, &mut fast), fast);
                     let b = show(read_field_slow(&buf, &mut slow), slow);
                     assert_eq!(a, b, "key {key:#x}, second {second:#x}, {tail} bytes after");
+                }
+            }
+        }
+        // A one-byte key and a two-byte length (or what only looks like one).
+        for key in [0x0A, 0x0B, 0x08, 0x7A, 0x02, 0x80] {
+            for low in [0x80u8, 0x81, 0xFF, 0x7F] {
+                for high in [0u8, 1, 2, 0x7F, 0x80] {
+                    for size in [0usize, 127, 128, 300, 20000] {
+                        let mut buf = vec![key, low, high];
+                        buf.resize(3 + size, 0x01);
+                        let (mut fast, mut slow) = (0, 0);
+                        let a = show(read_field(&buf, &mut fast), fast);
+                        let b = show(read_field_slow(&buf, &mut slow), slow);
+                        assert_eq!(a, b, "{key:#x} {low:#x} {high:#x}, {size} bytes after");
+                    }
                 }
             }
         }

@@ -255,8 +255,11 @@ pub fn split_dir(
                 if !split.split.chunks_anything() {
                     return Ok((split, None));
                 }
-                // No receiver left only when the verification failed: the output is dropped.
-                let _ = cut.send(split.clone());
+                // No receiver left only when the verification has failed already: the output
+                // would be dropped, so nothing is written.
+                if cut.send(split.clone()).is_err() {
+                    return Ok((split, None));
+                }
                 let written = write_chunked(prefix, &split.split, options, &mut |n| progress(n))?;
                 Ok::<_, SavedModelError>((split, Some(written)))
             })

@@ -845,14 +845,29 @@ mod tests {
             len(&mut mixed, 4, &versions);
             let mixed = WireMessage::parse(&Bytes::from(mixed), None).unwrap();
             let mixed_pieces = vec![Bytes::from(mixed.to_vec().unwrap())];
+            // A chunk of nodes one of which is built, its fields out of order: encoded again,
+            // so its pieces (the fields as held) are not what the encoding writes.
+            let mut built_node = WireMessage::parse(&Bytes::from(node(8, true)), None).unwrap();
+            built_node.fields.reverse();
+            let holding_built = WireMessage {
+                fields: vec![unbound_wire::WireField {
+                    number: 1,
+                    value: unbound_wire::WireValue::Message(built_node),
+                }],
+                descriptor: None,
+            };
+            let built_pieces = vec![Bytes::from(holding_built.to_vec().unwrap())];
 
             let built: Vec<Source<'_>> = std::iter::once(Source::Ref(&rest))
                 .chain(chunks.iter().map(|(chunk, _)| Source::Ref(chunk)))
-                .chain([Source::Ref(&mixed)])
+                .chain([Source::Ref(&mixed), Source::Ref(&holding_built)])
                 .collect();
             let written: Vec<Source<'_>> = std::iter::once(Source::Ref(&rest))
                 .chain(chunks.iter().map(|(c, p)| Source::Written(c, p)))
-                .chain([Source::Written(&mixed, &mixed_pieces)])
+                .chain([
+                    Source::Written(&mixed, &mixed_pieces),
+                    Source::Written(&holding_built, &built_pieces),
+                ])
                 .collect();
             for trusted in [true, false] {
                 let encode = |sources: &[Source<'_>], enc: &mut Encoder| {

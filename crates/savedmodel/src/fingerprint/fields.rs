@@ -113,9 +113,11 @@ impl Source<'_> {
         }
     }
 
-    /// The number of a [`Source::Written`] message whose fields are all length-delimited
-    /// occurrences of that one number, and how many there are (a chunk of graph nodes): what
-    /// lets the encoder take its pieces as they are. `None` for any other source.
+    /// The number of a [`Source::Written`] message whose fields are all occurrences of that
+    /// one number holding serialized bytes in memory, and how many there are (a chunk of
+    /// graph nodes): what lets the encoder take its pieces as they are. `None` for any other
+    /// source, and when a field holds a built message or a lazy record (the encoder encodes
+    /// those again, so the pieces need not be its bytes).
     pub fn run_of(&self) -> Option<(u32, usize)> {
         let Source::Written(m, _) = self else {
             return None;
@@ -123,9 +125,7 @@ impl Source<'_> {
         let number = m.fields.first()?.number;
         m.fields
             .iter()
-            .all(|f| {
-                f.number == number && matches!(f.value, WireValue::Bytes(_) | WireValue::Message(_))
-            })
+            .all(|f| f.number == number && matches!(f.value, WireValue::Bytes(Payload::Inline(_))))
             .then_some((number, m.fields.len()))
     }
 }

@@ -163,20 +163,37 @@ pub struct RawField {
 
 /// Reads the key and value of the field starting at `*pos`, advancing `pos` past it.
 ///
-/// Inlined with a fast path for a one-byte key followed by a one-byte length or varint: the
-/// fields of a graph's small nodes, read by the millions by every scan of a model (issue 15:
-/// this call was a fifth of the work of a split of a model of millions of nodes).
+/// Inlined with a fast path for a one-byte key (field numbers 1 to 15) followed by a one-byte
+/// varint or a length of one or two bytes: the fields of a graph's small nodes, read by the
+/// millions by every scan of a model (issue 15: this call was a fifth of the work of a split
+/// of a model of millions of nodes). Anything else, errors included, takes the general path.
 #[inline]
 pub fn read_field(buf: &[u8], pos: &mut usize) -> Result<RawField, DecodeError> {
     let at = *pos;
-    if let Some(&[key, second]) = buf.get(at..at.wrapping_add(2)) {
-        // Field numbers 1 to 15, and a second byte that is a whole varint; wire type 2 is
-        // length-delimited, 0 a varint.
-        if (8..0x80).contains(&key) && second < 0x80 {
+    if let Some(&[key, first]) = buf.get(at..at.wrapping_add(2)) {
+        if (8..0x80).contains(&key) {
             let number = u32::from(key >> 3);
-            if key & 7 == 2 {
-                let start = at + 2;
-                let end = start + usize::from(second);
+            // Wire type 0: a varint; 2: length-delimited.
+            if key & 7 == 0 && first < 0x80 {
+                *pos = at + 2;
+                return Ok(RawField {
+                    number,
+                    wire_type: WireType::Varint,
+                    varint: u64::from(first),
+                    start: at + 1,
+                    end: at + 2,
+                });
+            }
+            let len = match buf.get(at + 2) {
+                _ if first < 0x80 => Some((usize::from(first), 1)),
+                Some(&high) if (1..0x80).contains(&high) => {
+                    Some((usize::from(first & 0x7f) | usize::from(high) << 7, 2))
+                }
+                _ => None,
+            };
+            if let (2, Some((len, width))) = (key & 7, len) {
+                let start = at + 1 + width;
+                let end = start + len;
                 if end <= buf.len() {
                     *pos = end;
                     return Ok(RawField {
@@ -187,33 +204,6 @@ pub fn read_field(buf: &[u8], pos: &mut usize) -> Result<RawField, DecodeError> 
                         end,
                     });
                 }
-            } else if key & 7 == 0 {
-                *pos = at + 2;
-                return Ok(RawField {
-                    number,
-                    wire_type: WireType::Varint,
-                    varint: u64::from(second),
-                    start: at + 1,
-                    end: at + 2,
-                });
-            }
-        }
-    }
-    // A one-byte key of a length-delimited field with a two-byte length (a node of 128 bytes
-    // to 16 KiB, read by every scan of a graph's nodes).
-    if let Some(&[key, low, high]) = buf.get(at..at.wrapping_add(3)) {
-        if (8..0x80).contains(&key) && key & 7 == 2 && low >= 0x80 && (1..0x80).contains(&high) {
-            let start = at + 3;
-            let end = start + (usize::from(low & 0x7f) | usize::from(high) << 7);
-            if end <= buf.len() {
-                *pos = end;
-                return Ok(RawField {
-                    number: u32::from(key >> 3),
-                    wire_type: WireType::Len,
-                    varint: 0,
-                    start,
-                    end,
-                });
             }
         }
     }

@@ -77,15 +77,28 @@ fn encode(options: &WriterOptions, parts: &[&[u8]]) -> io::Result<Option<Encoded
     if compression == Compression::None {
         return Ok(None);
     }
-    let mut enc = SimpleEncoder::new(compression, options.effective_chunk_size())?;
-    enc.add_parts(parts)?;
-    EncodedChunk::finished(enc).map(Some)
+    // A record in one piece (a run of nodes lying in the model file) is compressed where it
+    // lies, in one call; one in several pieces streams through the encoder.
+    let encoded = match parts {
+        [whole] => SimpleEncoder::encode_one(compression, whole)?,
+        _ => {
+            let mut enc = SimpleEncoder::new(compression, options.effective_chunk_size())?;
+            enc.add_parts(parts)?;
+            enc.finish()?
+        }
+    };
+    Ok(Some(EncodedChunk::of(encoded)))
 }
 
 impl EncodedChunk {
     /// The simple chunk `enc` has gathered, encoded, with its header (data size and hash).
     pub(crate) fn finished(enc: SimpleEncoder) -> io::Result<EncodedChunk> {
-        let (parts, num_records, decoded_data_size) = enc.finish()?;
+        enc.finish().map(Self::of)
+    }
+
+    /// The simple chunk encoded as `(parts, num_records, decoded_data_size)`
+    /// ([`SimpleEncoder::finish`]), with its header (data size and hash).
+    fn of((parts, num_records, decoded_data_size): (Vec<Vec<u8>>, u64, u64)) -> EncodedChunk {
         let mut hasher = Hasher::new();
         let mut data_size = 0u64;
         for p in &parts {
@@ -99,6 +112,6 @@ impl EncodedChunk {
             num_records,
             decoded_data_size,
         };
-        Ok(EncodedChunk { header, parts })
+        EncodedChunk { header, parts }
     }
 }

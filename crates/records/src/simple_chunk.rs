@@ -158,15 +158,41 @@ impl SimpleEncoder {
     /// `num_records` and `decoded_data_size`.
     pub(crate) fn finish(self) -> std::io::Result<(Vec<Vec<u8>>, u64, u64)> {
         let decoded_data_size = self.values.uncompressed_len();
-        let mut sizes = Compressor::new(self.compression, 0)?;
-        sizes.write(&self.sizes)?;
-        let sizes_parts = sizes.finish()?;
-        let sizes_len: usize = sizes_parts.iter().map(Vec::len).sum();
-        let mut head = vec![self.compression.compression_type().to_byte()];
-        varint::write_u64(&mut head, sizes_len as u64);
-        let mut parts = vec![head];
-        parts.extend(sizes_parts);
-        parts.extend(self.values.finish()?);
+        let values = self.values.finish()?;
+        let parts = assemble(self.compression, &self.sizes, values)?;
         Ok((parts, self.num_records, decoded_data_size))
     }
+
+    /// [`SimpleEncoder::finish`] of a chunk of the one record `record`, its values compressed
+    /// in one call ([`compression::compress_whole`]).
+    pub(crate) fn encode_one(
+        compression: Compression,
+        record: &[u8],
+    ) -> std::io::Result<(Vec<Vec<u8>>, u64, u64)> {
+        let mut sizes = Vec::new();
+        varint::write_u64(&mut sizes, record.len() as u64);
+        let values = compression::compress_whole(compression, record)?;
+        let parts = assemble(compression, &sizes, values)?;
+        Ok((parts, 1, record.len() as u64))
+    }
+}
+
+/// A simple chunk's data from its record sizes (uncompressed) and its values buffer (as
+/// stored): the compression type, the sizes buffer's stored length, the sizes buffer, the
+/// values buffer.
+fn assemble(
+    compression: Compression,
+    sizes: &[u8],
+    values: Vec<Vec<u8>>,
+) -> std::io::Result<Vec<Vec<u8>>> {
+    let mut compressed = Compressor::new(compression, 0)?;
+    compressed.write(sizes)?;
+    let sizes_parts = compressed.finish()?;
+    let sizes_len: usize = sizes_parts.iter().map(Vec::len).sum();
+    let mut head = vec![compression.compression_type().to_byte()];
+    varint::write_u64(&mut head, sizes_len as u64);
+    let mut parts = vec![head];
+    parts.extend(sizes_parts);
+    parts.extend(values);
+    Ok(parts)
 }

@@ -9,7 +9,9 @@ mod common;
 
 use bytes::Bytes;
 use common::*;
-use unbound_records::{Compression, RecordReader, RecordWriter, RecordsError, WriterOptions};
+use unbound_records::{
+    encode_own_chunk, Compression, RecordReader, RecordWriter, RecordsError, WriterOptions,
+};
 
 const COMPRESSIONS: [&str; 4] = ["none", "brotli", "zstd", "snappy"];
 
@@ -227,6 +229,42 @@ fn riegeli_crate_reads_our_files() {
                     positions.into_iter().zip(records.iter().cloned()).collect();
                 check(file, &expected, &label);
             }
+        }
+    }
+}
+
+/// Records encoded ahead as chunks of their own (`encode_own_chunk`, as a split compresses its
+/// chunks on worker threads), from one piece (compressed in one call) and from several
+/// (streamed), read back by the riegeli crate and by our reader as the records they are.
+#[test]
+fn riegeli_crate_reads_records_encoded_ahead() {
+    let text = b"node { name: \"a\" op: \"Const\" } ".repeat(60_000);
+    let noise: Vec<u8> = (0..1_500_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for compression in COMPRESSIONS {
+        for record in [&text, &noise] {
+            let options = WriterOptions {
+                compression: our_compression(compression),
+                ..WriterOptions::default()
+            };
+            assert!(options.takes_own_chunk(record.len() as u64));
+            let (a, b) = record.split_at(record.len() / 3);
+            let mut w = RecordWriter::new(Vec::new(), options).expect("writer");
+            let mut positions = Vec::new();
+            for parts in [vec![record.as_slice()], vec![a, &b[..10], &b[10..]]] {
+                positions.push(
+                    match encode_own_chunk(&options, &parts, "test").expect("encode") {
+                        Some(encoded) => w.write_encoded(encoded).expect("write"),
+                        None => w.write_record_parts(&parts).expect("write"),
+                    },
+                );
+            }
+            let file = w.finish().expect("finish");
+            let expected: Vec<(u64, Vec<u8>)> =
+                positions.into_iter().map(|p| (p, record.clone())).collect();
+            assert_eq!(read_with_riegeli(&file), expected, "{compression}");
+            check(file, &expected, compression);
         }
     }
 }

@@ -207,7 +207,12 @@ pub fn worker_main() -> i32 {
     };
     // SAFETY: frames_fd is a fresh descriptor owned from here on.
     let mut frames: std::fs::File = unsafe { std::os::fd::FromRawFd::from_raw_fd(frames_fd) };
-    let mut stdin = std::io::stdin().lock();
+    // Requests are read from fd 0 itself, buffered here: std's stdin buffers too, and the
+    // reader below must see only whether the pipe itself has bytes.
+    // SAFETY: fd 0 is this process's stdin, owned by this loop from here on (nothing else in
+    // the worker reads stdin).
+    let requests: std::fs::File = unsafe { std::os::fd::FromRawFd::from_raw_fd(0) };
+    let mut stdin = std::io::BufReader::with_capacity(1 << 16, AwakeReader(requests));
     let mut plugin = None;
     let mut ops = None;
     loop {
@@ -219,6 +224,31 @@ pub fn worker_main() -> i32 {
         if write_reply(&mut frames, reply).is_err() {
             return 1;
         }
+    }
+}
+
+/// A pipe read after waiting for it awake for up to [`SPIN`]: the host sends a function's
+/// graph every few hundred microseconds while it walks a library, and a worker asleep between
+/// two was woken for each, which took longer than serving it on a virtual machine (issue 15).
+struct AwakeReader(std::fs::File);
+
+impl Read for AwakeReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let start = std::time::Instant::now();
+        let mut ready = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        while start.elapsed() < SPIN {
+            // SAFETY: one pollfd of a descriptor this reader owns; a zero timeout only asks.
+            if unsafe { libc::poll(&mut ready, 1, 0) } != 0 {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        self.0.read(buf)
     }
 }
 
@@ -366,6 +396,9 @@ fn widen_pipe(end: &impl std::os::fd::AsRawFd) {
     let _ = end;
 }
 
+/// How long a call waits for its reply awake before it sleeps ([`Worker::reply_within`]).
+const SPIN: Duration = Duration::from_micros(200);
+
 impl Worker {
     fn spawn(exe: &Path) -> std::io::Result<Self> {
         let mut child = Command::new(exe)
@@ -411,7 +444,7 @@ impl Worker {
         if let Err(e) = write_request(&mut self.stdin, request, graph) {
             return Err(self.ended(WorkerEnd::NotSent(e)));
         }
-        match self.replies.recv_timeout(timeout) {
+        match self.reply_within(timeout) {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
                 Err(self.ended(WorkerEnd::StoppedAnswering))
@@ -422,6 +455,25 @@ impl Worker {
                 Err(WorkerEnd::TimedOut(timeout))
             }
         }
+    }
+
+    /// The next reply, waited for up to `timeout`. A reply that comes within [`SPIN`] is
+    /// taken without this thread going to sleep: most replies to a function's graph come in a
+    /// few dozen microseconds, and waking up a sleeping thread for each took longer than that
+    /// on a virtual machine (issue 15: 10,000 calls, one per function, on the 3M-node model).
+    fn reply_within(&self, timeout: Duration) -> Result<std::io::Result<Reply>, RecvTimeoutError> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < SPIN.min(timeout) {
+            match self.replies.try_recv() {
+                Ok(reply) => return Ok(reply),
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    return Err(RecvTimeoutError::Disconnected)
+                }
+                Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        self.replies
+            .recv_timeout(timeout.saturating_sub(start.elapsed()))
     }
 
     /// Waits for the child and says how it ended (`fallback` when that is unknown).

@@ -56,6 +56,46 @@ struct State {
     w: (u64, u64),
 }
 
+/// The loop's state before its first block, `s`.
+fn initial(s: &[u8; 64]) -> State {
+    let y = SEED.wrapping_mul(K1).wrapping_add(113);
+    State {
+        x: SEED.wrapping_mul(K2).wrapping_add(fetch64(s, 0)),
+        y,
+        z: shift_mix(y.wrapping_mul(K2).wrapping_add(113)).wrapping_mul(K2),
+        v: (0, 0),
+        w: (0, 0),
+    }
+}
+
+/// The loop's state after block `s`, from the state before it.
+#[inline(always)]
+fn step(mut st: State, s: &[u8; 64]) -> State {
+    st.x =
+        st.x.wrapping_add(st.y)
+            .wrapping_add(st.v.0)
+            .wrapping_add(fetch64(s, 8))
+            .rotate_right(37)
+            .wrapping_mul(K1);
+    st.y =
+        st.y.wrapping_add(st.v.1)
+            .wrapping_add(fetch64(s, 48))
+            .rotate_right(42)
+            .wrapping_mul(K1);
+    st.x ^= st.w.1;
+    st.y = st.y.wrapping_add(st.v.0).wrapping_add(fetch64(s, 40));
+    st.z = st.z.wrapping_add(st.w.0).rotate_right(33).wrapping_mul(K1);
+    st.v = weak_hash_32(s, 0, st.v.1.wrapping_mul(K1), st.x.wrapping_add(st.w.0));
+    st.w = weak_hash_32(
+        s,
+        32,
+        st.z.wrapping_add(st.w.1),
+        st.y.wrapping_add(fetch64(s, 16)),
+    );
+    std::mem::swap(&mut st.z, &mut st.x);
+    st
+}
+
 impl Default for Fingerprint64 {
     fn default() -> Self {
         Self::new()
@@ -98,56 +138,28 @@ impl Fingerprint64 {
             }
             // The buffer is full and more follows: it is a loop block.
             let block = self.buf;
-            self.block(&block);
+            let state = self.state.unwrap_or_else(|| initial(&block));
+            self.state = Some(step(state, &block));
+            self.prev = block;
             self.buf_len = 0;
         }
-        while data.len() > 64 {
-            let (block, rest) = data.split_at(64);
-            self.block(block.try_into().expect("64 bytes"));
+        if data.len() > 64 {
+            // The state stays in registers through the loop, and only the last block is kept
+            // (stored after each block, the state and the block were a quarter of the time).
+            let (mut last, rest) = data.split_first_chunk::<64>().expect("more than 64 bytes");
+            let mut state = step(self.state.unwrap_or_else(|| initial(last)), last);
             data = rest;
+            while data.len() > 64 {
+                let (block, rest) = data.split_first_chunk::<64>().expect("more than 64 bytes");
+                state = step(state, block);
+                last = block;
+                data = rest;
+            }
+            self.state = Some(state);
+            self.prev = *last;
         }
         self.buf[..data.len()].copy_from_slice(data);
         self.buf_len = data.len();
-    }
-
-    fn block(&mut self, s: &[u8; 64]) {
-        let mut st = match self.state {
-            Some(st) => st,
-            None => {
-                let y = SEED.wrapping_mul(K1).wrapping_add(113);
-                State {
-                    x: SEED.wrapping_mul(K2).wrapping_add(fetch64(s, 0)),
-                    y,
-                    z: shift_mix(y.wrapping_mul(K2).wrapping_add(113)).wrapping_mul(K2),
-                    v: (0, 0),
-                    w: (0, 0),
-                }
-            }
-        };
-        st.x =
-            st.x.wrapping_add(st.y)
-                .wrapping_add(st.v.0)
-                .wrapping_add(fetch64(s, 8))
-                .rotate_right(37)
-                .wrapping_mul(K1);
-        st.y =
-            st.y.wrapping_add(st.v.1)
-                .wrapping_add(fetch64(s, 48))
-                .rotate_right(42)
-                .wrapping_mul(K1);
-        st.x ^= st.w.1;
-        st.y = st.y.wrapping_add(st.v.0).wrapping_add(fetch64(s, 40));
-        st.z = st.z.wrapping_add(st.w.0).rotate_right(33).wrapping_mul(K1);
-        st.v = weak_hash_32(s, 0, st.v.1.wrapping_mul(K1), st.x.wrapping_add(st.w.0));
-        st.w = weak_hash_32(
-            s,
-            32,
-            st.z.wrapping_add(st.w.1),
-            st.y.wrapping_add(fetch64(s, 16)),
-        );
-        std::mem::swap(&mut st.z, &mut st.x);
-        self.state = Some(st);
-        self.prev = *s;
     }
 
     /// The fingerprint of everything fed.

@@ -535,18 +535,13 @@ impl Compressor {
     }
 }
 
-/// `data`, compressed with `c` as one buffer of a chunk, as a [`Compressor`] fed all of it
-/// gives it (the size prefix, when compressed, then the stream). Zstd compresses it in one
-/// call, reading it where it lies: the streaming encoder copied every byte into its window
-/// first and matched across the window's wrap (issue 15: a tenth of the compression of a
-/// split of millions of nodes, whose chunks are each one slice of the model file). The
-/// stream is a valid Zstd frame either way; this one also declares its content size.
-pub(crate) fn compress_whole(c: Compression, data: &[u8]) -> io::Result<Vec<Vec<u8>>> {
-    let Compression::Zstd { level } = c else {
-        let mut comp = Compressor::new(c, data.len() as u64)?;
-        comp.write(data)?;
-        return comp.finish();
-    };
+/// `data`, compressed with Zstd at `level` as one buffer of a chunk, as a [`Compressor`] fed
+/// all of it gives it (the size prefix, then the stream), but in one call, reading `data`
+/// where it lies: the streaming encoder copied every byte into its window first and matched
+/// across the window's wrap (issue 15: a tenth of the compression of a split of millions of
+/// nodes, whose chunks are each one slice of the model file). The stream is a valid Zstd
+/// frame either way; this one also declares its content size.
+pub(crate) fn zstd_whole(level: i32, data: &[u8]) -> io::Result<Vec<Vec<u8>>> {
     let mut zstd = zstd::bulk::Compressor::new(level)?;
     zstd.set_parameter(zstd::stream::raw::CParameter::ChecksumFlag(false))?;
     let stream = zstd.compress(data)?;

@@ -77,10 +77,11 @@ fn encode(options: &WriterOptions, parts: &[&[u8]]) -> io::Result<Option<Encoded
     if compression == Compression::None {
         return Ok(None);
     }
-    // A record in one piece (a run of nodes lying in the model file) is compressed where it
-    // lies, in one call; one in several pieces streams through the encoder.
-    let encoded = match parts {
-        [whole] => SimpleEncoder::encode_one(compression, whole)?,
+    // A record in one piece (a run of nodes lying in the model file) is compressed by Zstd
+    // where it lies, in one call; anything else streams through the encoder (Brotli's output
+    // depends on its size hint: kept as it was).
+    let encoded = match (compression, parts) {
+        (Compression::Zstd { level }, [whole]) => SimpleEncoder::encode_one_zstd(level, whole)?,
         _ => {
             let mut enc = SimpleEncoder::new(compression, options.effective_chunk_size())?;
             enc.add_parts(parts)?;

@@ -163,15 +163,16 @@ impl SimpleEncoder {
         Ok((parts, self.num_records, decoded_data_size))
     }
 
-    /// [`SimpleEncoder::finish`] of a chunk of the one record `record`, its values compressed
-    /// in one call ([`compression::compress_whole`]).
-    pub(crate) fn encode_one(
-        compression: Compression,
+    /// [`SimpleEncoder::finish`] of a Zstd chunk at `level` of the one record `record`, its
+    /// values compressed in one call ([`compression::zstd_whole`]).
+    pub(crate) fn encode_one_zstd(
+        level: i32,
         record: &[u8],
     ) -> std::io::Result<(Vec<Vec<u8>>, u64, u64)> {
+        let compression = Compression::Zstd { level };
         let mut sizes = Vec::new();
         varint::write_u64(&mut sizes, record.len() as u64);
-        let values = compression::compress_whole(compression, record)?;
+        let values = compression::zstd_whole(level, record)?;
         let parts = assemble(compression, &sizes, values)?;
         Ok((parts, 1, record.len() as u64))
     }

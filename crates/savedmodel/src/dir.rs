@@ -9,8 +9,8 @@ use std::sync::Arc;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use serde::Serialize;
 use unbound_chunked::{
-    copy_unchunked, read_cpb, read_pb, write_chunked, write_message_with_progress, write_unchunked,
-    FileChunks, ReadMessage, Written,
+    copy_unchunked, read_cpb, read_pb, write_chunked, write_message_with_progress, FileChunks,
+    ReadMessage, Written,
 };
 use unbound_io::TempPath;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
@@ -579,13 +579,8 @@ fn write_model_dir_reusing(
                 };
                 Ok((written, Some(def)))
             }
-            // Written whole: fingerprinted from memory while it is written, as merge does.
-            Ok(model) => {
-                let pb_file = tmp.join(ModelFormat::Pb.file_name());
-                writing_and_fingerprinting(pb_fingerprint(&model, &pb_file), || {
-                    Ok(write_unchunked(&prefix, &model, progress)?)
-                })
-            }
+            // Written whole; fingerprinted from the file written.
+            Ok(model) => write_pb(tmp, &model, progress),
             // Chunked: fingerprinted from the split in memory while it is written (or once
             // the verification allows, when it was written while the model was verified).
             Err(split) => {
@@ -648,8 +643,7 @@ pub fn merge_dir(
             });
         }
     }
-    let crate::verify::Verified { model, checked, .. } =
-        crate::verify::verified_model_keeping(src, Keep::FingerprintAndChecked)?;
+    let model = crate::verify::verified_model(src)?;
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {
@@ -658,24 +652,15 @@ pub fn merge_dir(
             size,
         });
     }
-    // The output's fingerprint is computed from the model in memory, on other threads, while
-    // the file is written (issue 15: reading the file back afterwards was a third of a merge
-    // of a model of millions of nodes). Its hashes are those of the model's deterministic
-    // serialization, so the bytes need not be read; `fingerprint_check.sh` compares the
-    // result with TensorFlow's fingerprint of the written directory. The messages verify's
-    // fingerprint of the `.cpb` found canonical are not checked again (`checked`).
-    let (model_bytes, copied_files) =
+    // The output's fingerprint is computed from the file written (`write_pb`), never from
+    // what verify saw of the input: `fingerprint_check.sh` and `noncanonical_check.sh`
+    // compare it with TensorFlow's fingerprint of the written directory.
+    let (written, copied_files) =
         write_dir_atomically(src, new_output_dir(src, out)?, move |tmp| {
-            let pb_file = tmp.join(ModelFormat::Pb.file_name());
-            let fingerprint = || {
-                crate::fingerprint::fingerprint_merged_as_pb(&model, &pb_file, 0, checked.as_ref())
-            };
-            writing_and_fingerprinting(fingerprint, || {
-                Ok(write_message_with_progress(&pb_file, &model, &mut |n| {
-                    progress(n, size)
-                })?)
-            })
+            let mut progress = |n| progress(n, size);
+            write_pb(tmp, &model, &mut progress)
         })?;
+    let model_bytes = written.data_bytes;
     Ok(MergeReport {
         model_bytes,
         copied_files,
@@ -700,13 +685,26 @@ fn writing_and_fingerprinting<T>(
     })
 }
 
-/// The fingerprint of the `saved_model.pb` `pb_file` that holds `model`, from `model`
-/// ([`crate::fingerprint::fingerprint_model_as_pb`]), for [`writing_and_fingerprinting`].
-fn pb_fingerprint<'a>(
-    model: &'a WireMessage,
-    pb_file: &'a Path,
-) -> impl FnOnce() -> Result<FingerprintDef> + Send + 'a {
-    move || crate::fingerprint::fingerprint_model_as_pb(model, pb_file, 0)
+/// Writes `model` as `dir/saved_model.pb`, its fields as they are held (known fields in
+/// field-number order, unknown ones after them in the order read: lossless). No fingerprint
+/// is returned: [`write_dir_atomically`] computes it from the file written, so that it
+/// describes those bytes by construction (issue 29: a fingerprint computed from the model in
+/// memory, trusting that the file would parse back to it, did not describe a file whose
+/// fields were written in another order).
+fn write_pb(
+    dir: &Path,
+    model: &WireMessage,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(Written, Option<FingerprintDef>)> {
+    let path = dir.join(ModelFormat::Pb.file_name());
+    let data_bytes = write_message_with_progress(&path, model, progress)?;
+    let written = Written {
+        path,
+        chunked: false,
+        chunks: 0,
+        data_bytes,
+    };
+    Ok((written, None))
 }
 
 /// Fills the output directory begun as `tmp` ([`new_output_dir`]) and renames it into place:

@@ -5,11 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{merge_dir, split_dir};
+use unbound_savedmodel::dir::{merge_dir, split_dir, write_model_dir};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
 use unbound_savedmodel::fingerprint::{
-    fingerprint_dir, fingerprint_model_as_pb, read_fingerprint, write_fingerprint, PRODUCER_CPB,
-    PRODUCER_PB,
+    fingerprint_dir, read_fingerprint, write_fingerprint, PRODUCER_CPB, PRODUCER_PB,
 };
 use unbound_test_support::testdata::{copy_dir, model as testdata};
 use unbound_test_support::{descriptor, fingerprint_fields as hashes};
@@ -172,11 +171,10 @@ fn split_and_merge_write_the_fingerprints_of_their_outputs_read_back() {
     }
 }
 
-/// A merged model's graph can hold built messages whose serialized parts were never checked:
-/// here a node built from its bytes (as a merge builds a node whose constant came from a
-/// chunk) gains an attribute whose value is not in canonical form (a length written in two
-/// bytes). The fingerprint computed from the model in memory must still be the one of the file
-/// it is written as, where every byte is checked.
+/// A model written by a command can hold built messages whose serialized parts were never
+/// checked: here a node built from its bytes (as a merge builds a node whose constant came from
+/// a chunk) gains an attribute whose value is not in canonical form (a length written in two
+/// bytes). The fingerprint the writer stores must be the one of the file it wrote.
 #[test]
 fn a_built_node_with_a_non_canonical_attribute_fingerprints_as_its_file() {
     let tmp = tempfile::tempdir().unwrap();
@@ -204,11 +202,40 @@ fn a_built_node_with_a_non_canonical_attribute_fingerprints_as_its_file() {
         value: WireValue::Bytes(Payload::Inline(bytes::Bytes::from_static(entry))),
     });
     let out = tmp.path().join("out");
-    std::fs::create_dir(&out).unwrap();
-    std::fs::write(out.join("saved_model.pb"), model.to_vec().unwrap()).unwrap();
-    let from_memory = fingerprint_model_as_pb(&model, &out.join("saved_model.pb"), 0).unwrap();
+    write_model_dir(
+        &src,
+        &out,
+        model,
+        1 << 30,
+        WriterOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let stored = read_fingerprint(&out).unwrap();
     let from_file = fingerprint_dir(&out).unwrap();
-    assert_eq!(hashes(&from_memory)[..4], hashes(&from_file)[..4]);
+    assert_eq!(hashes(&stored), hashes(&from_file));
+}
+
+/// Issue 29's silent wrong answer: `tf2_multi_sig` with `1a 00 0a 00` appended (an empty
+/// unknown field 3, then field 1, an int64, as length-delimited: protobuf keeps it as unknown,
+/// after field 3). Whatever merge writes, its `fingerprint.pb` is that of the file written,
+/// which parses to the input's message: the input's fingerprint.
+#[test]
+fn merge_of_a_model_with_a_known_number_of_another_wire_type_fingerprints_what_it_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    copy_dir(&testdata("tf2_multi_sig"), &src);
+    std::fs::remove_file(src.join("fingerprint.pb")).unwrap();
+    let mut bytes = std::fs::read(src.join("saved_model.pb")).unwrap();
+    bytes.extend_from_slice(&[0x1a, 0x00, 0x0a, 0x00]);
+    std::fs::write(src.join("saved_model.pb"), &bytes).unwrap();
+    let merged = tmp.path().join("merged");
+    merge_dir(&src, &merged, &mut |_, _| {}).unwrap();
+    let stored = read_fingerprint(&merged).unwrap();
+    assert_eq!(hashes(&stored), hashes(&fingerprint_dir(&merged).unwrap()));
+    assert_eq!(hashes(&stored), hashes(&fingerprint_dir(&src).unwrap()));
+    // Written losslessly: the unknown fields keep their order.
+    assert_eq!(std::fs::read(merged.join("saved_model.pb")).unwrap(), bytes);
 }
 
 #[test]

@@ -44,6 +44,8 @@ pub mod scalar;
 mod source;
 
 pub use error::{DecodeError, Result, WireError};
-pub use message::{check_record_len, Payload, RecordRef, WireField, WireMessage, WireValue};
+pub use message::{
+    check_record_len, wire_type_fits, Payload, RecordRef, WireField, WireMessage, WireValue,
+};
 pub use prefetch::write_prefetched;
 pub use source::{RecordSource, SourceError};

@@ -316,19 +316,16 @@ impl WireMessage {
         let Some(desc) = &self.descriptor else {
             return true;
         };
-        let mut last: Option<(u32, (u8, u32))> = None;
+        let mut last: Option<((u32, u8), (u8, u32))> = None;
         for f in &self.fields {
             match last {
-                Some((number, _)) if number == f.number => {}
+                Some((run, _)) if run == f.run_key() => {}
                 _ => {
-                    let key = match desc.get_field(f.number) {
-                        Some(_) => (0, f.number),
-                        None => (1, 0),
-                    };
+                    let key = write_place(desc, f);
                     if last.is_some_and(|(_, prev)| prev > key) {
                         return false;
                     }
-                    last = Some((f.number, key));
+                    last = Some((f.run_key(), key));
                 }
             }
         }
@@ -349,16 +346,13 @@ impl WireMessage {
         // Each field's place (known fields by number, then unknown ones), looked up once per
         // run of one number: a message of a million nodes is one run.
         let mut keys: Vec<(u8, u32)> = Vec::with_capacity(self.fields.len());
-        let mut run: Option<(u32, (u8, u32))> = None;
+        let mut run: Option<((u32, u8), (u8, u32))> = None;
         for f in &self.fields {
             let key = match run {
-                Some((number, key)) if number == f.number => key,
+                Some((number, key)) if number == f.run_key() => key,
                 _ => {
-                    let key = match desc.get_field(f.number) {
-                        Some(_) => (0, f.number),
-                        None => (1, 0),
-                    };
-                    run = Some((f.number, key));
+                    let key = write_place(desc, f);
+                    run = Some((f.run_key(), key));
                     key
                 }
             };
@@ -369,6 +363,35 @@ impl WireMessage {
         order.sort_by_key(|&i| keys[i]);
         order.into_iter().map(|i| &self.fields[i]).collect()
     }
+}
+
+/// Where protobuf's serializers put field occurrence `f` of a message of type `desc`: known
+/// fields first, by number (`(0, number)`), then unknown ones in wire order (`(1, 0)`). An
+/// occurrence of a known number whose wire type the field cannot take is unknown: protobuf
+/// C++ keeps it with the unknown fields, so it must stay in order among them (issue 29: `0a 00`
+/// after an unknown field 3 of a `SavedModel` was moved before it, and the model written
+/// parsed to another message than the one fingerprinted).
+fn write_place(desc: &MessageDescriptor, f: &WireField) -> (u8, u32) {
+    match desc.get_field(f.number) {
+        Some(field) if wire_type_fits(&field, &f.value) => (0, f.number),
+        _ => (1, 0),
+    }
+}
+
+/// Whether protobuf parses `value` as an occurrence of `field` (rather than keeping it as an
+/// unknown field): the field's own wire type, or a length-delimited packed run for a repeated
+/// numeric field (accepted whether or not the field is declared packed).
+pub fn wire_type_fits(field: &prost_reflect::FieldDescriptor, value: &WireValue) -> bool {
+    use prost_reflect::Kind;
+    let len = matches!(value, WireValue::Bytes(_) | WireValue::Message(_));
+    let want = match field.kind() {
+        Kind::Message(_) if field.is_group() => return matches!(value, WireValue::Group(_)),
+        Kind::Message(_) | Kind::String | Kind::Bytes => return len,
+        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => matches!(value, WireValue::Fixed64(_)),
+        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => matches!(value, WireValue::Fixed32(_)),
+        _ => matches!(value, WireValue::Varint(_)),
+    };
+    want || (len && field.is_list())
 }
 
 /// Segments under construction: see [`WireMessage::to_segments`].
@@ -513,6 +536,19 @@ fn has_oneof_conflict(desc: &MessageDescriptor, fields: &[WireField]) -> bool {
 }
 
 impl WireField {
+    /// The field number and wire type: occurrences with equal keys are placed alike when
+    /// written ([`write_place`]), so runs of them are looked up once.
+    fn run_key(&self) -> (u32, u8) {
+        let wire = match &self.value {
+            WireValue::Varint(_) => 0,
+            WireValue::Fixed64(_) => 1,
+            WireValue::Bytes(_) | WireValue::Message(_) => 2,
+            WireValue::Group(_) => 3,
+            WireValue::Fixed32(_) => 5,
+        };
+        (self.number, wire)
+    }
+
     /// Size of this occurrence, key included.
     pub fn encoded_len(&self) -> u64 {
         let key = key_len(self.number);
@@ -595,6 +631,41 @@ mod tests {
         let child = WireMessage::parse(b, None).unwrap();
         m.fields[0].value = WireValue::Message(child);
         assert_eq!(m.to_vec().unwrap(), outer_bytes);
+    }
+
+    /// Known fields are written first, by number, unknown ones after them in the order read;
+    /// a known number whose wire type the field cannot take is unknown, as protobuf C++ keeps
+    /// it: `SavedModel` with `1a 00 0a 00` after its fields (an empty unknown field 3, then
+    /// field 1, an int64, as length-delimited) is written with both where they were, and a
+    /// packed run of a repeated varint field counts as known.
+    #[test]
+    fn a_known_number_with_another_wire_type_stays_among_the_unknown_fields() {
+        let desc = unbound_proto::descriptor_pool()
+            .get_message_by_name("tensorflow.SavedModel")
+            .unwrap();
+        let bytes = Bytes::from_static(&[0x12, 0x00, 0x08, 0x01, 0x1a, 0x00, 0x0a, 0x00]);
+        let m = WireMessage::parse(&bytes, Some(desc.clone())).unwrap();
+        assert!(!m.written_in_place());
+        assert_eq!(
+            m.to_vec().unwrap(),
+            [0x08, 0x01, 0x12, 0x00, 0x1a, 0x00, 0x0a, 0x00]
+        );
+        let canonical = Bytes::from_static(&[0x08, 0x01, 0x12, 0x00, 0x1a, 0x00, 0x0a, 0x00]);
+        assert!(WireMessage::parse(&canonical, Some(desc))
+            .unwrap()
+            .written_in_place());
+        // `MetaInfoDef.tags` is repeated string; `TensorShapeProto.Dim.size` an int64: a
+        // packed run of `TensorProto.int_val` (field 7) is known, a varint of `string_val`
+        // (field 8) is not.
+        let tensor = unbound_proto::descriptor_pool()
+            .get_message_by_name("tensorflow.TensorProto")
+            .unwrap();
+        let bytes = Bytes::from_static(&[0x40, 0x05, 0x3a, 0x01, 0x07, 0x08, 0x01]);
+        let m = WireMessage::parse(&bytes, Some(tensor)).unwrap();
+        assert_eq!(
+            m.to_vec().unwrap(),
+            [0x08, 0x01, 0x3a, 0x01, 0x07, 0x40, 0x05]
+        );
     }
 
     /// A message of `n` length-delimited fields numbered 1, each `size` bytes of its index.

@@ -15,15 +15,10 @@
 //! presence, too deep nesting, malformed bytes); rejected messages take the general path, which
 //! also reports the errors.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
-
 use bytes::Bytes;
-use prost_reflect::MessageDescriptor;
 use unbound_wire::codec::{is_utf8, RawField, WireType};
-use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
-use super::canonical::{CheckedSlices, Encoder, MAX_DEPTH};
+use super::canonical::{Encoder, MAX_DEPTH};
 use super::entry_memo::EntryContext;
 use super::fields::Val;
 use super::layout::{FieldInfo, MapInfo};
@@ -228,207 +223,6 @@ impl Encoder {
             }
         }
         self.canonical_fields(buf, start, end, layout, depth, end)
-    }
-
-    /// Whether every message `parent` (of type `desc`) holds serialized is canonical, directly
-    /// or inside the built messages it holds (at any depth), where the encoder meets its
-    /// direct children at nesting `level` (the depth while it encodes `parent`'s fields);
-    /// `false` as soon as one is not, or is a lazy record, or a built message holds a map. On
-    /// `true`, `parents` holds `parent` and every built message inside it: the messages whose
-    /// serialized children were checked.
-    ///
-    /// Two threads share the work, each with an encoder of its own: one takes `parent`'s fields
-    /// a block at a time from the front, the other from the back (so that a non-canonical
-    /// library, after the nodes, is found early), until they meet. Blocks, not halves: the
-    /// nodes an earlier check vouches for cost a lookup each, the library's functions a check,
-    /// and halves left one thread checking the library while the other had long finished.
-    ///
-    /// A serialized message `known` vouches for (found canonical by an earlier check of the
-    /// same bytes: [`CheckedSlices`]) is not checked again.
-    pub(super) fn children_canonical<'m>(
-        &mut self,
-        parent: &'m WireMessage,
-        desc: &MessageDescriptor,
-        level: usize,
-        known: Option<&CheckedSlices>,
-        parents: &mut Vec<&'m WireMessage>,
-    ) -> bool {
-        parents.push(parent);
-        let blocks = self.blocks(parent, desc, level, parents);
-        // The blocks not taken yet: `blocks[front..back]`.
-        let left = Mutex::new((0, blocks.len()));
-        let take = |from_front: bool| {
-            let mut left = left.lock().unwrap_or_else(PoisonError::into_inner);
-            let (front, back) = *left;
-            if front == back {
-                return None;
-            }
-            *left = if from_front {
-                (front + 1, back)
-            } else {
-                (front, back - 1)
-            };
-            blocks.get(if from_front { front } else { back - 1 })
-        };
-        let failed = AtomicBool::new(false);
-        let validate = self.validate;
-        std::thread::scope(|s| {
-            let other = s.spawn(|| {
-                let mut other = Encoder::new();
-                other.validate = validate;
-                let mut built = Vec::new();
-                let mut ok = true;
-                while let (true, Some(block)) = (ok, take(false)) {
-                    ok = other.fields_canonical(
-                        block.fields.iter().rev(),
-                        &block.desc,
-                        block.level,
-                        &failed,
-                        known,
-                        &mut built,
-                    );
-                }
-                (ok, built)
-            });
-            let mut ok = true;
-            while let (true, Some(block)) = (ok, take(true)) {
-                ok = self.fields_canonical(
-                    block.fields.iter(),
-                    &block.desc,
-                    block.level,
-                    &failed,
-                    known,
-                    parents,
-                );
-            }
-            let (other_ok, built) = other
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            parents.extend(built);
-            ok && other_ok
-        })
-    }
-
-    /// `parent`'s fields cut into blocks for [`Encoder::children_canonical`], in order; a built
-    /// message field of many fields itself (a merged library of thousands of functions) is
-    /// cut into blocks of its own fields in its place (and added to `parents`), so that both
-    /// threads share it too.
-    fn blocks<'m>(
-        &mut self,
-        parent: &'m WireMessage,
-        desc: &MessageDescriptor,
-        level: usize,
-        parents: &mut Vec<&'m WireMessage>,
-    ) -> Vec<Block<'m>> {
-        /// Fields in a block.
-        const BLOCK: usize = 1024;
-        let layout = self.layout_index(desc);
-        let layout = self.layout_rc(layout);
-        let mut blocks = Vec::new();
-        let mut cut = |fields: &'m [WireField], desc: &MessageDescriptor, level: usize| {
-            blocks.extend(fields.chunks(BLOCK).map(|fields| Block {
-                fields,
-                desc: desc.clone(),
-                level,
-            }));
-        };
-        let mut start = 0;
-        for (i, field) in parent.fields.iter().enumerate() {
-            let WireValue::Message(m) = &field.value else {
-                continue;
-            };
-            let Some(info) = layout.index(field.number).map(|i| &layout.fields[i]) else {
-                continue;
-            };
-            let Some(child_desc) = info.message.as_ref() else {
-                continue;
-            };
-            if m.fields.len() < BLOCK || info.map.is_some() || level >= MAX_DEPTH {
-                continue;
-            }
-            cut(&parent.fields[start..i], desc, level);
-            parents.push(m);
-            cut(&m.fields, child_desc, level + 1);
-            start = i + 1;
-        }
-        cut(&parent.fields[start..], desc, level);
-        blocks
-    }
-
-    /// [`Encoder::children_canonical`] of `fields`, on this thread, stopping when `failed` is
-    /// set (by either thread); built messages met are added to `parents`.
-    fn fields_canonical<'m>(
-        &mut self,
-        fields: impl Iterator<Item = &'m WireField>,
-        desc: &MessageDescriptor,
-        level: usize,
-        failed: &AtomicBool,
-        known: Option<&CheckedSlices>,
-        parents: &mut Vec<&'m WireMessage>,
-    ) -> bool {
-        let layout = self.layout_index(desc);
-        let layout = self.layout_rc(layout);
-        // The type index in `known` of each child layout met, found once.
-        let mut known_types: Vec<(usize, Option<u16>)> = Vec::new();
-        for (n, field) in fields.enumerate() {
-            if n % 1024 == 0 && failed.load(Ordering::Relaxed) {
-                return false;
-            }
-            let Some(info) = layout.index(field.number).map(|i| &layout.fields[i]) else {
-                continue;
-            };
-            // A map's values are taken as they are at the level of the message holding it,
-            // like its direct children, but are not checked here: a built message with a map
-            // is not vouched for (a node merged from chunks has its attributes).
-            if info.map.is_some() {
-                failed.store(true, Ordering::Relaxed);
-                return false;
-            }
-            if info.class != Class::Message {
-                continue;
-            }
-            let ok = match &field.value {
-                WireValue::Bytes(Payload::Inline(b)) => {
-                    let child = self.child(info);
-                    let vouched = known.is_some_and(|known| {
-                        let type_index = match known_types.iter().find(|(l, _)| *l == child) {
-                            Some(&(_, t)) => t,
-                            None => {
-                                let t = known.type_index(&self.layout_rc(child).name);
-                                known_types.push((child, t));
-                                t
-                            }
-                        };
-                        type_index.is_some_and(|t| {
-                            known.is_canonical(b, t, level, &mut self.checked_hint)
-                        })
-                    });
-                    vouched || self.already_canonical(b, 0, b.len(), child, level)
-                }
-                WireValue::Message(m) => {
-                    let Some(child_desc) = info.message.clone() else {
-                        continue;
-                    };
-                    parents.push(m);
-                    level < MAX_DEPTH
-                        && self.fields_canonical(
-                            m.fields.iter(),
-                            &child_desc,
-                            level + 1,
-                            failed,
-                            known,
-                            parents,
-                        )
-                }
-                WireValue::Bytes(Payload::Record(_)) => false,
-                _ => true,
-            };
-            if !ok {
-                failed.store(true, Ordering::Relaxed);
-                return false;
-            }
-        }
-        true
     }
 
     /// [`Encoder::already_canonical`] of `buf[start..end]` with the nested messages of
@@ -691,13 +485,6 @@ impl Encoder {
                 class => canonical_scalar(class, value, buf, true),
             }
     }
-}
-
-/// Fields of one message, checked together by [`Encoder::children_canonical`].
-struct Block<'m> {
-    fields: &'m [WireField],
-    desc: MessageDescriptor,
-    level: usize,
 }
 
 #[cfg(test)]

@@ -25,9 +25,8 @@ use std::rc::Rc;
 
 use crate::{Result, SavedModelError};
 use prost_reflect::MessageDescriptor;
-use unbound_wire::{Payload, WireMessage};
+use unbound_wire::Payload;
 
-pub(crate) use super::checked::{CheckedSlices, Entry, Recorded};
 use super::entry_memo::EntryMemo;
 pub use super::fields::{Source, Val};
 use super::layout::{FieldInfo, Layout};
@@ -131,17 +130,6 @@ pub struct Encoder {
     /// Whether the canonical check also checks what protobuf C++ checks when it parses (see
     /// [`Encoder::is_canonical_and_valid`]).
     pub(super) validate: bool,
-    /// The addresses of the messages whose serialized children are trusted wherever they are
-    /// encoded (see [`Encoder::trust_children_of`]).
-    trusted_parents: Vec<usize>,
-    /// The depth at which the trusted parent's children are being encoded (0: not inside it).
-    trusted_level: usize,
-    /// The serialized messages found canonical by a check, when recording
-    /// ([`Encoder::record_checked`]): address, length, layout and the deepest nesting at which
-    /// the answer holds.
-    recorded: Option<Vec<Entry>>,
-    /// Where the last lookup in a [`CheckedSlices`] ended (see [`CheckedSlices::is_canonical`]).
-    pub(super) checked_hint: usize,
     /// The deepest nesting a canonical check has met since this was last reset: the check of
     /// a message at nesting `d` that met nesting `m` gives the same answer at any nesting up
     /// to `d + MAX_DEPTH - m` (its only limit is on nesting).
@@ -160,10 +148,6 @@ impl Default for Encoder {
             taken_as_is: 0,
             trust_depth: 0,
             validate: false,
-            trusted_parents: Vec::new(),
-            trusted_level: 0,
-            recorded: None,
-            checked_hint: 0,
             deepest: 0,
             entry_memo: EntryMemo::default(),
         }
@@ -221,38 +205,6 @@ impl Encoder {
         self.trust_depth = usize::from(trust);
     }
 
-    /// [`Encoder::trust_children`] for every serialized message at any depth below the message
-    /// being encoded: for a built message whose serialized descendants were all checked, or
-    /// are slices of ones that were ([`Encoder::children_canonical`]).
-    pub(super) fn trust_descendants(&mut self) {
-        self.trust_depth = usize::MAX;
-    }
-
-    /// Trusts the serialized messages directly inside `parent` to be canonical, wherever
-    /// `parent` is met (alone, as the whole value of its field) while encoding: for a message
-    /// whose children were checked already ([`Encoder::children_canonical`]), so that two
-    /// hashes of a model (the whole model's and its graph's) do not check them twice.
-    pub(super) fn trust_children_of(&mut self, parents: &[&WireMessage]) {
-        self.trusted_parents = parents
-            .iter()
-            .map(|p| *p as *const WireMessage as usize)
-            .collect();
-    }
-
-    /// Starts recording the serialized messages this encoder checks and finds canonical, for
-    /// a later fingerprint of the same bytes ([`Encoder::take_checked`]).
-    pub(super) fn record_checked(&mut self) {
-        self.recorded = Some(Vec::new());
-    }
-
-    /// What was recorded since [`Encoder::record_checked`]; recording stops.
-    pub(super) fn take_recorded(&mut self) -> Recorded {
-        Recorded {
-            entries: self.recorded.take().unwrap_or_default(),
-            types: self.layouts.iter().map(|l| l.name.clone()).collect(),
-        }
-    }
-
     /// Whether `buf[start..end]`, a message of layout `layout`, can be taken as it is (and
     /// counts it if so).
     fn take_as_is(&mut self, buf: &bytes::Bytes, start: usize, end: usize, layout: usize) -> bool {
@@ -263,23 +215,14 @@ impl Encoder {
         }
         self.deepest = 0;
         let ok = trusted || self.already_canonical(buf, start, end, layout, depth);
-        if ok && !trusted {
-            if let Some(recorded) = &mut self.recorded {
-                // Canonical at any nesting that leaves it as much room below as it needs.
-                let deepest_ok = depth + MAX_DEPTH.saturating_sub(self.deepest);
-                let address = buf.as_ptr() as usize + start;
-                recorded.extend(Entry::new(address, end - start, layout, deepest_ok));
-            }
-        }
         self.taken_as_is += u64::from(ok);
         ok
     }
 
     /// Whether the serialized messages directly inside the message being encoded are trusted
-    /// to be canonical ([`Encoder::trust_children`], [`Encoder::trust_children_of`]).
+    /// to be canonical ([`Encoder::trust_children`]).
     fn children_trusted(&self) -> bool {
         (1..=self.trust_depth).contains(&self.depth)
-            || (self.trusted_level != 0 && self.depth == self.trusted_level)
     }
 
     /// The field of `layout` whose occurrences make up all of `source`, and how many there
@@ -370,17 +313,7 @@ impl Encoder {
             });
         }
         self.depth += 1;
-        let outer_level = self.trusted_level;
-        if let [Source::Ref(m)] = sources {
-            if self
-                .trusted_parents
-                .contains(&(*m as *const WireMessage as usize))
-            {
-                self.trusted_level = self.depth;
-            }
-        }
         let result = self.encode_fields(sources, &layout, out);
-        self.trusted_level = outer_level;
         self.depth -= 1;
         result
     }
@@ -663,6 +596,7 @@ mod tests {
     use crate::fingerprint::hashes::descriptor;
     use bytes::Bytes;
     use unbound_wire::codec::{put_key, put_varint, WireType};
+    use unbound_wire::WireMessage;
 
     fn varint(out: &mut Vec<u8>, number: u32, value: u64) {
         put_key(number, WireType::Varint, out);

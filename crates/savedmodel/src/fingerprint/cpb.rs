@@ -17,7 +17,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -27,9 +27,9 @@ use unbound_chunked::{ChunkSource, FileChunks, Merger, SplitOutput};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
 use unbound_records::RecordReader;
-use unbound_wire::{Payload, WireMessage};
+use unbound_wire::WireMessage;
 
-use super::canonical::{CheckedSlices, Encoder, Recorded, Source};
+use super::canonical::{Encoder, Source};
 use super::farmhash::{fingerprint64, fingerprint_cat64, Fingerprint64};
 use super::hashes::{
     descriptor, field_sources, field_values, first_meta_graph, hash_message, signature_hashes,
@@ -59,7 +59,7 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     let reader = Arc::new(RecordReader::open(cpb_file)?);
     let (chunks, metadata) = FileChunks::from_reader(reader)?;
     let root = metadata.message.clone().unwrap_or_default();
-    hashes_of(&chunks, &root, None)
+    hashes_of(&chunks, &root)
 }
 
 /// `[meta_graphs, 0, graph_def]`, `[..., signature_def]`, `[..., object_graph_def]`: what the
@@ -75,86 +75,10 @@ fn targets() -> [Vec<FieldIndex>; 3] {
 /// The hash fields of the chunked SavedModel whose chunks are `chunks` and whose metadata
 /// tree is `root`; chunks `chunks` keeps decoded are hashed from its cache (shared with
 /// whatever else reads them, `verify` on another thread for one), the others streamed.
-///
-/// With `checked`, the serialized messages of the graph found canonical on the way are
-/// recorded there ([`CheckedSlices`]), for the fingerprint of the `.pb` a merge of the same
-/// chunks writes.
-pub(crate) fn hashes_of(
-    chunks: &FileChunks,
-    root: &ChunkedMessage,
-    checked: Option<&OnceLock<CheckedSlices>>,
-) -> Result<Hashes> {
-    let Some(checked) = checked else {
-        let (hashes, _) = hashes_with(chunks, root, false, false, |wanted, _| {
-            chunk_prints(chunks, wanted).map(ChunkPrints::only)
-        })?;
-        return Ok(hashes);
-    };
-    let retaining = Retaining {
-        inner: chunks,
-        read: Mutex::new(Vec::new()),
-    };
-    let (hashes, recorded) = hashes_with(&retaining, root, false, true, |wanted, _| {
+pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Hashes> {
+    hashes_with(chunks, root, false, |wanted, _| {
         chunk_prints(chunks, wanted).map(ChunkPrints::only)
-    })?;
-    let owners = retaining
-        .read
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner);
-    let _ = checked.set(CheckedSlices::new(recorded.unwrap_or_default(), owners));
-    Ok(hashes)
-}
-
-/// A chunk source that keeps every chunk it hands out, so that the slices of them a
-/// [`CheckedSlices`] records stay where they are.
-///
-/// Each chunk is handed out under a count of its own ([`Bytes::from_owner`]): the same memory,
-/// so the addresses recorded are those of the merged model, but the millions of slices this
-/// thread's merge takes no longer bump the one count the main thread's merge of the same
-/// chunk bumps too (issue 15: the two cores contending for it were a tenth of a merge).
-struct Retaining<'a> {
-    inner: &'a dyn ChunkSource,
-    read: Mutex<Vec<Bytes>>,
-}
-
-impl Retaining<'_> {
-    fn keep(&self, bytes: Bytes) -> Bytes {
-        let own = Bytes::from_owner(bytes);
-        self.read
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(own.clone());
-        own
-    }
-}
-
-impl ChunkSource for Retaining<'_> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-
-    fn bytes(&self, index: u64) -> unbound_chunked::Result<Bytes> {
-        Ok(self.keep(self.inner.bytes(index)?))
-    }
-
-    fn check_len(&self, index: u64, len: u64) -> unbound_chunked::Result<()> {
-        self.inner.check_len(index, len)
-    }
-
-    fn declared_size(&self, index: u64) -> Option<u64> {
-        self.inner.declared_size(index)
-    }
-
-    fn payload(&self, index: u64) -> unbound_chunked::Result<Payload> {
-        Ok(match self.inner.payload(index)? {
-            Payload::Inline(bytes) => Payload::Inline(self.keep(bytes)),
-            lazy => lazy,
-        })
-    }
+    })
 }
 
 /// The hash fields of the `.cpb` that `split` is written as: the same as [`hashes`] of that
@@ -189,7 +113,7 @@ pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Ha
         }
         Ok(found)
     };
-    let (hashes, _) = hashes_with(split, &split.message, source_canonical, false, hashed)?;
+    let hashes = hashes_with(split, &split.message, source_canonical, hashed)?;
     Ok(hashes)
 }
 
@@ -217,15 +141,15 @@ impl ChunkPrints {
 /// `chunk_prints` gives the `Fingerprint64` of each chunk index it is handed first, and may
 /// keep the pieces of those among the graph's own chunks it is handed second; the graph's
 /// serialized children are trusted to be canonical when `trusted` (see [`hashes_of_split`]).
-/// With `record`, also returns the serialized messages of the graph found canonical
-/// ([`Encoder::record_checked`]).
+/// The hash fields of the chunked SavedModel of `chunks` and `root`, the serialized messages of
+/// its graph taken as they are when `trusted`; `chunk_prints` fingerprints the chunks
+/// `HashFields` reads.
 fn hashes_with(
     chunks: &dyn ChunkSource,
     root: &ChunkedMessage,
     trusted: bool,
-    record: bool,
     chunk_prints: impl FnOnce(Vec<u64>, &[u64]) -> Result<ChunkPrints>,
-) -> Result<(Hashes, Option<Recorded>)> {
+) -> Result<Hashes> {
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
     let signature_tags = meta_graph_tags(meta_graph_def::SIGNATURE_DEF);
     let object_graph_tags = meta_graph_tags(meta_graph_def::OBJECT_GRAPH_DEF);
@@ -284,11 +208,7 @@ fn hashes_with(
             }),
     );
     enc.trust_children(trusted);
-    if record {
-        enc.record_checked();
-    }
     let graph_hash = hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?);
-    let recorded = record.then(|| enc.take_recorded());
     enc.trust_children(false);
     let graph_def_program_hash =
         fingerprint_cat64(graph_hash?, hash_fields(root, &graph_tags, &mut print)?);
@@ -312,13 +232,12 @@ fn hashes_with(
         )?,
         hash_fields(root, &object_graph_tags, &mut print)?,
     );
-    let hashes = Hashes {
+    Ok(Hashes {
         saved_model_checksum,
         graph_def_program_hash,
         signature_def_hash,
         saved_object_graph_hash,
-    };
-    Ok((hashes, recorded))
+    })
 }
 
 /// The pruned tree `pruned` without the chunks merged whole into the graph (chunked fields at

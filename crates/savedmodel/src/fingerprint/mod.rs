@@ -12,7 +12,6 @@
 
 mod already_canonical;
 pub mod canonical;
-mod checked;
 mod cpb;
 mod entry_memo;
 pub mod farmhash;
@@ -28,7 +27,6 @@ mod verdict;
 mod wire_values;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use crate::dir::{model_file, ModelFormat};
 use crate::shared_cpb::SharedCpb;
@@ -41,7 +39,6 @@ use unbound_proto::tensorflow::VersionDef;
 use unbound_wire::WireMessage;
 
 use self::canonical::{Encoder, Source};
-pub(crate) use self::checked::CheckedSlices;
 pub(crate) use self::verdict::CanonicalVerdict;
 
 /// The file a SavedModel's fingerprint is stored in.
@@ -89,21 +86,17 @@ pub fn fingerprinted_file(dir: &Path) -> Result<PathBuf> {
 /// TensorFlow's `CreateFingerprintDef(dir)`: the fingerprint of the SavedModel in `dir`, with
 /// a fresh random `uuid`.
 pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
-    fingerprint_dir_sharing(dir, None, None, None)
+    fingerprint_dir_sharing(dir, None, None)
 }
 
 /// [`fingerprint_dir`], reading the `.cpb` through `shared` when it is the file fingerprinted
 /// (`verify` hands it the file it checks and merges on another thread, so each chunk is
 /// decoded once for both). When the model fingerprinted is a `.pb`, whether it is canonical
 /// and valid is published to `verdict` (see [`CanonicalVerdict`]); "no" in every other case.
-/// When the `.cpb` is read through `shared`, the serialized messages of its graph found
-/// canonical are recorded in `checked`, for the fingerprint of a merge of the same chunks
-/// ([`fingerprint_merged_as_pb`]).
 pub(crate) fn fingerprint_dir_sharing(
     dir: &Path,
     shared: Option<&SharedCpb>,
     verdict: Option<&CanonicalVerdict>,
-    checked: Option<&OnceLock<CheckedSlices>>,
 ) -> Result<FingerprintDef> {
     let _answered = verdict.map(CanonicalVerdict::no_unless_answered);
     let file = fingerprinted_file(dir)?;
@@ -113,7 +106,7 @@ pub(crate) fn fingerprint_dir_sharing(
     let shared = shared.filter(|s| s.path == file);
     let hashes = if let (true, Some(shared)) = (chunked, shared) {
         let root = shared.metadata.message.clone().unwrap_or_default();
-        cpb::hashes_of(&shared.chunks, &root, checked)
+        cpb::hashes_of(&shared.chunks, &root)
     } else if chunked {
         cpb::hashes(&file)
     } else {
@@ -131,43 +124,17 @@ pub(crate) fn check_dir_sharing(
     dir: &Path,
     shared: Option<&SharedCpb>,
     verdict: Option<&CanonicalVerdict>,
-    checked: Option<&OnceLock<CheckedSlices>>,
 ) -> Result<Option<FingerprintDef>> {
     let file = fingerprinted_file(dir)?;
     let pb = file
         .extension()
         .is_some_and(|e| e == ModelFormat::Pb.as_str());
     let Some(verdict) = verdict.filter(|_| pb) else {
-        return fingerprint_dir_sharing(dir, shared, verdict, checked).map(Some);
+        return fingerprint_dir_sharing(dir, shared, verdict).map(Some);
     };
     let _answered = verdict.no_unless_answered();
     let hashes = pb::check(&file, verdict).map_err(|e| naming_file(&file, e))?;
     Ok(hashes.map(|hashes| definition(hashes, checkpoint_hash(dir), false)))
-}
-
-/// The fingerprint `fingerprint_dir` would compute for a directory whose `saved_model.pb`
-/// (`pb_file`, not read) holds `model` and whose checkpoint hashes to `checkpoint_hash`: the
-/// same hashes, from the message in memory, so that a merge computes its output's fingerprint
-/// while it writes the file instead of reading it back afterwards.
-pub fn fingerprint_model_as_pb(
-    model: &WireMessage,
-    pb_file: &Path,
-    checkpoint_hash: u64,
-) -> Result<FingerprintDef> {
-    fingerprint_merged_as_pb(model, pb_file, checkpoint_hash, None)
-}
-
-/// [`fingerprint_model_as_pb`] of a model merged from a `.cpb` whose fingerprint recorded
-/// which of its serialized messages it found canonical (`known`, from
-/// [`fingerprint_dir_sharing`]): those the model holds are not checked again.
-pub(crate) fn fingerprint_merged_as_pb(
-    model: &WireMessage,
-    pb_file: &Path,
-    checkpoint_hash: u64,
-    known: Option<&CheckedSlices>,
-) -> Result<FingerprintDef> {
-    let hashes = pb::hashes_of_model(model, known).map_err(|e| naming_file(pb_file, e))?;
-    Ok(definition(hashes, checkpoint_hash, false))
 }
 
 /// The fingerprint `fingerprint_dir` would compute for a directory whose `saved_model.cpb`

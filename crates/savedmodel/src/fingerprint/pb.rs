@@ -5,16 +5,16 @@ use std::path::Path;
 use crate::SavedModelError;
 use unbound_io::map_file;
 use unbound_proto::fields::tensorflow::meta_graph_def;
-use unbound_wire::{WireField, WireMessage, WireValue};
+use unbound_wire::WireMessage;
 
-use super::canonical::{CheckedSlices, Encoder, Source};
+use super::canonical::{Encoder, Source};
 use super::farmhash::{fingerprint64, fingerprint_cat64};
 use super::graph_in_place::{canonical_graph_check, canonical_graph_hash};
 use super::hashes::{
     descriptor, field_sources, first_meta_graph, hash_message, merged, object_graph_hash,
     signature_hashes,
 };
-use super::regularize::{simple_delete, simple_deleted};
+use super::regularize::simple_delete;
 use super::{CanonicalVerdict, Hashes, Result};
 
 /// The hash fields for the SavedModel in `pb_file`:
@@ -97,94 +97,6 @@ fn hashes_unless_canonical(
         hash_message(&mut Encoder::new(), &[Source::Ref(&model)], &desc)?
     };
     small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash).map(Some)
-}
-
-/// [`hashes`] of a `saved_model.pb` holding `model`, from the message itself (a model merged
-/// in memory, about to be written): the same hashes, since they are hashes of the model's
-/// deterministic serialization, whatever bytes the file holds. The whole model and its graph
-/// are hashed on two threads. Both meet the graph's nodes: when the graph is held as a message
-/// (as a merge builds it), its serialized children are checked once first, on two threads,
-/// and then trusted by both hashes (issue 15: checked by each, they were half of a merge of a
-/// model of millions of nodes). Those `known` vouches for (checked by verify's fingerprint of
-/// the `.cpb` the model was merged from) are not checked again.
-pub(crate) fn hashes_of_model(
-    model: &WireMessage,
-    known: Option<&CheckedSlices>,
-) -> Result<Hashes> {
-    let desc = descriptor("tensorflow.SavedModel")?;
-    let meta_graph = [first_meta_graph(model)?];
-    let graph = held_graph(&meta_graph[0]);
-    let mut checked = Vec::new();
-    let held = graph;
-    let trusted = match graph {
-        Some(graph) => Encoder::new().children_canonical(
-            graph,
-            &descriptor("tensorflow.GraphDef")?,
-            NODE_LEVEL,
-            known,
-            &mut checked,
-        ),
-        None => false,
-    };
-    let (checksum, graph_hash) = std::thread::scope(|s| {
-        let graph_hash = s.spawn(|| {
-            if let (true, Some(graph)) = (trusted, held) {
-                checked_graph_hash(graph)
-            } else {
-                graph_program_hash(&meta_graph, false)
-            }
-        });
-        let mut enc = Encoder::new();
-        if trusted {
-            enc.trust_children_of(&checked);
-        }
-        let checksum = hash_message(&mut enc, &[Source::Ref(model)], &desc);
-        let graph_hash = graph_hash
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (checksum, graph_hash)
-    });
-    small_hashes(&meta_graph, checksum?, graph_hash?)
-}
-
-/// `graph_def_program_hash` of a graph held as a built message whose serialized messages were
-/// all checked canonical ([`Encoder::children_canonical`]): after `SimpleDelete` every
-/// serialized message in it, at any depth, is one of those or a slice of one, and is taken as
-/// it is.
-///
-/// The graph is `SimpleDelete`d as a view of it, not a copy ([`simple_deleted`]).
-fn checked_graph_hash(graph: &WireMessage) -> Result<u64> {
-    let graph_desc = descriptor("tensorflow.GraphDef")?;
-    let edited = simple_deleted(graph, true)?;
-    let mut enc = Encoder::new();
-    enc.trust_descendants();
-    hash_message(&mut enc, &[Source::Edited(&edited)], &graph_desc)
-}
-
-/// The nesting at which the whole-model hash meets a graph's nodes (in `SavedModel`,
-/// `meta_graphs`, `graph_def`).
-const NODE_LEVEL: usize = 3;
-
-/// `meta_graph`'s graph, when it is held as one built message (not serialized bytes, which
-/// [`graph_program_hash`] would take as a whole when trusted) and occurs once.
-fn held_graph<'m>(meta_graph: &Source<'m>) -> Option<&'m WireMessage> {
-    let Source::Ref(meta) = meta_graph else {
-        return None;
-    };
-    let mut graphs = meta
-        .fields
-        .iter()
-        .filter(|f| f.number == meta_graph_def::GRAPH_DEF);
-    match (graphs.next(), graphs.next()) {
-        (
-            Some(WireField {
-                value: WireValue::Message(graph),
-                ..
-            }),
-            None,
-        ) => Some(graph),
-        _ => None,
-    }
 }
 
 /// The hashes of `meta_graph`'s signatures and object graph, with the two large ones.

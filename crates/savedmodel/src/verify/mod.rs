@@ -23,7 +23,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
@@ -38,7 +38,7 @@ use unbound_wire::WireMessage;
 
 use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
 use crate::fingerprint::{
-    check_dir_sharing, fingerprint_dir_sharing, CanonicalVerdict, CheckedSlices, FINGERPRINT_FILE,
+    check_dir_sharing, fingerprint_dir_sharing, CanonicalVerdict, FINGERPRINT_FILE,
 };
 use crate::shared_cpb::SharedCpb;
 use crate::show::{objects::checkpoint_keys_by_path, wire};
@@ -97,9 +97,6 @@ pub fn verify_dir(dir: &Path) -> VerifyReport {
 pub(crate) enum Keep {
     /// The fingerprint of its model file, for a `split` that may write that file as it is.
     Fingerprint,
-    /// The fingerprint, and which messages of a `.cpb`'s graph it found canonical
-    /// ([`Verified::checked`]), for `merge`.
-    FingerprintAndChecked,
     /// No fingerprint: it is computed only as far as a stored `fingerprint.pb` needs comparing
     /// and as the computation could fail ([`check_dir_sharing`]).
     Nothing,
@@ -116,9 +113,6 @@ pub(crate) struct Verified {
     /// serialization) and valid ([`CanonicalVerdict`]): every message `model` holds
     /// serialized is then canonical too.
     pub canonical: bool,
-    /// The serialized messages of a `.cpb`'s graph its fingerprint found canonical, by address
-    /// in the chunks `model` holds ([`CheckedSlices`]), for the fingerprint of a merge.
-    pub checked: Option<CheckedSlices>,
 }
 
 /// The SavedModel proto of `dir` (its `.cpb`, else `.pb`, else `.pbtxt`), read only when
@@ -132,9 +126,7 @@ pub fn verified_model(dir: &Path) -> Result<WireMessage> {
 /// [`verified_model`], with what `keep` asks for and whether the model file is canonical:
 /// `split` reuses the fingerprint when it writes the same bytes again ([`Keep::Fingerprint`];
 /// else [`Verified::fingerprint`] may be `None`), and trusts the canonical form of what it
-/// splits; `merge` trusts the messages of a `.cpb`'s graph its fingerprint found canonical
-/// when it fingerprints its output ([`Keep::FingerprintAndChecked`]: the record is a few
-/// bytes per node).
+/// splits.
 pub(crate) fn verified_model_keeping(dir: &Path, keep: Keep) -> Result<Verified> {
     // A missing directory or model file keeps its own error.
     model_file(dir)?;
@@ -175,19 +167,15 @@ fn verify_with_model(dir: &Path, keep: Keep) -> (VerifyReport, Option<Verified>)
     // A `.pb`'s schema check is answered by the fingerprint's canonical check when the model
     // is canonical (see `CanonicalVerdict`); made here only when it is not.
     let verdict = (file.format == ModelFormat::Pb).then(CanonicalVerdict::default);
-    // The fingerprint of a shared `.cpb` records which messages of its graph it found
-    // canonical: a merge's fingerprint of its output need not check them again.
-    let checked = OnceLock::new();
     // Without a stored fingerprint to compare, the fingerprint is only wanted if kept.
     let compared = std::fs::symlink_metadata(dir.join(FINGERPRINT_FILE)).is_ok();
     let (model, fingerprint, shown) = std::thread::scope(|s| {
         let fingerprint = s.spawn(|| {
-            let checked = (keep == Keep::FingerprintAndChecked).then_some(&checked);
             let (shared, verdict) = (shared.as_ref(), verdict.as_ref());
             if keep == Keep::Nothing && !compared {
-                check_dir_sharing(dir, shared, verdict, checked)
+                check_dir_sharing(dir, shared, verdict)
             } else {
-                fingerprint_dir_sharing(dir, shared, verdict, checked).map(Some)
+                fingerprint_dir_sharing(dir, shared, verdict).map(Some)
             }
         });
         let shown_from_file =
@@ -259,7 +247,6 @@ fn verify_with_model(dir: &Path, keep: Keep) -> (VerifyReport, Option<Verified>)
         model,
         fingerprint,
         canonical,
-        checked: checked.into_inner(),
     });
     (report, verified)
 }
@@ -779,7 +766,7 @@ mod tests {
         );
         let mut report = VerifyReport::default();
         let (model, fingerprint) = std::thread::scope(|s| {
-            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None, None));
+            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None));
             let model = verify_cpb(&path, Some(&shared), &mut report);
             (model, fingerprint.join().unwrap())
         });
@@ -830,7 +817,7 @@ mod tests {
         assert!((0..all).all(|i| cache.is_cached(i)), "every chunk is kept");
         let mut report = VerifyReport::default();
         let (model, fingerprint) = std::thread::scope(|s| {
-            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None, None));
+            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None));
             let model = verify_cpb(&path, Some(&shared), &mut report);
             (model, fingerprint.join().unwrap())
         });
@@ -887,7 +874,7 @@ mod tests {
             shared_cases += 1;
             let mut report = VerifyReport::default();
             let model = verify_cpb(&path, Some(&shared), &mut report);
-            let fingerprint = fingerprint_dir_sharing(&dir, Some(&shared), None, None);
+            let fingerprint = fingerprint_dir_sharing(&dir, Some(&shared), None);
             let mut alone = VerifyReport::default();
             let model_alone = verify_cpb(&path, None, &mut alone);
             let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir);

@@ -51,6 +51,26 @@ pub enum ChunkedError {
         /// The limit.
         limit: u64,
     },
+    /// A message chunk streamed instead of decoded whole (`streamed.rs`) does not parse.
+    #[error("{source_name}: malformed protobuf: {fault}")]
+    Streamed {
+        /// The file and chunk.
+        source_name: String,
+        /// What was wrong, and where.
+        fault: String,
+    },
+    /// Reading a chunk would hold more decoded data than the memory budget allows.
+    #[error(
+        "{source_name}: holding its fields would pass the memory budget for decoded data ({held} bytes past the limit of {limit}; raise it with `unbound --memory-limit BYTES` or the UNBOUND_MEMORY_LIMIT environment variable)"
+    )]
+    MemoryBudget {
+        /// The file and chunk.
+        source_name: String,
+        /// Bytes it would hold.
+        held: u64,
+        /// The budget.
+        limit: u64,
+    },
     /// A field path does not fit the message schema.
     #[error("field path does not fit {message}: {fault}")]
     Schema {

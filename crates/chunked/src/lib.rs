@@ -48,6 +48,7 @@ pub mod merger;
 pub mod prune;
 pub mod read;
 pub mod split;
+mod streamed;
 pub mod tags;
 pub mod write;
 mod write_ahead;

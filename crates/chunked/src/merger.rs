@@ -29,6 +29,7 @@ use unbound_records::{ChunkType, CompressionType, RecordReader};
 use crate::cache::ChunkCache;
 use crate::error::{ChunkedError, Result};
 use crate::lazy::{release_if_compressed, KeptRecordFile, RecordFile};
+use crate::streamed::{parse_streamed, STREAM_AT};
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
 use unbound_wire::navigate::message_type;
 use unbound_wire::scalar::parse_text_scalar;
@@ -64,6 +65,13 @@ pub trait ChunkSource {
     /// Chunk `index` as a value payload; sources backed by a file may return it lazily.
     fn payload(&self, index: u64) -> Result<Payload> {
         self.bytes(index).map(Payload::Inline)
+    }
+    /// Chunk `index` parsed as a message of type `desc` while it streams from its file, when
+    /// the source would rather not decode it whole (a chunk of hundreds of megabytes: its
+    /// large values stay in the file, [`crate::streamed`]); `None` to have its bytes read.
+    fn streamed(&self, index: u64, desc: &MessageDescriptor) -> Option<Result<WireMessage>> {
+        let _ = (index, desc);
+        None
     }
     /// Chunk `index` as a message already built in memory, when the source holds it so and
     /// its fields are those parsing its bytes gives, in that order (a split not yet written,
@@ -203,7 +211,7 @@ impl FileChunks {
     ) -> bool {
         let limits = self.reader.decode_limits();
         let mut kept_total = 0u64;
-        let budget = limits.budget_for(self.reader.len());
+        let budget = limits.budget;
         let mut total = self.reader.decoded_bytes_held();
         let mut kept_at = HashMap::new();
         for index in indices {
@@ -218,11 +226,15 @@ impl FileChunks {
                 // of its last chunk, as before.
                 continue;
             }
+            let read_in_place = chunk.chunk_type == ChunkType::Simple
+                && chunk.compression == Some(CompressionType::None);
+            if !read_in_place && chunk.decoded_data_size >= STREAM_AT {
+                // Streamed whenever it is read, never held (`streamed.rs`).
+                continue;
+            }
             if kept_at.insert(info.offset, index).is_some() {
                 continue;
             }
-            let read_in_place = chunk.chunk_type == ChunkType::Simple
-                && chunk.compression == Some(CompressionType::None);
             let need = if read_in_place {
                 0
             } else {
@@ -330,6 +342,29 @@ impl ChunkSource for FileChunks {
             }),
             Some(_) | None => self.read_bytes(index),
         }
+    }
+    fn streamed(&self, index: u64, desc: &MessageDescriptor) -> Option<Result<WireMessage>> {
+        let info = self.info(index).ok()?;
+        if !self.lazy || self.kept_chunk_at(info.offset).is_some() {
+            return None;
+        }
+        let chunk = self.reader.chunk_of(info.offset).ok()?;
+        let read_in_place = chunk.chunk_type == ChunkType::Simple
+            && chunk.compression == Some(CompressionType::None);
+        if read_in_place || chunk.num_records != 1 || chunk.decoded_data_size < STREAM_AT {
+            return None;
+        }
+        let name = format!("{}: chunk {index}", self.reader.name());
+        let streamed = self
+            .reader
+            .record_len_at(info.offset)
+            .map_err(Into::into)
+            .and_then(|len| {
+                self.check_size(index, info, len)?;
+                let budget = self.reader.decode_limits().budget;
+                parse_streamed(&self.source, info.offset, len, desc, budget, &name)
+            });
+        Some(streamed)
     }
     fn payload(&self, index: u64) -> Result<Payload> {
         let info = self.info(index)?;
@@ -499,6 +534,11 @@ impl<'a> Merger<'a> {
         if let Some(built) = self.source.built(index) {
             self.count(index)?;
             target.fields.extend(built.fields.iter().cloned());
+            return Ok(());
+        }
+        if let Some(streamed) = self.source.streamed(index, desc) {
+            self.count(index)?;
+            target.fields.extend(streamed?.fields);
             return Ok(());
         }
         let bytes = self.chunk_bytes(index)?;

@@ -18,6 +18,17 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Memory budget for decoded model data held at once, in bytes or with a K, M, G or T
+    /// suffix (default: the UNBOUND_MEMORY_LIMIT environment variable, else half the memory
+    /// available). Commands that must hold a model refuse, saying so, past it.
+    #[arg(long, global = true, value_name = "BYTES", value_parser = memory_limit)]
+    memory_limit: Option<u64>,
+}
+
+/// Parses `--memory-limit` ([`unbound_records::parse_size`]).
+fn memory_limit(text: &str) -> Result<u64, String> {
+    unbound_records::parse_size(text)
+        .ok_or_else(|| format!("`{text}` is not a size (bytes, or a number with K, M, G or T)"))
 }
 
 #[derive(Subcommand)]
@@ -61,6 +72,9 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let cli = Cli::parse();
+    if let Some(bytes) = cli.memory_limit {
+        unbound_records::set_default_budget(bytes);
+    }
     if matches!(cli.command, Command::Optimize(_)) {
         allocator::restart_with_larger_thread_cache();
     }

@@ -34,8 +34,7 @@ impl fmt::Display for HashedPart {
 pub enum DecodeLimitKind {
     /// [`crate::DecodeLimits::max_chunk`]: the chunk alone is larger.
     Chunk,
-    /// The budget for all decoded data held at once
-    /// ([`crate::DecodeLimits::budget_for`] of the file size).
+    /// The memory budget for all decoded data held at once ([`crate::DecodeLimits::budget`]).
     Held,
 }
 
@@ -44,7 +43,9 @@ impl fmt::Display for DecodeLimitKind {
         f.write_str(match self {
             DecodeLimitKind::Chunk => "would pass the largest size a chunk may decode to in memory",
             DecodeLimitKind::Held => {
-                "with what is already held would pass the decoded data this file may hold in memory"
+                "with what is already held would pass the memory budget for decoded data (raise \
+                 it with `unbound --memory-limit BYTES` or the UNBOUND_MEMORY_LIMIT environment \
+                 variable)"
             }
         })
     }

@@ -85,7 +85,10 @@ mod writer;
 pub use chunk_header::ChunkType;
 pub use compression::{Compression, CompressionType};
 pub use error::{DecodeLimitKind, HashedPart, RecordsError};
-pub use limits::DecodeLimits;
+pub use limits::{
+    default_budget, parse_size, set_default_budget, DecodeLimits, MEMORY_LIMIT_ENV,
+    MIN_DEFAULT_BUDGET,
+};
 pub use own_chunk::{encode_own_chunk, EncodedChunk};
 pub use reader::{ChunkSummary, RecordReader};
 pub use writer::{RecordWriter, WriterOptions};

@@ -9,52 +9,41 @@ use bytes::Bytes;
 ///
 /// A compressed chunk declares its decoded size, and the declaration can be true and still
 /// hostile: 1 GiB of zeros compresses with Zstd to a few kilobytes, 16 GiB to half a megabyte.
-/// Reading records means holding a decoded chunk in memory, so before a chunk is decoded whole
-/// the reader checks its declared size against two limits:
+/// It can also be true and wanted: a model's constant of one repeated value compresses as
+/// well (issue 29: a valid 2.5 GB model was a 235 KB `.cpb`). So the limit follows the memory
+/// a command may use, never the file's compression ratio. Before a chunk is decoded whole the
+/// reader checks its declared size against two limits, and allocates nothing for a chunk that
+/// would pass either:
 ///
 /// - one chunk may decode to at most [`DecodeLimits::max_chunk`] bytes (default 2 GiB, the
 ///   largest protobuf message: a chunk of a `.cpb` is one);
 /// - all decoded data the reader's records still hold (the cached chunk, and every
 ///   [`bytes::Bytes`] record handed out that points into a decoded buffer) may reach at most
-///   [`DecodeLimits::budget_for`] the file size: `max(floor, ratio × file size)`, by default
-///   `max(256 MiB, 64 × file size)`. Real compression of protobufs and tensors stays far below
-///   64×; a few-megabyte file can never make the reader hold more than a few hundred MB.
+///   [`DecodeLimits::budget`] bytes: by default [`default_budget`], the memory budget the user
+///   sets (`unbound --memory-limit`, or the `UNBOUND_MEMORY_LIMIT` environment variable), else
+///   half the memory the machine has available.
 ///
-/// A caller that really needs more (a model made of a huge zero-filled constant, say) raises
-/// the limits explicitly with [`crate::RecordReader::set_decode_limits`]. Streaming reads
-/// ([`crate::RecordReader::copy_record_to`], [`crate::RecordReader::check_chunk`]) hold one
-/// decoder buffer whatever the chunk declares and are not limited.
+/// Streaming reads ([`crate::RecordReader::copy_record_to`],
+/// [`crate::RecordReader::check_chunk`]) hold one decoder buffer whatever the chunk declares
+/// and are not limited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodeLimits {
     /// Largest declared decoded size of one chunk decoded whole.
     pub max_chunk: u64,
-    /// Decoded bytes that may always be held at once, whatever the file size.
-    pub floor: u64,
-    /// Decoded bytes that may be held at once per byte of the file.
-    pub ratio: u64,
+    /// Decoded bytes that may be held at once.
+    pub budget: u64,
 }
 
 impl DecodeLimits {
     /// The default largest chunk: 2 GiB.
     pub const DEFAULT_MAX_CHUNK: u64 = 2 << 30;
-    /// The default floor: 256 MiB.
-    pub const DEFAULT_FLOOR: u64 = 256 << 20;
-    /// The default ratio: 64 decoded bytes per byte of the file.
-    pub const DEFAULT_RATIO: u64 = 64;
 
     /// No limits at all: for callers that have checked the declared sizes themselves.
     pub const fn unlimited() -> Self {
         DecodeLimits {
             max_chunk: u64::MAX,
-            floor: u64::MAX,
-            ratio: u64::MAX,
+            budget: u64::MAX,
         }
-    }
-
-    /// Decoded bytes a file of `file_len` bytes may hold at once:
-    /// `max(floor, ratio × file_len)`.
-    pub fn budget_for(&self, file_len: u64) -> u64 {
-        self.floor.max(self.ratio.saturating_mul(file_len))
     }
 }
 
@@ -62,10 +51,73 @@ impl Default for DecodeLimits {
     fn default() -> Self {
         DecodeLimits {
             max_chunk: Self::DEFAULT_MAX_CHUNK,
-            floor: Self::DEFAULT_FLOOR,
-            ratio: Self::DEFAULT_RATIO,
+            budget: default_budget(),
         }
     }
+}
+
+/// The environment variable that sets the memory budget for decoded data ([`default_budget`]):
+/// a number of bytes, optionally with a `K`, `M`, `G` or `T` suffix (powers of 1024).
+pub const MEMORY_LIMIT_ENV: &str = "UNBOUND_MEMORY_LIMIT";
+
+/// The smallest default budget, whatever the machine reports: 256 MiB.
+pub const MIN_DEFAULT_BUDGET: u64 = 256 << 20;
+
+/// The budget set for this process by [`set_default_budget`] (0: none).
+static SET_BUDGET: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the budget [`default_budget`] gives for the rest of this process (the `unbound`
+/// binary's `--memory-limit`); it wins over the environment variable.
+pub fn set_default_budget(bytes: u64) {
+    SET_BUDGET.store(bytes.max(1), Ordering::Relaxed);
+}
+
+/// The memory budget for decoded data a reader holds at once, unless its caller sets another:
+/// the one [`set_default_budget`] set, else [`MEMORY_LIMIT_ENV`] when it parses
+/// ([`parse_size`]), else half of the memory available now (`MemAvailable` of
+/// `/proc/meminfo`; 4 GiB where it cannot be read), never below [`MIN_DEFAULT_BUDGET`].
+pub fn default_budget() -> u64 {
+    let set = SET_BUDGET.load(Ordering::Relaxed);
+    if set != 0 {
+        return set;
+    }
+    if let Some(bytes) = std::env::var(MEMORY_LIMIT_ENV)
+        .ok()
+        .and_then(|v| parse_size(&v))
+    {
+        return bytes;
+    }
+    (available_memory().unwrap_or(8 << 30) / 2).max(MIN_DEFAULT_BUDGET)
+}
+
+/// A size as users write it: digits, optionally followed by `K`, `M`, `G` or `T` (powers of
+/// 1024; an optional `B` or `iB` after it, any case). `None` for anything else, or 0.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let number: u64 = text[..digits].parse().ok()?;
+    let unit = text[digits..].trim().to_ascii_uppercase();
+    let unit = unit
+        .strip_suffix("IB")
+        .or(unit.strip_suffix('B'))
+        .unwrap_or(&unit);
+    let shift = match unit {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return None,
+    };
+    number.checked_mul(1 << shift).filter(|&n| n > 0)
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Counts the decoded bytes alive in buffers a reader made.
@@ -131,10 +183,23 @@ mod tests {
     }
 
     #[test]
-    fn budget() {
+    fn sizes_parse_as_users_write_them() {
+        assert_eq!(parse_size("1000"), Some(1000));
+        assert_eq!(parse_size("512M"), Some(512 << 20));
+        assert_eq!(parse_size("2g"), Some(2 << 30));
+        assert_eq!(parse_size("3 GiB"), Some(3 << 30));
+        assert_eq!(parse_size("4KB"), Some(4 << 10));
+        assert_eq!(parse_size("1T"), Some(1 << 40));
+        for bad in ["", "G", "0", "-1", "1.5G", "12X", "99999999999999999999"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_default_budget_follows_the_machine_and_is_never_tiny() {
         let l = DecodeLimits::default();
-        assert_eq!(l.budget_for(1000), 256 << 20);
-        assert_eq!(l.budget_for(1 << 30), 64 << 30);
-        assert_eq!(DecodeLimits::unlimited().budget_for(5), u64::MAX);
+        assert!(l.budget >= MIN_DEFAULT_BUDGET);
+        assert_eq!(l.max_chunk, DecodeLimits::DEFAULT_MAX_CHUNK);
+        assert_eq!(DecodeLimits::unlimited().budget, u64::MAX);
     }
 }

@@ -482,7 +482,7 @@ impl RecordReader {
         if need > self.limits.max_chunk {
             return Err(fail(self.limits.max_chunk, DecodeLimitKind::Chunk));
         }
-        let budget = self.limits.budget_for(self.len());
+        let budget = self.limits.budget;
         if held.saturating_add(need) > budget {
             return Err(fail(budget, DecodeLimitKind::Held));
         }

@@ -127,6 +127,12 @@ impl Write for ZeroCounter {
     }
 }
 
+/// A memory budget of 256 MiB: a 1 GiB bomb is past it (the default follows the machine).
+const BUDGET_256_MIB: DecodeLimits = DecodeLimits {
+    max_chunk: DecodeLimits::DEFAULT_MAX_CHUNK,
+    budget: 256 << 20,
+};
+
 fn is_limit(e: &RecordsError, kind: DecodeLimitKind) -> bool {
     matches!(e, RecordsError::DecodeLimit { reason, .. } if *reason == kind)
 }
@@ -136,7 +142,8 @@ fn one_gib_of_zeros_is_streamed_never_held() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (file, [first, big, last]) = bomb_file();
     assert!(file.len() < 256 << 10, "the bomb is {} bytes", file.len());
-    let reader = RecordReader::from_bytes(Bytes::from(file), "bomb.cpb").unwrap();
+    let mut reader = RecordReader::from_bytes(Bytes::from(file), "bomb.cpb").unwrap();
+    reader.set_decode_limits(BUDGET_256_MIB);
     let gib = 1u64 << 30;
 
     // What a merge needs to refuse early, from the headers alone.
@@ -233,7 +240,7 @@ fn sixteen_gib_is_refused_before_decoding() {
     // Even a caller that raised the budget for all held data cannot pass the chunk limit
     // without raising it too.
     reader.set_decode_limits(DecodeLimits {
-        floor: u64::MAX,
+        budget: u64::MAX,
         ..DecodeLimits::default()
     });
     let (result, peak) = peak_of(|| reader.read_record_at(64));
@@ -247,7 +254,8 @@ fn a_record_of_a_chunk_of_many_is_streamed() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // 1 GiB in 1024 records of one chunk.
     let (file, positions) = many_record_bomb(1024);
-    let reader = RecordReader::from_bytes(Bytes::from(file), "many.cpb").unwrap();
+    let mut reader = RecordReader::from_bytes(Bytes::from(file), "many.cpb").unwrap();
+    reader.set_decode_limits(BUDGET_256_MIB);
     assert!(is_limit(
         &reader.read_record_at(positions[3]).unwrap_err(),
         DecodeLimitKind::Held
@@ -280,8 +288,7 @@ fn held_data_is_bounded_and_limits_can_be_raised() {
     let file = Bytes::from(w.finish().unwrap());
     let tight = DecodeLimits {
         max_chunk: 8 * MIB as u64,
-        floor: 10 * MIB as u64,
-        ratio: 64,
+        budget: 10 * MIB as u64,
     };
     let mut reader = RecordReader::from_bytes(file.clone(), "held.cpb").unwrap();
     reader.set_decode_limits(tight);

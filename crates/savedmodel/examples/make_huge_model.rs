@@ -6,7 +6,7 @@
 //! that went in, not from the file. `interop/huge_model.sh` compares it with TensorFlow's view.
 //!
 //! ```text
-//! cargo run --release -p unbound-savedmodel --example make_huge_model -- OUT_DIR [--consts N] [--mib M] [--max-size BYTES] [--identities K]
+//! cargo run --release -p unbound-savedmodel --example make_huge_model -- OUT_DIR [--consts N] [--mib M] [--max-size BYTES] [--identities K] [--fill BYTE]
 //! cargo run --release -p unbound-savedmodel --example make_huge_model -- --read DIR
 //! ```
 //!
@@ -17,6 +17,9 @@
 //! (default 1 GiB, TensorFlow's) is for quick small runs that still get split. `--identities K` puts a
 //! chain of K `Identity` nodes between the placeholder and its consumer (default 0), for a
 //! graph-optimizer plugin to remove (`interop/huge_model.sh` runs `unbound optimize` on it).
+//! `--fill BYTE` makes every large constant that one byte repeated instead of random: a model
+//! past 2 GiB whose `.cpb` compresses to a few hundred kilobytes, as real models of one
+//! repeated value do (issue 29: a decompression-bomb guard must not refuse it).
 //!
 //! Memory: the model is held once (each big node serialized once, its content referenced from
 //! there), about 2.4 GB, plus what writing a chunk needs.
@@ -41,7 +44,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: make_huge_model OUT_DIR [--consts N] [--mib M] [--max-size BYTES] [--identities K]\n       make_huge_model --read DIR"
+        "usage: make_huge_model OUT_DIR [--consts N] [--mib M] [--max-size BYTES] [--identities K] [--fill BYTE]\n       make_huge_model --read DIR"
     );
     std::process::exit(2);
 }
@@ -52,6 +55,7 @@ fn run() -> AnyResult<()> {
     let mut mib = 120u64;
     let mut max_size = DEFAULT_MAX_SIZE;
     let mut identities = 0usize;
+    let mut fill: Option<u8> = None;
     let mut out: Option<PathBuf> = None;
     let mut read: Option<PathBuf> = None;
     let mut i = 0;
@@ -74,6 +78,10 @@ fn run() -> AnyResult<()> {
                 identities = value(i).parse()?;
                 i += 1;
             }
+            "--fill" => {
+                fill = Some(value(i).parse()?);
+                i += 1;
+            }
             "--read" => {
                 read = Some(PathBuf::from(value(i)));
                 i += 1;
@@ -87,7 +95,7 @@ fn run() -> AnyResult<()> {
         return read_back(&dir);
     }
     let Some(out) = out else { usage() };
-    generate(&out, consts, mib, max_size, identities)
+    generate(&out, consts, mib, max_size, identities, fill)
 }
 
 fn generate(
@@ -96,6 +104,7 @@ fn generate(
     mib: u64,
     max_size: u64,
     identities: usize,
+    fill: Option<u8>,
 ) -> AnyResult<()> {
     let t0 = Instant::now();
     let rows = (mib << 20) as i64 / (4 * COLS);
@@ -124,7 +133,11 @@ fn generate(
         &mut nodes,
     )?;
     for k in 0..consts {
-        let content = bytes::Bytes::from(random_bytes((rows * COLS * 4) as usize, 1000 + k as u64));
+        let len = (rows * COLS * 4) as usize;
+        let content = bytes::Bytes::from(match fill {
+            Some(byte) => vec![byte; len],
+            None => random_bytes(len, 1000 + k as u64),
+        });
         let node = const_node(
             &format!("dense_{k:02}/kernel"),
             &[rows, COLS],

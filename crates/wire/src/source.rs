@@ -25,4 +25,11 @@ pub trait RecordSource: fmt::Debug + Send + Sync {
     /// Whether reading the record at `position` costs real decompression (not just a copy):
     /// such records are worth decoding ahead on worker threads.
     fn decoding_is_costly(&self, position: u64) -> bool;
+
+    /// For a source whose "records" are values inside the records of a file (a large value
+    /// of a chunk parsed as it streamed), where the value starts in its record; `None` for a
+    /// source of whole records.
+    fn offset_in_record(&self) -> Option<u64> {
+        None
+    }
 }

@@ -37,6 +37,7 @@
 
 pub mod codec;
 mod error;
+pub mod lenient;
 mod message;
 pub mod navigate;
 mod prefetch;
@@ -44,6 +45,7 @@ pub mod scalar;
 mod source;
 
 pub use error::{DecodeError, Result, WireError};
+pub use lenient::decode_lenient;
 pub use message::{
     check_record_len, wire_type_fits, Payload, RecordRef, WireField, WireMessage, WireValue,
 };

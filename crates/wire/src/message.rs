@@ -379,19 +379,16 @@ fn write_place(desc: &MessageDescriptor, f: &WireField) -> (u8, u32) {
 }
 
 /// Whether protobuf parses `value` as an occurrence of `field` (rather than keeping it as an
-/// unknown field): the field's own wire type, or a length-delimited packed run for a repeated
-/// numeric field (accepted whether or not the field is declared packed).
+/// unknown field): [`crate::lenient::wire_type_takes`] of its wire type.
 pub fn wire_type_fits(field: &prost_reflect::FieldDescriptor, value: &WireValue) -> bool {
-    use prost_reflect::Kind;
-    let len = matches!(value, WireValue::Bytes(_) | WireValue::Message(_));
-    let want = match field.kind() {
-        Kind::Message(_) if field.is_group() => return matches!(value, WireValue::Group(_)),
-        Kind::Message(_) | Kind::String | Kind::Bytes => return len,
-        Kind::Double | Kind::Fixed64 | Kind::Sfixed64 => matches!(value, WireValue::Fixed64(_)),
-        Kind::Float | Kind::Fixed32 | Kind::Sfixed32 => matches!(value, WireValue::Fixed32(_)),
-        _ => matches!(value, WireValue::Varint(_)),
+    let wire = match value {
+        WireValue::Varint(_) => WireType::Varint,
+        WireValue::Fixed64(_) => WireType::Fixed64,
+        WireValue::Fixed32(_) => WireType::Fixed32,
+        WireValue::Bytes(_) | WireValue::Message(_) => WireType::Len,
+        WireValue::Group(_) => WireType::StartGroup,
     };
-    want || (len && field.is_list())
+    crate::lenient::wire_type_takes(field, wire)
 }
 
 /// Segments under construction: see [`WireMessage::to_segments`].

@@ -41,8 +41,10 @@
 pub mod cache;
 pub mod check;
 pub mod error;
+mod fault;
 pub mod generic;
 pub mod inspect;
+mod layout;
 mod lazy;
 pub mod merger;
 pub mod prune;

@@ -55,4 +55,4 @@ pub mod tags;
 pub mod to_cpu;
 pub mod wrapper;
 
-pub use error::{Result, TpuError};
+pub use error::{CheckFault, CpuFault, Result, TpuError};

@@ -42,6 +42,7 @@
 //! rejects. Nothing here panics on bad input.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod array;
 mod buffer;

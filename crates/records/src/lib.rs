@@ -63,6 +63,7 @@
 //!   the file instead of running them through a decoder.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod block;
 mod brotli_raw;

@@ -42,6 +42,8 @@
 //! leave a gap are errors naming the variable, never filled; every byte read is covered by a
 //! checksum check before the output is renamed into place.
 
+#![forbid(unsafe_code)]
+
 mod amplification;
 #[cfg(feature = "mpi")]
 mod distributed;

@@ -42,6 +42,8 @@
 //! Invariants: nothing is written when any step fails; every written graph passed
 //! [`check::check_graph`]; the original functions are never changed except at call sites.
 
+#![forbid(unsafe_code)]
+
 pub mod attrs;
 pub mod check;
 pub mod error;

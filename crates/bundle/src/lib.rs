@@ -37,6 +37,8 @@
 //! # Ok::<(), unbound_bundle::BundleError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod boxes;
 mod coding;
 pub mod crc;

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use unbound_io::IoError;
 use unbound_wire::{DecodeError, WireError};
 
+use crate::fault::ChunkFault;
+
 /// Everything that can go wrong while splitting, merging, reading or writing chunked protos.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -36,7 +38,7 @@ pub enum ChunkedError {
         /// The file.
         source_name: String,
         /// What is wrong (never empty).
-        faults: Vec<crate::check::ChunkFault>,
+        faults: Vec<ChunkFault>,
     },
     /// Merging would read more chunk bytes than the caller allows
     /// ([`crate::Merger::set_max_chunk_bytes`]), for example more than a `.pb` can hold.
@@ -131,7 +133,7 @@ impl ChunkedError {
 }
 
 /// The first faults, joined for an error message.
-fn list_faults(faults: &[crate::check::ChunkFault]) -> String {
+fn list_faults(faults: &[ChunkFault]) -> String {
     const SHOWN: usize = 8;
     let mut text = faults
         .iter()

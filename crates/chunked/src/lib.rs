@@ -38,11 +38,15 @@
 //! Invariants: every index, position and size in chunk metadata is checked before use; output
 //! is written to a temporary file and renamed ([`unbound_io::write_atomically`]).
 
+#![forbid(unsafe_code)]
+
 pub mod cache;
 pub mod check;
 pub mod error;
+mod fault;
 pub mod generic;
 pub mod inspect;
+mod layout;
 mod lazy;
 pub mod merger;
 pub mod prune;

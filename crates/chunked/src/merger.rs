@@ -28,15 +28,15 @@ use unbound_records::{ChunkType, CompressionType, RecordReader};
 
 use crate::cache::ChunkCache;
 use crate::error::{ChunkedError, Result};
+use crate::fault::ChunkFault;
+use crate::layout::check_layout;
+pub use crate::layout::MAX_NESTING;
 use crate::lazy::{release_if_compressed, KeptRecordFile, RecordFile};
 use crate::streamed::{parse_streamed, STREAM_AT};
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
 use unbound_wire::navigate::message_type;
 use unbound_wire::scalar::parse_text_scalar;
 use unbound_wire::{Payload, RecordRef, RecordSource, WireError, WireMessage};
-
-/// Deepest message nesting the Merger builds (protobuf's own default recursion limit).
-pub const MAX_NESTING: usize = 100;
 
 /// Where the Merger takes chunks from.
 pub trait ChunkSource {
@@ -150,7 +150,7 @@ impl FileChunks {
     /// chunk's size is checked against its record when the chunk is read.
     pub fn from_reader(reader: Arc<RecordReader>) -> Result<(Self, ChunkMetadata)> {
         let (metadata_position, metadata) = read_metadata_at(&reader)?;
-        let faults = crate::check::check_layout(&reader, &metadata, metadata_position)?;
+        let faults = check_layout(&reader, &metadata, metadata_position)?;
         if !faults.is_empty() {
             return Err(ChunkedError::Layout {
                 source_name: reader.name().to_string(),
@@ -308,7 +308,7 @@ impl FileChunks {
         }
         Err(ChunkedError::Layout {
             source_name: self.reader.name().to_string(),
-            faults: vec![crate::check::ChunkFault::SizeMismatch {
+            faults: vec![ChunkFault::SizeMismatch {
                 chunk: usize::try_from(index).unwrap_or(usize::MAX),
                 position: info.offset,
                 declared: info.size,
@@ -392,7 +392,7 @@ impl FileChunks {
             // `check_layout` makes this impossible; kept so no other record is ever taken.
             return Err(ChunkedError::Layout {
                 source_name: self.reader.name().to_string(),
-                faults: vec![crate::check::ChunkFault::NoRecord {
+                faults: vec![ChunkFault::NoRecord {
                     chunk: usize::try_from(index).unwrap_or(usize::MAX),
                     position: info.offset,
                 }],

@@ -11,6 +11,7 @@ use unbound_proto::tensorflow::proto_splitter::{
 };
 
 use crate::error::{ChunkedError, Result};
+pub use crate::fault::TagFault;
 use unbound_wire::scalar::{encode_scalar, Scalar};
 use unbound_wire::WireValue;
 
@@ -180,28 +181,6 @@ fn int_of(k: &KeyValue) -> Option<i128> {
         KeyValue::Bool(b) => Some(i128::from(*b)),
         KeyValue::Str(s) => s.trim().parse().ok(),
     }
-}
-
-/// A field-tag list of chunk metadata that does not describe a path.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TagFault {
-    /// A list index where a field number must come.
-    #[error("tag {0}: index does not follow a field")]
-    IndexWithoutField(usize),
-    /// A map key where a field number must come.
-    #[error("tag {0}: map key does not follow a field")]
-    KeyWithoutField(usize),
-    /// A `FieldIndex` with none of its kinds set.
-    #[error("tag {0}: FieldIndex with no kind set")]
-    NoKind(usize),
-    /// A `MapKey` with none of its types set.
-    #[error("tag {0}: map key with no type set")]
-    KeyWithoutType(usize),
-    /// Two chunked fields at one depth disagree on what the tag there is (TensorFlow's merge
-    /// comparator refuses them).
-    #[error("field tag mismatch: a field index and a map key or list index at the same depth")]
-    KindMismatch,
 }
 
 /// `GetFieldTypes`: groups a tag list into steps. An index or key must follow a field.

@@ -2,6 +2,8 @@
 //! 1 the operation failed (bad input, I/O, standard output not writable), 2 usage error. A
 //! closed standard output pipe is not a failure (see [`output`]).
 
+#![forbid(unsafe_code)]
+
 #[macro_use]
 mod output;
 mod allocator;

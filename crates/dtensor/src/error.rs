@@ -82,6 +82,45 @@ pub enum DTensorError {
     },
 }
 
+/// Why the device list of an `OTHER` `xla.OpSharding` cannot be made
+/// ([`crate::expanded_devices`]). Reported as [`DTensorError::OpSharding`] of the sharding.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceListFault {
+    /// `tile_assignment_dimensions` holds a negative size, or multiplies past 2^24 tiles.
+    #[error("tile_assignment_dimensions are negative or too large")]
+    TileDimensions,
+    /// `iota_reshape_dims` holds a negative size, or its product overflows.
+    #[error("iota_reshape_dims are negative or too large")]
+    IotaDimensions,
+    /// The iota form names another number of devices than there are tiles.
+    #[error("iota_reshape_dims multiply to {devices}, tile dimensions to {tiles}")]
+    IotaCount {
+        /// The product of `iota_reshape_dims`.
+        devices: i64,
+        /// The number of tiles.
+        tiles: i64,
+    },
+    /// `iota_transpose_perm` is not a permutation of the iota dimensions.
+    #[error("iota_transpose_perm {perm:?} is not a permutation")]
+    NotPermutation {
+        /// The permutation given.
+        perm: Vec<usize>,
+    },
+    /// `tile_assignment_devices` does not hold one device per tile.
+    #[error(
+        "{devices} tile_assignment_devices for tile dimensions {dimensions:?} ({tiles} tiles)"
+    )]
+    DeviceCount {
+        /// How many devices it lists.
+        devices: usize,
+        /// `tile_assignment_dimensions`.
+        dimensions: Vec<i64>,
+        /// The number of tiles.
+        tiles: i64,
+    },
+}
+
 /// Results of this crate.
 pub type Result<T, E = DTensorError> = std::result::Result<T, E>;
 

@@ -231,7 +231,7 @@ fn tiles(s: &OpSharding) -> Result<(Vec<i64>, i64)> {
 }
 
 fn tiled(s: &OpSharding, mesh: Option<&Mesh>, out: &mut OpShardingLayouts) -> Result<Layout> {
-    let devices = expanded_devices(s).map_err(|f| fail(s, f))?;
+    let devices = expanded_devices(s).map_err(|f| fail(s, f.to_string()))?;
     let n = devices.len() as i64;
     let mut seen = vec![false; devices.len()];
     for &d in &devices {

@@ -42,6 +42,7 @@
 //! rejects. Nothing here panics on bad input.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod array;
 mod buffer;
@@ -64,7 +65,7 @@ mod torch;
 pub use array::{Elements, HostArray};
 pub use buffer::ByteBuffer;
 pub use device::DeviceName;
-pub use error::{DTensorError, Result};
+pub use error::{DTensorError, DeviceListFault, Result};
 pub use from_op_sharding::{op_sharding_to_layouts, OpShardingLayouts};
 pub use hlo_text::{parse_hlo_text, to_hlo_text};
 pub use jax::{parse_partition_spec, to_partition_spec};

@@ -5,7 +5,7 @@ use prost::Message;
 use unbound_proto::xla::op_sharding::Type as ShardingType;
 use unbound_proto::xla::OpSharding;
 
-use crate::error::{DTensorError, Result};
+use crate::error::{DTensorError, DeviceListFault, Result};
 use crate::layout::Layout;
 
 /// How the tile assignment is written.
@@ -140,23 +140,24 @@ pub fn decode_op_sharding(bytes: &[u8], input: &str) -> Result<OpSharding> {
 
 /// The explicit device list of an `OTHER` sharding: `tile_assignment_devices`, or the
 /// expansion of the iota form. Checks the count against the tile dimensions.
-pub fn expanded_devices(s: &OpSharding) -> std::result::Result<Vec<i64>, String> {
+pub fn expanded_devices(s: &OpSharding) -> std::result::Result<Vec<i64>, DeviceListFault> {
     let n = s
         .tile_assignment_dimensions
         .iter()
         .try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) })
         .filter(|&n| n <= 1 << 24)
-        .ok_or("tile_assignment_dimensions are negative or too large")?;
+        .ok_or(DeviceListFault::TileDimensions)?;
     if !s.iota_reshape_dims.is_empty() {
         let m = s
             .iota_reshape_dims
             .iter()
             .try_fold(1i64, |a, &d| if d < 0 { None } else { a.checked_mul(d) })
-            .ok_or("iota_reshape_dims are negative or too large")?;
+            .ok_or(DeviceListFault::IotaDimensions)?;
         if m != n {
-            return Err(format!(
-                "iota_reshape_dims multiply to {m}, tile dimensions to {n}"
-            ));
+            return Err(DeviceListFault::IotaCount {
+                devices: m,
+                tiles: n,
+            });
         }
         let perm: Vec<usize> = if s.iota_transpose_perm.is_empty() {
             (0..s.iota_reshape_dims.len()).collect()
@@ -166,17 +167,16 @@ pub fn expanded_devices(s: &OpSharding) -> std::result::Result<Vec<i64>, String>
         let mut sorted = perm.clone();
         sorted.sort_unstable();
         if sorted != (0..s.iota_reshape_dims.len()).collect::<Vec<_>>() {
-            return Err(format!("iota_transpose_perm {perm:?} is not a permutation"));
+            return Err(DeviceListFault::NotPermutation { perm });
         }
         return Ok(transposed_iota(&s.iota_reshape_dims, &perm));
     }
     if s.tile_assignment_devices.len() as i64 != n {
-        return Err(format!(
-            "{} tile_assignment_devices for tile dimensions {:?} ({} tiles)",
-            s.tile_assignment_devices.len(),
-            s.tile_assignment_dimensions,
-            n
-        ));
+        return Err(DeviceListFault::DeviceCount {
+            devices: s.tile_assignment_devices.len(),
+            dimensions: s.tile_assignment_dimensions.clone(),
+            tiles: n,
+        });
     }
     Ok(s.tile_assignment_devices.clone())
 }

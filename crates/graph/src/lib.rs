@@ -28,6 +28,8 @@
 //! checked (overflow included), recursion through function calls is bounded, and nothing here
 //! panics on a graph's contents.
 
+#![forbid(unsafe_code)]
+
 pub mod device;
 pub mod functions;
 pub mod ops;

@@ -59,6 +59,36 @@ pub enum GrapplerError {
     Model(#[from] SavedModelError),
 }
 
+/// What is wrong with a serialized `GraphDef` read at the wire level
+/// ([`crate::serialized::scan_graph`], [`crate::serialized::splice_library`]): the bytes are not
+/// a GraphDef at the depth the host reads (its nodes' names and devices, its library and
+/// versions). The pass reports it as [`GrapplerError::Graph`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GraphFault {
+    /// A field of the GraphDef (or of its library) does not decode.
+    #[error("{0}")]
+    Malformed(unbound_wire::DecodeError),
+    /// A field of a NodeDef does not decode.
+    #[error("a NodeDef: {0}")]
+    MalformedNode(unbound_wire::DecodeError),
+    /// A string field (`NodeDef.name`, `NodeDef.device`) that is not UTF-8.
+    #[error("{field} is not UTF-8")]
+    NotUtf8 {
+        /// The field, as `Message.field`.
+        field: &'static str,
+    },
+    /// The `versions` field does not decode as a `VersionDef`.
+    #[error("GraphDef.versions: {0}")]
+    Versions(prost::DecodeError),
+    /// A `node`, `library` or `versions` field of another wire type than length-delimited.
+    #[error("field {number} has the wrong wire type")]
+    WrongWireType {
+        /// The field number.
+        number: u32,
+    },
+}
+
 /// What is wrong with one plugin file, or with loading it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -11,6 +11,8 @@ use unbound_proto::fields::tensorflow::{function_def_library, graph_def, node_de
 use unbound_proto::tensorflow::VersionDef;
 use unbound_wire::codec::{put_key, put_varint, read_field, WireType};
 
+use crate::error::GraphFault;
+
 /// What [`scan_graph`] found.
 #[derive(Debug)]
 pub struct GraphScan {
@@ -26,7 +28,7 @@ pub struct GraphScan {
 
 /// Reads `graph` one node at a time: each node's `name` and `device`, the library's bytes and
 /// the versions. Errors (with what is wrong) when the bytes are not a GraphDef at this depth.
-pub fn scan_graph(graph: &Bytes) -> Result<GraphScan, String> {
+pub fn scan_graph(graph: &Bytes) -> Result<GraphScan, GraphFault> {
     let mut nodes = 0usize;
     let mut types = BTreeSet::new();
     let mut device_error = None;
@@ -35,7 +37,7 @@ pub fn scan_graph(graph: &Bytes) -> Result<GraphScan, String> {
     let mut versions: Option<VersionDef> = None;
     let mut pos = 0;
     while pos < graph.len() {
-        let field = read_field(graph, &mut pos).map_err(|e| e.to_string())?;
+        let field = read_field(graph, &mut pos).map_err(GraphFault::Malformed)?;
         let value = &graph[field.start..field.end];
         match (field.number, field.wire_type) {
             (graph_def::NODE, WireType::Len) => {
@@ -67,9 +69,11 @@ pub fn scan_graph(graph: &Bytes) -> Result<GraphScan, String> {
             (graph_def::VERSIONS, WireType::Len) => versions
                 .get_or_insert_with(VersionDef::default)
                 .merge(value)
-                .map_err(|e| format!("GraphDef.versions: {e}"))?,
+                .map_err(GraphFault::Versions)?,
             (graph_def::NODE | graph_def::LIBRARY | graph_def::VERSIONS, _) => {
-                return Err(format!("field {} has the wrong wire type", field.number));
+                return Err(GraphFault::WrongWireType {
+                    number: field.number,
+                });
             }
             _ => {}
         }
@@ -91,11 +95,11 @@ pub fn scan_graph(graph: &Bytes) -> Result<GraphScan, String> {
 }
 
 /// The last `name` and `device` of a serialized NodeDef (the ones a parser keeps).
-fn node_name_and_device(node: &[u8]) -> Result<(&[u8], &[u8]), String> {
+fn node_name_and_device(node: &[u8]) -> Result<(&[u8], &[u8]), GraphFault> {
     let (mut name, mut device): (&[u8], &[u8]) = (b"", b"");
     let mut pos = 0;
     while pos < node.len() {
-        let field = read_field(node, &mut pos).map_err(|e| format!("a NodeDef: {e}"))?;
+        let field = read_field(node, &mut pos).map_err(GraphFault::MalformedNode)?;
         match (field.number, field.wire_type) {
             (node_def::NAME, WireType::Len) => name = &node[field.start..field.end],
             (node_def::DEVICE, WireType::Len) => device = &node[field.start..field.end],
@@ -105,8 +109,9 @@ fn node_name_and_device(node: &[u8]) -> Result<(&[u8], &[u8]), String> {
     Ok((name, device))
 }
 
-fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, String> {
-    std::str::from_utf8(bytes).map_err(|_| format!("{what} is not UTF-8"))
+/// `bytes` as text, or the fault naming `field`.
+fn utf8<'a>(bytes: &'a [u8], field: &'static str) -> Result<&'a str, GraphFault> {
+    std::str::from_utf8(bytes).map_err(|_| GraphFault::NotUtf8 { field })
 }
 
 /// `graph` with the functions at the given library positions (in library order, counting
@@ -116,7 +121,7 @@ fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, String> {
 pub fn splice_library(
     graph: &[u8],
     replacements: &BTreeMap<usize, Vec<u8>>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, GraphFault> {
     let mut out = Vec::with_capacity(graph.len());
     let mut library = Vec::new();
     let mut library_at = None;
@@ -124,7 +129,7 @@ pub fn splice_library(
     let mut pos = 0;
     while pos < graph.len() {
         let start = pos;
-        let field = read_field(graph, &mut pos).map_err(|e| e.to_string())?;
+        let field = read_field(graph, &mut pos).map_err(GraphFault::Malformed)?;
         if field.number != graph_def::LIBRARY || field.wire_type != WireType::Len {
             out.extend_from_slice(&graph[start..pos]);
             continue;
@@ -134,7 +139,7 @@ pub fn splice_library(
         let mut inner = 0;
         while inner < value.len() {
             let entry_start = inner;
-            let entry = read_field(value, &mut inner).map_err(|e| e.to_string())?;
+            let entry = read_field(value, &mut inner).map_err(GraphFault::Malformed)?;
             let is_function =
                 entry.number == function_def_library::FUNCTION && entry.wire_type == WireType::Len;
             match replacements.get(&function).filter(|_| is_function) {

@@ -7,29 +7,67 @@
 //! `shim/shim.c`). The plugin's `TF_*` references then resolve to the host's own exports.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// (soname, shared object bytes) of every shim.
 const SHIMS: &[(&str, &[u8])] = &include!(concat!(env!("OUT_DIR"), "/shims.rs"));
 
+/// Why the shims could not be loaded (the host warns and goes on: a plugin that needs no
+/// TensorFlow library loads without them). The causes are shared, so that the one error of a
+/// process can be returned by every call.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShimError {
+    /// The private directory for the shim files could not be created.
+    #[error("creating {}: {source}", dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: Arc<std::io::Error>,
+    },
+    /// A shim file could not be written.
+    #[error("writing the shim {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: Arc<std::io::Error>,
+    },
+    /// The dynamic linker refused a shim.
+    #[error("loading the shim {soname}: {source}")]
+    Load {
+        /// The shim's soname.
+        soname: &'static str,
+        /// Why.
+        source: Arc<libloading::Error>,
+    },
+}
+
 /// Loads the shims once per process. Errors are returned (and repeated on later calls) rather
 /// than fatal: a plugin that needs no TensorFlow library loads without them.
-pub fn ensure_loaded() -> Result<(), String> {
-    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+pub fn ensure_loaded() -> Result<(), ShimError> {
+    static LOADED: OnceLock<Result<(), ShimError>> = OnceLock::new();
     LOADED.get_or_init(load_all).clone()
 }
 
-fn load_all() -> Result<(), String> {
+/// Writes every shim to a private directory and loads it, then removes the directory.
+fn load_all() -> Result<(), ShimError> {
     let dir = private_dir()?;
     let result = (|| {
         for (soname, bytes) in SHIMS {
             let path = dir.join(soname);
-            std::fs::write(&path, bytes)
-                .map_err(|e| format!("writing the shim {}: {e}", path.display()))?;
+            std::fs::write(&path, bytes).map_err(|e| ShimError::Write {
+                path: path.clone(),
+                source: Arc::new(e),
+            })?;
             // SAFETY: the shim has no initializers and defines one data symbol.
             let library =
                 unsafe { libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOW) }
-                    .map_err(|e| format!("loading the shim {soname}: {e}"))?;
+                    .map_err(|e| ShimError::Load {
+                        soname,
+                        source: Arc::new(e),
+                    })?;
             // Kept loaded for the life of the process: its soname must stay registered.
             std::mem::forget(library);
         }
@@ -40,13 +78,16 @@ fn load_all() -> Result<(), String> {
 }
 
 /// A new directory only this process writes to, for the shim files (removed once loaded).
-fn private_dir() -> Result<PathBuf, String> {
+fn private_dir() -> Result<PathBuf, ShimError> {
     let base = std::env::temp_dir();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let dir = base.join(format!(".unbound-shims-{}-{nanos}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    std::fs::create_dir(&dir).map_err(|e| ShimError::CreateDir {
+        dir: dir.clone(),
+        source: Arc::new(e),
+    })?;
     Ok(dir)
 }

@@ -49,6 +49,7 @@
 //! wire format.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::sync::OnceLock;
 

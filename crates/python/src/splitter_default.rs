@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use unbound_chunked::{write_split, ChunkedError, SplitOutput};
+use unbound_chunked::{write_split, SplitOutput};
 use unbound_savedmodel::split::{split_message, SplitContext, DEFAULT_MAX_SIZE};
 use unbound_wire::WireMessage;
 
@@ -28,8 +28,8 @@ pub fn split_serialized(
 ) -> Result<(SplitOutput, Vec<String>), MessageError> {
     let desc = message_type(type_name, schema)?;
     let message =
-        WireMessage::parse(data, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
-            source_name: format!("the {type_name} given"),
+        WireMessage::parse(data, Some(desc.clone())).map_err(|error| MessageError::Malformed {
+            type_name: type_name.to_string(),
             error,
         })?;
     let mut ctx = SplitContext::new(max_size);

@@ -9,7 +9,7 @@ use pyo3::types::PyBytes;
 use unbound_chunked::{read_prefix, ChunkedError, SourceFormat};
 use unbound_savedmodel::dir::MAX_PROTO_SIZE;
 use unbound_savedmodel::SavedModelError;
-use unbound_wire::WireMessage;
+use unbound_wire::{DecodeError, WireMessage};
 
 use crate::errors::{raise, Kind, ToPyErr};
 use crate::splitter_types::{message_type, TypeError};
@@ -26,6 +26,14 @@ pub enum MessageError {
     /// The merged message breaks its schema.
     #[error(transparent)]
     Schema(#[from] SavedModelError),
+    /// The serialized message given (to split) does not decode as its type.
+    #[error("the {type_name} given: malformed protobuf {error}")]
+    Malformed {
+        /// The message type it was given as.
+        type_name: String,
+        /// The decoding fault.
+        error: DecodeError,
+    },
     /// The message is past protobuf's limit.
     #[error("{source_name}: the merged message would be {size} bytes, over protobuf's limit of {MAX_PROTO_SIZE} (Python's protobuf cannot parse it; read it by parts)")]
     TooLarge {
@@ -43,6 +51,7 @@ impl ToPyErr for MessageError {
             MessageError::Type(e) => raise(Kind::Format, e),
             MessageError::Chunked(e) => e.to_py_err(),
             MessageError::Schema(e) => e.to_py_err(),
+            MessageError::Malformed { .. } => raise(Kind::Format, self),
             MessageError::TooLarge { .. } => raise(Kind::TooLarge, self),
         }
     }

@@ -63,6 +63,7 @@
 //!   the file instead of running them through a decoder.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod block;
 mod brotli_raw;
@@ -75,6 +76,7 @@ mod compression;
 mod error;
 mod hash;
 mod limits;
+mod options;
 mod own_chunk;
 mod reader;
 mod simple_chunk;
@@ -89,6 +91,7 @@ pub use limits::{
     default_budget, parse_size, set_default_budget, DecodeLimits, MEMORY_LIMIT_ENV,
     MIN_DEFAULT_BUDGET,
 };
+pub use options::WriterOptions;
 pub use own_chunk::{encode_own_chunk, EncodedChunk};
 pub use reader::{ChunkSummary, RecordReader};
-pub use writer::{RecordWriter, WriterOptions};
+pub use writer::RecordWriter;

@@ -10,11 +10,11 @@
 use std::io;
 
 use crate::chunk_header::{ChunkHeader, ChunkType};
-use crate::compression::{self, Compression};
+use crate::compression::Compression;
 use crate::error::RecordsError;
 use crate::hash::Hasher;
+use crate::options::WriterOptions;
 use crate::simple_chunk::SimpleEncoder;
-use crate::writer::{sample_of_parts, WriterOptions};
 
 /// A record encoded as a compressed chunk of its own ([`encode_own_chunk`]), not yet written.
 pub struct EncodedChunk {
@@ -26,31 +26,6 @@ impl EncodedChunk {
     /// Size of the chunk's data as written (compressed), without its header.
     pub fn data_size(&self) -> u64 {
         self.header.data_size
-    }
-}
-
-impl WriterOptions {
-    /// Whether a record of `len` bytes is written as a chunk of its own: Riegeli's rule closes
-    /// the chunk around any record that would not leave room for another (each counts its size
-    /// plus 8) within the chunk size.
-    pub fn takes_own_chunk(&self, len: u64) -> bool {
-        len.saturating_add(16) > self.effective_chunk_size()
-    }
-
-    /// The compression a record of `len` bytes made of `parts`, in a chunk of its own, is
-    /// written with: none when the options compress nothing, or when they store incompressible
-    /// data and a sample of it does not compress by a tenth.
-    pub(crate) fn own_chunk_compression(&self, parts: &[&[u8]], len: u64) -> Compression {
-        if self.compression == Compression::None {
-            return Compression::None;
-        }
-        if self.store_incompressible {
-            let sample = sample_of_parts(parts, len);
-            if !compression::worth_compressing(self.compression, &sample) {
-                return Compression::None;
-            }
-        }
-        self.compression
     }
 }
 

@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 use unbound_bundle::dtype::{storage, Storage};
 use unbound_bundle::BundleReader;
 
-use crate::engine::BLOCK;
-use crate::plan::{Plan, TargetItem, VariablePlan};
+use crate::plan::{Plan, TargetItem, VariablePlan, BLOCK};
 
 /// Per source piece (by key): its size and the ranges (start, length) read from it.
 type PieceReads = BTreeMap<Vec<u8>, (u64, Vec<(u64, u64)>)>;

@@ -16,7 +16,8 @@ use unbound_proto::tensorflow::{BundleEntryProto, TensorSliceProto};
 
 use crate::engine::{check_output, finish_output, report, write_shards, Written};
 use crate::error::{ReshardError, Result};
-use crate::plan::{Plan, ReshardOptions};
+use crate::plan::Plan;
+use crate::planner::ReshardOptions;
 use crate::ReshardReport;
 
 /// The MPI environment of this process, initialized once.

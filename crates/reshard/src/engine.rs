@@ -17,10 +17,8 @@ use unbound_bundle::{
 use unbound_proto::tensorflow::BundleEntryProto;
 
 use crate::error::{ReshardError, Result};
-use crate::plan::{Plan, ReshardOptions, TargetItem};
-
-/// Bytes read and written per block: what bounds the memory of each worker.
-pub(crate) const BLOCK: usize = 8 << 20;
+use crate::plan::{Plan, TargetItem, BLOCK};
+use crate::planner::ReshardOptions;
 
 /// What a reshard did. Fields serialize in this (name) order.
 #[derive(Debug, Clone, Serialize)]

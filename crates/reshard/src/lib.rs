@@ -42,12 +42,15 @@
 //! leave a gap are errors naming the variable, never filled; every byte read is covered by a
 //! checksum check before the output is renamed into place.
 
+#![forbid(unsafe_code)]
+
 mod amplification;
 #[cfg(feature = "mpi")]
 mod distributed;
 mod engine;
 mod error;
 mod plan;
+mod planner;
 mod safetensors_in;
 mod safetensors_out;
 mod state;
@@ -56,10 +59,8 @@ mod state;
 pub use distributed::{run_mpi, MpiWorld};
 pub use engine::{run, ReshardReport};
 pub use error::{ReshardError, Result};
-pub use plan::{
-    parse_mesh, parse_specs, plan, ratio, LayoutRule, Plan, ReshardOptions, ShardPlan, TargetItem,
-    VariablePlan,
-};
+pub use plan::{ratio, Plan, ShardPlan, TargetItem, VariablePlan};
+pub use planner::{parse_mesh, parse_specs, plan, LayoutRule, ReshardOptions};
 pub use safetensors_in::{import_safetensors, stage_safetensors, Staged};
 pub use safetensors_out::{
     device_file_name, run_safetensors, SafetensorsReport, META_DEVICE, META_LAYOUTS, META_MESH,

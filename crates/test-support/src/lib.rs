@@ -16,6 +16,8 @@
 //!
 //! Helpers panic on failure (they are for tests) unless they return a `Result`.
 
+#![forbid(unsafe_code)]
+
 pub mod cc;
 pub mod chunks;
 pub mod data;

@@ -20,6 +20,7 @@ use unbound_graph::ops::builtin_ops;
 use unbound_proto::tensorflow::{FunctionDef, NodeDef};
 
 use crate::attrs::{self, function_name, get_s, input_node, referenced_functions};
+use crate::error::CheckFault;
 use crate::model::Graph;
 use crate::options::BatchOptions;
 use crate::rewrite::batch_attrs;
@@ -35,14 +36,16 @@ const VARIABLE_OPS: [&str; 5] = [
 
 /// Checks `graph`; `batches` maps a batch function's name to the options its `BatchFunction`
 /// nodes must carry. The error says which check failed where.
-pub fn check_graph(graph: &Graph, batches: &HashMap<String, BatchOptions>) -> Result<(), String> {
+pub fn check_graph(
+    graph: &Graph,
+    batches: &HashMap<String, BatchOptions>,
+) -> Result<(), CheckFault> {
     let mut functions: HashMap<&str, &FunctionDef> = HashMap::new();
     for f in &graph.functions {
         if functions.insert(function_name(f), f).is_some() {
-            return Err(format!(
-                "the library has two functions named {}",
-                function_name(f)
-            ));
+            return Err(CheckFault::DuplicateFunction {
+                function: function_name(f).to_string(),
+            });
         }
     }
     let graph_nodes: Vec<&NodeDef> = graph.live_nodes().collect();
@@ -61,7 +64,7 @@ fn check_scope(
     nodes: &[&NodeDef],
     functions: &HashMap<&str, &FunctionDef>,
     batches: &HashMap<String, BatchOptions>,
-) -> Result<(), String> {
+) -> Result<(), CheckFault> {
     let by_name: HashMap<&str, &NodeDef> = nodes.iter().map(|n| (n.name.as_str(), *n)).collect();
     let mut metadata: BTreeMap<&[u8], usize> = BTreeMap::new();
     let mut clustered: BTreeSet<&[u8]> = BTreeSet::new();
@@ -73,16 +76,21 @@ fn check_scope(
         }
         for r in refs {
             if !functions.contains_key(r) && !builtin_ops().contains_key(r) {
-                return Err(format!(
-                    "{} names function {r}, which does not exist",
-                    at(node)
-                ));
+                return Err(CheckFault::MissingFunction {
+                    node: at(node),
+                    function: r.to_string(),
+                });
             }
         }
         if node.op == "TPUReplicateMetadata" {
             match get_s(node, attrs::TPU_REPLICATE) {
                 Some(c) => *metadata.entry(c).or_default() += 1,
-                None => return Err(format!("{} has no {}", at(node), attrs::TPU_REPLICATE)),
+                None => {
+                    return Err(CheckFault::MetadataWithoutCluster {
+                        node: at(node),
+                        attr: attrs::TPU_REPLICATE,
+                    })
+                }
             }
         }
         if let Some(c) = get_s(node, attrs::TPU_REPLICATE) {
@@ -94,47 +102,45 @@ fn check_scope(
             ]
             .contains(&node.op.as_str())
             {
-                return Err(format!(
-                    "{} ({}) must be outside its cluster",
-                    at(node),
-                    node.op
-                ));
+                return Err(CheckFault::InsideCluster {
+                    node: at(node),
+                    op: node.op.clone(),
+                });
             }
             if VARIABLE_OPS.contains(&node.op.as_str()) {
-                return Err(format!(
-                    "{} ({}) touches a variable inside cluster {}: variables must reach the TPU \
-                     computation as resource arguments",
-                    at(node),
-                    node.op,
-                    String::from_utf8_lossy(c)
-                ));
+                return Err(CheckFault::VariableInCluster {
+                    node: at(node),
+                    op: node.op.clone(),
+                    cluster: String::from_utf8_lossy(c).into_owned(),
+                });
             }
         }
         if node.op == "TPUReplicatedInput"
             && attrs::get_type(node, "T").is_some_and(attrs::is_resource)
         {
-            return Err(format!("{} replicates a resource", at(node)));
+            return Err(CheckFault::ReplicatedResource { node: at(node) });
         }
         check_call(scope, node, &by_name, functions, batches)?;
     }
     for c in &clustered {
         let n = metadata.get(c).copied().unwrap_or(0);
         if n != 1 {
-            return Err(format!(
-                "{scope}: cluster {} has {n} TPUReplicateMetadata nodes (one expected)",
-                String::from_utf8_lossy(c)
-            ));
+            return Err(CheckFault::MetadataCount {
+                scope: scope.to_string(),
+                cluster: String::from_utf8_lossy(c).into_owned(),
+                count: n,
+            });
         }
     }
     for node in nodes {
         for attr in [attrs::PIVOT_FOR_CLUSTER, attrs::TPU_COMPILATION_STATUS] {
             if let Some(c) = get_s(node, attr) {
                 if !metadata.contains_key(c) {
-                    return Err(format!(
-                        "{} names cluster {} in {attr}, which has no TPUReplicateMetadata here",
-                        at(node),
-                        String::from_utf8_lossy(c)
-                    ));
+                    return Err(CheckFault::UnknownCluster {
+                        node: at(node),
+                        cluster: String::from_utf8_lossy(c).into_owned(),
+                        attr,
+                    });
                 }
             }
         }
@@ -149,17 +155,20 @@ fn check_call(
     by_name: &HashMap<&str, &NodeDef>,
     functions: &HashMap<&str, &FunctionDef>,
     batches: &HashMap<String, BatchOptions>,
-) -> Result<(), String> {
+) -> Result<(), CheckFault> {
     let is_call = attrs::CALL_OPS.contains(&node.op.as_str());
     if !is_call && node.op != "BatchFunction" {
         return Ok(());
     }
     let at = format!("{scope}/{} ({})", node.name, node.op);
     let Some(callee) = node.attr.get("f").and_then(attrs::func_name) else {
-        return Err(format!("{at} has no function attribute f"));
+        return Err(CheckFault::NoFunctionAttr { call: at });
     };
     let Some(function) = functions.get(callee) else {
-        return Err(format!("{at} calls {callee}, which does not exist"));
+        return Err(CheckFault::MissingCallee {
+            call: at,
+            callee: callee.to_string(),
+        });
     };
     let Some((fin, fout)) = attrs::signature_types(function) else {
         return Ok(());
@@ -172,44 +181,56 @@ fn check_call(
         let captured = attrs::get_types(node, "Tcaptured");
         expected_in.extend(&captured);
         if tin.is_empty() || tout.is_empty() {
-            return Err(format!(
-                "{at}: BatchFunction needs Tin and Tout of length >= 1"
-            ));
+            return Err(CheckFault::EmptyBatchTypes { call: at });
         }
         if expected_in != fin {
-            return Err(format!(
-                "{at}: Tin+Tcaptured {expected_in:?} do not match {callee}'s arguments {fin:?}"
-            ));
+            return Err(CheckFault::BatchArguments {
+                call: at,
+                inputs: expected_in,
+                callee: callee.to_string(),
+                arguments: fin,
+            });
         }
         if let Some(b) = batches.get(callee) {
             for (k, v) in batch_attrs(callee, b, &tin, &captured, &tout) {
                 if node.attr.get(k) != Some(&v) {
-                    return Err(format!("{at}: attribute {k} is not what was asked"));
+                    return Err(CheckFault::BatchAttr { call: at, attr: k });
                 }
             }
         }
     } else if tin != fin {
-        return Err(format!("{at}: Tin {tin:?} but {callee} takes {fin:?}"));
+        return Err(CheckFault::Arguments {
+            call: at,
+            tin,
+            callee: callee.to_string(),
+            arguments: fin,
+        });
     }
     if tout != fout {
-        return Err(format!("{at}: Tout {tout:?} but {callee} returns {fout:?}"));
+        return Err(CheckFault::Results {
+            call: at,
+            tout,
+            callee: callee.to_string(),
+            results: fout,
+        });
     }
     let ordinal = usize::from(node.op == "TPUPartitionedCall");
     if data != expected_in.len() + ordinal {
-        return Err(format!(
-            "{at} has {data} data inputs, {} expected",
-            expected_in.len() + ordinal
-        ));
+        return Err(CheckFault::DataInputs {
+            call: at,
+            found: data,
+            expected: expected_in.len() + ordinal,
+        });
     }
     if ordinal == 1 {
         let last = input_node(&node.input[data - 1]);
         match by_name.get(last) {
             Some(n) if n.op == "TPUOrdinalSelector" => {}
             _ => {
-                return Err(format!(
-                    "{at}: the last data input ({}) is not a TPUOrdinalSelector",
-                    node.input[data - 1]
-                ))
+                return Err(CheckFault::NoOrdinalSelector {
+                    call: at,
+                    input: node.input[data - 1].clone(),
+                })
             }
         }
     }
@@ -231,7 +252,7 @@ fn callees<'a>(f: &'a FunctionDef, functions: &HashMap<&str, &FunctionDef>) -> V
 }
 
 /// No function reaches itself.
-fn check_acyclic(functions: &HashMap<&str, &FunctionDef>) -> Result<(), String> {
+fn check_acyclic(functions: &HashMap<&str, &FunctionDef>) -> Result<(), CheckFault> {
     // 0: unvisited, 1: on the stack, 2: done.
     let mut state: HashMap<&str, u8> = HashMap::new();
     let mut names: Vec<&str> = functions.keys().copied().collect();
@@ -254,10 +275,10 @@ fn check_acyclic(functions: &HashMap<&str, &FunctionDef>) -> Result<(), String> 
                     };
                     match state.get(next).copied().unwrap_or(0) {
                         1 => {
-                            return Err(format!(
-                                "functions form a cycle: {name} reaches {next}, which reaches \
-                                 {name}"
-                            ))
+                            return Err(CheckFault::FunctionCycle {
+                                function: name.to_string(),
+                                next: next.to_string(),
+                            })
                         }
                         0 => {
                             state.insert(next, 1);
@@ -273,7 +294,7 @@ fn check_acyclic(functions: &HashMap<&str, &FunctionDef>) -> Result<(), String> 
 }
 
 /// Nothing a clustered node calls holds a cluster of its own.
-fn check_not_nested(functions: &HashMap<&str, &FunctionDef>) -> Result<(), String> {
+fn check_not_nested(functions: &HashMap<&str, &FunctionDef>) -> Result<(), CheckFault> {
     for f in functions.values() {
         for node in f
             .node_def
@@ -291,12 +312,10 @@ fn check_not_nested(functions: &HashMap<&str, &FunctionDef>) -> Result<(), Strin
                     continue;
                 }
                 if g.node_def.iter().any(|n| n.op == "TPUReplicateMetadata") {
-                    return Err(format!(
-                        "{}/{} is in a TPU cluster and reaches {r}, which holds another: TPU \
-                         computations cannot be nested",
-                        function_name(f),
-                        node.name
-                    ));
+                    return Err(CheckFault::Nested {
+                        node: format!("{}/{}", function_name(f), node.name),
+                        function: r.to_string(),
+                    });
                 }
                 refs.extend(callees(g, functions));
             }

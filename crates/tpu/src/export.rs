@@ -177,7 +177,7 @@ pub fn export_tpu(src: &Path, out: &Path, options: &ExportOptions) -> Result<Exp
     check_graph(&graph, &by_batch_fn).map_err(|fault| TpuError::Check {
         dir: src.to_path_buf(),
         tags: options.tags.clone(),
-        fault,
+        fault: Box::new(fault),
     })?;
     let original_ops = info
         .meta_info_def
@@ -275,14 +275,14 @@ pub fn export_cpu(
         let counts =
             rewrite_to_cpu(&mut graph, unbatch).map_err(|fault| TpuError::Unsupported {
                 dir: src.to_path_buf(),
-                fault,
+                fault: fault.to_string(),
             })?;
         let changes = GraphChanges::of(&graph);
         if changes.any() {
             check_graph(&graph, &HashMap::new()).map_err(|fault| TpuError::Check {
                 dir: src.to_path_buf(),
                 tags: tags.clone(),
-                fault,
+                fault: Box::new(fault),
             })?;
             let original_ops = info
                 .meta_info_def

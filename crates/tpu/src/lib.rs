@@ -42,6 +42,8 @@
 //! Invariants: nothing is written when any step fails; every written graph passed
 //! [`check::check_graph`]; the original functions are never changed except at call sites.
 
+#![forbid(unsafe_code)]
+
 pub mod attrs;
 pub mod check;
 pub mod error;
@@ -55,4 +57,4 @@ pub mod tags;
 pub mod to_cpu;
 pub mod wrapper;
 
-pub use error::{Result, TpuError};
+pub use error::{CheckFault, CpuFault, Result, TpuError};

@@ -16,6 +16,7 @@ use serde::Serialize;
 use unbound_proto::tensorflow::NodeDef;
 
 use crate::attrs::{self, data_input_count, input_node, is_control};
+use crate::error::CpuFault;
 use crate::model::Graph;
 use crate::rewrite::rename_output_arg;
 
@@ -50,7 +51,7 @@ pub struct CpuCounts {
 
 /// Rewrites `graph` to run on CPU. Errors name a node the rewrite cannot turn back (several
 /// replicas, or a data consumer of a removed node).
-pub fn rewrite_to_cpu(graph: &mut Graph, unbatch: bool) -> Result<CpuCounts, String> {
+pub fn rewrite_to_cpu(graph: &mut Graph, unbatch: bool) -> Result<CpuCounts, CpuFault> {
     let mut counts = CpuCounts::default();
     let live: Vec<usize> = (0..graph.nodes.len())
         .filter(|&i| !graph.is_removed(i))
@@ -112,7 +113,7 @@ struct ScopePlan {
     removed: HashSet<String>,
 }
 
-fn plan_scope(scope: &str, nodes: &[NodeDef]) -> Result<ScopePlan, String> {
+fn plan_scope(scope: &str, nodes: &[NodeDef]) -> Result<ScopePlan, CpuFault> {
     let removed: HashSet<String> = nodes
         .iter()
         .filter(|n| REMOVED_OPS.contains(&n.op.as_str()))
@@ -127,10 +128,11 @@ fn plan_scope(scope: &str, nodes: &[NodeDef]) -> Result<ScopePlan, String> {
             }
             let is_ordinal = node.op == "TPUPartitionedCall" && k + 1 == data;
             if !is_ordinal {
-                return Err(format!(
-                    "{scope}/{} ({}) uses the output of {from}, which has no CPU equivalent",
-                    node.name, node.op
-                ));
+                return Err(CpuFault::NoCpuEquivalent {
+                    node: format!("{scope}/{}", node.name),
+                    op: node.op.clone(),
+                    input: from.to_string(),
+                });
             }
         }
     }
@@ -143,7 +145,7 @@ fn convert_node(
     removed: &HashSet<String>,
     unbatch: bool,
     counts: &mut CpuCounts,
-) -> Result<bool, String> {
+) -> Result<bool, CpuFault> {
     let before = node.clone();
     node.input
         .retain(|i| !(is_control(i) && removed.contains(input_node(i))));
@@ -157,10 +159,9 @@ fn convert_node(
         "TPUPartitionedCall" => {
             let data = data_input_count(node);
             if data == 0 {
-                return Err(format!(
-                    "{} (TPUPartitionedCall) has no ordinal input",
-                    node.name
-                ));
+                return Err(CpuFault::NoOrdinal {
+                    node: node.name.clone(),
+                });
             }
             node.input.remove(data - 1);
             node.op = "StatefulPartitionedCall".into();
@@ -189,11 +190,11 @@ fn convert_node(
                 _ => attrs::get_i(node, "num_replicas"),
             };
             if replicas != Some(1) {
-                return Err(format!(
-                    "{} ({}) has {replicas:?} replicas; only one-replica models turn back into \
-                     CPU models",
-                    node.name, node.op
-                ));
+                return Err(CpuFault::Replicas {
+                    node: node.name.clone(),
+                    op: node.op.clone(),
+                    replicas,
+                });
             }
             let dtype = attrs::get_type(node, "T").unwrap_or_default();
             node.attr.clear();

@@ -370,7 +370,7 @@ fn host_index(graph: &Graph) -> usize {
 fn the_checks_catch_each_defect() {
     let (good, none) = exported_graph();
     let expect_fault = |graph: &Graph, text: &str| {
-        let err = check_graph(graph, &none).unwrap_err();
+        let err = check_graph(graph, &none).unwrap_err().to_string();
         assert!(err.contains(text), "{err:?} lacks {text:?}");
     };
 
@@ -491,6 +491,7 @@ fn the_checks_catch_each_defect() {
     expected.values_mut().for_each(|v| *v = other.clone());
     assert!(check_graph(&graph, &expected)
         .unwrap_err()
+        .to_string()
         .contains("max_batch_size"));
 }
 

@@ -35,6 +35,8 @@
 //! Invariants: every length, count and nesting depth read from bytes is checked before use
 //! (errors carry the byte offset); nothing here panics on input.
 
+#![forbid(unsafe_code)]
+
 pub mod codec;
 mod error;
 pub mod lenient;

@@ -8,14 +8,15 @@
 //! than [`MAX_CALL_DEPTH`], parametrized functions and calls whose inputs do not match the
 //! signature one to one give unknown outputs.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use unbound_proto::tensorflow::attr_value::{ListValue, Value};
-use unbound_proto::tensorflow::{AttrValue, NodeDef};
+use unbound_proto::tensorflow::{AttrValue, GraphDef, NodeDef};
 
-use super::infer;
+use super::graph::Structure;
 use super::shape::Shape;
 use super::tensor::Tensor;
+use super::PropertiesError;
 use crate::functions::function_to_graph;
 use crate::ops::OpLibrary;
 
@@ -36,18 +37,30 @@ pub(super) fn called_function<'n>(node: &'n NodeDef, library: &OpLibrary) -> Opt
     }
 }
 
+/// How a function body is inferred: the driver's inference of a whole graph with nothing fed,
+/// which calls back into [`Calls`] for the calls in the body. The driver hands it to
+/// [`Calls::new`], so that this module sits below the driver and imports nothing of it.
+pub(super) type InferBody =
+    for<'g, 'c, 'l> fn(
+        &'g GraphDef,
+        &'c mut Calls<'l>,
+    ) -> Result<(Structure<'g>, Vec<Vec<Tensor>>), PropertiesError>;
+
 /// The library calls resolve against, the calls being inferred, and the results so far.
 pub(super) struct Calls<'l> {
     /// Resolves ops and functions.
     pub library: &'l OpLibrary,
+    infer_body: InferBody,
     stack: Vec<String>,
     cache: HashMap<(String, Vec<Shape>), Option<Vec<Tensor>>>,
 }
 
 impl<'l> Calls<'l> {
-    pub(super) fn new(library: &'l OpLibrary) -> Self {
+    /// Calls resolved against `library`, their bodies inferred by `infer_body`.
+    pub(super) fn new(library: &'l OpLibrary, infer_body: InferBody) -> Self {
         Self {
             library,
+            infer_body,
             stack: Vec::new(),
             cache: HashMap::new(),
         }
@@ -92,7 +105,7 @@ impl<'l> Calls<'l> {
                 );
             }
         }
-        let (structure, outputs) = infer::outputs(&item.graph, self, &HashSet::new()).ok()?;
+        let (structure, outputs) = (self.infer_body)(&item.graph, self).ok()?;
         item.fetch
             .iter()
             .map(|retval| {

@@ -21,7 +21,7 @@ pub(super) fn run(
     options: InferOptions,
 ) -> Result<GraphProperties, PropertiesError> {
     let fed = fed_ports(feeds, options);
-    let mut calls = Calls::new(library);
+    let mut calls = Calls::new(library, body_outputs);
     let (structure, outputs) = outputs(graph, &mut calls, &fed)?;
     let invalid = Tensor::default();
     let index = structure
@@ -57,9 +57,18 @@ pub(super) fn run(
     })
 }
 
+/// [`outputs`] of a function body, with nothing fed: how [`Calls`] infers the bodies of the
+/// functions it instantiates.
+fn body_outputs<'g>(
+    graph: &'g GraphDef,
+    calls: &mut Calls<'_>,
+) -> Result<(Structure<'g>, Vec<Vec<Tensor>>), PropertiesError> {
+    outputs(graph, calls, &HashSet::new())
+}
+
 /// What is known about every output of every node of `graph`, and the graph's structure.
 /// Calls are inferred through `calls` (which recurses here for function bodies).
-pub(super) fn outputs<'g>(
+fn outputs<'g>(
     graph: &'g GraphDef,
     calls: &mut Calls<'_>,
     fed: &HashSet<(String, usize)>,

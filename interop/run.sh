@@ -28,7 +28,11 @@
 #   scripts/python_check.sh runs (python_checkpoint.sh and python_splitter_check.sh run parts
 #   of it on their own);
 # - hostile inputs: what TensorFlow writes passes `unbound verify`, and on mutated model files
-#   verify, split and merge are never looser than TensorFlow's Merger (hostile_check.sh).
+#   verify, split and merge are never looser than TensorFlow's Merger (hostile_check.sh);
+# - non-canonical models (issue 29: TensorFlow-made models scrambled by scramble_model, each
+#   class of non-canonical encoding alone and together): `unbound fingerprint` equals
+#   TensorFlow's, `verify` accepts them, and every command that writes a model writes the
+#   fingerprint.pb TensorFlow computes for its output (noncanonical_check.sh).
 #
 # usage: interop/run.sh     (needs scripts/tf-venv.sh's TensorFlow; builds what it needs)
 set -euo pipefail
@@ -97,6 +101,7 @@ bash interop/fingerprint_check.sh || failed=$((failed + 1))
 bash interop/bundle_check.sh || failed=$((failed + 1))
 bash interop/show_check.sh || failed=$((failed + 1))
 bash interop/hostile_check.sh || failed=$((failed + 1))
+bash interop/noncanonical_check.sh || failed=$((failed + 1))
 echo "== graph-optimizer plugins"
 bash interop/grappler/probe_check.sh || failed=$((failed + 1))
 bash interop/grappler/shapes_check.sh || failed=$((failed + 1))

@@ -4,6 +4,7 @@
 # side by side with its reference on the same file, in one run. Results go in BENCHMARKS.md.
 #
 # usage: scripts/bench_nodes.sh [--nodes N] [--functions F] [--reps R] [--chunk BYTES]
+#                               [--noncanonical all|CLASS,CLASS...|none]
 #   default: 3,000,000 graph nodes and 10,000 functions of 100 nodes (about 0.55 GB), under
 #   bench-data/nodes-N-F/ (generated once, reused; delete it to regenerate). The .cpb is split
 #   at --chunk bytes (default 67108864; a model under that needs a smaller one, e.g. 300,000
@@ -24,6 +25,17 @@
 #                .pb, without and with --isolate, next to unbound merge of the same model in
 #                the same run; the host's overhead is the total minus the plugins' own time,
 #                which optimize prints (targets: peak <= 5x the .pb, overhead <= 2x merge)
+#
+# Then the non-canonical shape (issue 29): the same .pb scrambled by
+# crates/savedmodel/examples/scramble_model.rs (--noncanonical CLASSES, default all: fields out
+# of order, map entries without default keys, unknown fields at every depth, split messages,
+# empty and wrong-wire-type fields, padded varints; seed 1), under
+# bench-data/nodes-N-F/noncanonical-CLASSES/ (model_pb, and model_cpb: unbound split at --chunk),
+# and the same rows on it: merge vs the Merger (targets: time <= 0.2, memory <= 0.5), split vs
+# zstd (<= 3), split with nothing to split vs cp, fingerprint vs CreateFingerprintDef (<= 0.1;
+# the values are compared too), show vs saved_model_cli, verify (<= merge). A row whose unbound
+# command fails (today unbound refuses some valid non-canonical models) prints FAILED and the
+# error instead of stopping the run.
 # Needs /usr/bin/time, zstd, the TensorFlow venv (scripts/tf-venv.sh) and merger_harness.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,12 +43,14 @@ nodes=3000000
 functions=10000
 reps=1
 chunk=67108864
+noncanonical=all
 while (( $# > 0 )); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
     --functions) functions="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
     --chunk) chunk="$2"; shift 2 ;;
+    --noncanonical) noncanonical="$2"; shift 2 ;;
     *) echo "bench_nodes.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +59,8 @@ command -v zstd >/dev/null || { log "zstd missing (apt-get install -y zstd)"; ex
 [[ -x /usr/bin/time ]] || { log "/usr/bin/time missing (apt-get install -y time)"; exit 1; }
 
 source "$root/scripts/bench/build.sh"
-bench_build unbound-savedmodel:make_graph_model unbound-plugin-prune-identity
+bench_build unbound-savedmodel:make_graph_model unbound-savedmodel:scramble_model \
+  unbound-plugin-prune-identity
 harness="$("$root/interop/build_harness.sh" | tail -n 1)"
 venv="$("$root/scripts/tf-venv.sh" | tail -n 1)"
 export TF_CPP_MIN_LOG_LEVEL=2
@@ -62,13 +77,22 @@ pb_dir="$data/model_pb"
 cpb_dir="$data/model_cpb"
 
 # measure LABEL CMD...: best wall time and largest peak RSS of $reps runs; sets T and M (MB).
+# With soft=1, a failing command prints FAILED and its error, empties T and M and returns 1.
+soft=0
 measure() {
   local label="$1" best="" maxrss=0 t m r
   shift
   for (( r = 1; r <= reps; r++ )); do
     rm -rf "$scratch"; mkdir -p "$scratch"
-    /usr/bin/time -f '%e %M' -o "$data/.time" "$@" >"$data/.out" 2>"$data/.err" \
-      || { cat "$data/.err" >&2; log "$label failed"; exit 1; }
+    if ! /usr/bin/time -f '%e %M' -o "$data/.time" "$@" >"$data/.out" 2>"$data/.err"; then
+      if (( soft )); then
+        printf '  %-52s FAILED: %s\n' "$label" \
+          "$(grep -v -e '^Command exited' -e '^\s*$' "$data/.err" | tail -n 1 | cut -c1-300)"
+        T="" M=""
+        return 1
+      fi
+      cat "$data/.err" >&2; log "$label failed"; exit 1
+    fi
     read -r t m <"$data/.time"
     if [[ -z "$best" ]] || awk -v a="$t" -v b="$best" 'BEGIN { exit !(a < b) }'; then best="$t"; fi
     (( m > maxrss )) && maxrss="$m"
@@ -139,4 +163,84 @@ for isolate in "" "--isolate"; do
   echo "  plugins' own time $pt s; host overhead $host s = $(ratio "$host" "$merge_t") x merge (target <= 2);" \
     "peak $(ratio "$M" "$(awk -v b="$pb_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')") x the .pb (target <= 5)"
 done
+
+# The non-canonical shape (issue 29). sratio: ratio, or n/a when a row failed.
+sratio() { if [[ -n "$1" && -n "$2" ]]; then ratio "$1" "$2"; else echo "n/a"; fi; }
+if [[ "$noncanonical" != none ]]; then
+  nc="$data/noncanonical-${noncanonical//,/+}"
+  nc_pb="$nc/model_pb"
+  nc_cpb="$nc/model_cpb"
+  if [[ ! -f "$nc_pb/saved_model.pb" ]]; then
+    log "scrambling into $nc_pb"
+    rm -rf "$nc"; mkdir -p "$nc"
+    /usr/bin/time -f '%e %M' -o "$nc/scramble.time" "$bench_release/examples/scramble_model" \
+      "$pb_dir" "$nc_pb" --classes "$noncanonical" --seed 1 >"$nc/scramble.json"
+  fi
+  if [[ ! -f "$nc_cpb/saved_model.cpb" ]]; then
+    "$unbound" split "$nc_pb" "$nc_cpb" --max-size "$chunk" >/dev/null 2>"$nc/split.err" || true
+  fi
+  echo
+  echo "non-canonical shape: the .pb above scrambled by scramble_model --classes $noncanonical --seed 1"
+  read -r t m <"$nc/scramble.time"
+  echo "model: .pb $(stat -c %s "$nc_pb/saved_model.pb") bytes (scrambled in $t s, peak $(awk -v k="$m" 'BEGIN { printf "%.0f", k * 1.024 / 1000 }') MB), .cpb $(
+    if [[ -f "$nc_cpb/saved_model.cpb" ]]; then echo "$(stat -c %s "$nc_cpb/saved_model.cpb") bytes (unbound split at $chunk)";
+    else echo "NONE: unbound split failed: $(tail -n 1 "$nc/split.err" | cut -c1-300)"; fi)"
+  soft=1
+  merge_t=""
+  if [[ -f "$nc_cpb/saved_model.cpb" ]]; then
+    echo "merge (.cpb -> saved_model.pb):"
+    warm "$nc_cpb/saved_model.cpb"
+    if measure "unbound merge" "$unbound" merge "$nc_cpb" "$scratch/out"; then
+      cp "$scratch/out/saved_model.pb" "$data/.ours.pb"
+    fi
+    ut="$T" um="$M"
+    measure "TensorFlow Merger::Read + serialize + write" "$harness" read --type tensorflow.SavedModel "$nc_cpb/saved_model" "$scratch/out.pb" || true
+    if [[ -f "$data/.ours.pb" && -f "$scratch/out.pb" ]]; then
+      cmp -s "$data/.ours.pb" "$scratch/out.pb" && echo "  (outputs byte-identical)" || echo "  (outputs differ)"
+    fi
+    rm -f "$data/.ours.pb"
+    echo "  ratio: time $(sratio "$ut" "$T") (target <= 0.2), peak memory $(sratio "$um" "$M") (target <= 0.5)"
+    merge_t="$ut"
+  fi
+
+  echo "split (.pb -> .cpb, 64 MiB chunks):"
+  warm "$nc_pb/saved_model.pb"
+  measure "unbound split --max-size 67108864" "$unbound" split "$nc_pb" "$scratch/out" --max-size 67108864 || true
+  ut="$T"
+  measure "zstd -3 -T2" zstd -q -3 -T2 -f "$nc_pb/saved_model.pb" -o "$scratch/out.zst"
+  echo "  ratio: $(sratio "$ut" "$T") (target <= 3)"
+
+  echo "split, nothing to split (writes .pb + fingerprint):"
+  measure "unbound split (default max size)" "$unbound" split "$nc_pb" "$scratch/out" || true
+  ut="$T"
+  measure "cp -r + sync" sh -c 'cp -r "$1" "$2" && sync "$2/saved_model.pb"' sh "$nc_pb" "$scratch/out"
+  echo "  ratio: $(sratio "$ut" "$T") (target <= 3)"
+
+  echo "fingerprint (.pb):"
+  measure "unbound fingerprint" "$unbound" fingerprint --json "$nc_pb" && cp "$data/.out" "$nc/ours.json"
+  ut="$T"
+  measure "TensorFlow CreateFingerprintDef (C++)" "$harness" fingerprint "$nc_pb" && cp "$data/.out" "$nc/tf.json"
+  echo "  ratio: $(sratio "$ut" "$T") (target <= 0.1)"
+  if [[ -n "$ut" && -n "$T" ]]; then
+    d="$("$venv/bin/python" "$root/interop/noncanonical_fp.py" json "$nc/ours.json" "$nc/tf.json")"
+    [[ -z "$d" ]] && echo "  (fingerprints equal)" || echo "  FINGERPRINTS DIFFER: $d"
+  fi
+  if [[ -f "$nc_cpb/saved_model.cpb" ]]; then
+    measure "unbound fingerprint (.cpb)" "$unbound" fingerprint "$nc_cpb" || true
+    measure "TensorFlow CreateFingerprintDef (C++, .cpb)" "$harness" fingerprint "$nc_cpb" || true
+  fi
+
+  echo "show:"
+  measure "unbound show" "$unbound" show "$nc_pb" || true
+  measure "saved_model_cli show --all" "$venv/bin/saved_model_cli" show --dir "$nc_pb" --all || true
+
+  if [[ -f "$nc_cpb/saved_model.cpb" ]]; then
+    echo "verify (.cpb):"
+    measure "unbound verify" "$unbound" verify "$nc_cpb" || true
+    echo "  ratio to unbound merge: $(sratio "$T" "$merge_t") (target <= 1)"
+  fi
+  echo "verify (.pb):"
+  measure "unbound verify" "$unbound" verify "$nc_pb" || true
+  soft=0
+fi
 rm -rf "$scratch" "$data/.time" "$data/.out" "$data/.err"

@@ -101,7 +101,9 @@ bash interop/fingerprint_check.sh || failed=$((failed + 1))
 bash interop/bundle_check.sh || failed=$((failed + 1))
 bash interop/show_check.sh || failed=$((failed + 1))
 bash interop/hostile_check.sh || failed=$((failed + 1))
-bash interop/noncanonical_check.sh || failed=$((failed + 1))
+# --quick: seed 1, the two TensorFlow-made models (the full run, with the many-node model
+# and a second seed, takes three times as long: run it by hand).
+bash interop/noncanonical_check.sh --quick || failed=$((failed + 1))
 echo "== graph-optimizer plugins"
 bash interop/grappler/probe_check.sh || failed=$((failed + 1))
 bash interop/grappler/shapes_check.sh || failed=$((failed + 1))

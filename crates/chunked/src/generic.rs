@@ -47,13 +47,18 @@ fn split_level(
             break;
         }
         let number = message.fields[pos].number;
+        // An occurrence of another wire type than the field's is an unknown field to protobuf
+        // C++: neither an element nor a place to cut.
+        let Some(fd) = desc
+            .get_field(number)
+            .filter(|fd| unbound_wire::wire_type_fits(fd, &message.fields[pos].value))
+        else {
+            continue;
+        };
         let rank = {
             let r = ranks.entry(number).or_insert(0);
             *r += 1;
             *r - 1
-        };
-        let Some(fd) = desc.get_field(number) else {
-            continue;
         };
         let size = value_len(&message.fields[pos].value);
         if size <= max / 3 {
@@ -79,7 +84,7 @@ fn split_level(
                 } else {
                     vec![PathElem::Number(number)]
                 };
-                if !fd.is_list() && message.positions(number).len() > 1 {
+                if !fd.is_list() && message.message_positions(number).len() > 1 {
                     continue; // several occurrences merge; leave such rare layouts whole
                 }
                 let sub = message.expand_at(pos, &sub_desc)?;

@@ -93,7 +93,12 @@ impl LibraryFunction {
         self.decoded
             .get_or_init(|| {
                 let bytes = self.bytes.as_ref()?;
-                FunctionDef::decode(bytes.as_ref()).ok().map(Arc::new)
+                unbound_wire::decode_lenient::<FunctionDef>(
+                    bytes.clone(),
+                    unbound_proto::descriptor_pool(),
+                )
+                .ok()
+                .map(Arc::new)
             })
             .as_deref()
     }

@@ -81,12 +81,6 @@ pub enum GraphFault {
     /// The `versions` field does not decode as a `VersionDef`.
     #[error("GraphDef.versions: {0}")]
     Versions(prost::DecodeError),
-    /// A `node`, `library` or `versions` field of another wire type than length-delimited.
-    #[error("field {number} has the wrong wire type")]
-    WrongWireType {
-        /// The field number.
-        number: u32,
-    },
 }
 
 /// What is wrong with one plugin file, or with loading it.

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
-use prost::Message;
+
 use unbound_graph::device::{parse_full_name, DeviceError};
 use unbound_proto::fields::tensorflow::{function_def_library, graph_def, node_def};
 use unbound_proto::tensorflow::VersionDef;
@@ -34,7 +34,8 @@ pub fn scan_graph(graph: &Bytes) -> Result<GraphScan, GraphFault> {
     let mut device_error = None;
     let mut last_device: &[u8] = b"";
     let mut libraries: Vec<Bytes> = Vec::new();
-    let mut versions: Option<VersionDef> = None;
+    // Every occurrence of `versions`, merged as protobuf merges them: concatenated.
+    let mut versions_bytes: Option<Vec<u8>> = None;
     let mut pos = 0;
     while pos < graph.len() {
         let field = read_field(graph, &mut pos).map_err(GraphFault::Malformed)?;
@@ -66,18 +67,21 @@ pub fn scan_graph(graph: &Bytes) -> Result<GraphScan, GraphFault> {
             (graph_def::LIBRARY, WireType::Len) => {
                 libraries.push(graph.slice(field.start..field.end))
             }
-            (graph_def::VERSIONS, WireType::Len) => versions
-                .get_or_insert_with(VersionDef::default)
-                .merge(value)
-                .map_err(GraphFault::Versions)?,
-            (graph_def::NODE | graph_def::LIBRARY | graph_def::VERSIONS, _) => {
-                return Err(GraphFault::WrongWireType {
-                    number: field.number,
-                });
-            }
+            (graph_def::VERSIONS, WireType::Len) => versions_bytes
+                .get_or_insert_with(Vec::new)
+                .extend_from_slice(value),
+            // A known number of another wire type is an unknown field to protobuf C++,
+            // which TensorFlow parses graphs with: skipped, as every unknown field is.
             _ => {}
         }
     }
+    let versions = match versions_bytes {
+        Some(bytes) => Some(
+            unbound_wire::decode_lenient::<VersionDef>(bytes, unbound_proto::descriptor_pool())
+                .map_err(GraphFault::Versions)?,
+        ),
+        None => None,
+    };
     let library = match libraries.len() {
         0 => Bytes::new(),
         1 => libraries.pop().unwrap_or_default(),

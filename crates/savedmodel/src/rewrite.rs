@@ -52,12 +52,14 @@ where
     rewrite_graphs(src, out, max_size, options, false, |at, mut meta, graph| {
         // Decoding consumes the bytes: the only other holder is the model's own copy, which
         // `rewrite_graphs` has already given up, so the graph is held once, decoded.
-        let graph = GraphDef::decode(graph).map_err(|e| {
-            SavedModelError::invalid(
-                at.source_name(),
-                format!("graph_def is not a GraphDef: {e}"),
-            )
-        })?;
+        let graph =
+            unbound_wire::decode_lenient::<GraphDef>(graph, unbound_proto::descriptor_pool())
+                .map_err(|e| {
+                    SavedModelError::invalid(
+                        at.source_name(),
+                        format!("graph_def is not a GraphDef: {e}"),
+                    )
+                })?;
         meta.graph_def = Some(graph);
         let graph = rewrite(at.tags, meta)?;
         Ok(NewGraph::Replaced(graph.encode_to_vec()))
@@ -180,7 +182,7 @@ where
     let saved_model_desc = message_descriptor("tensorflow.SavedModel")?;
     let graph_desc = message_descriptor("tensorflow.GraphDef")?;
     let meta_fd = field(&saved_model_desc, "meta_graphs")?;
-    let count = model.positions(meta_fd.number()).len();
+    let count = model.message_positions(meta_fd.number()).len();
     for index in 0..count {
         let meta_wire = model
             .repeated_message_mut(&meta_fd, index as u64)
@@ -195,13 +197,14 @@ where
             .cloned()
             .collect();
         let rest = rest.to_vec().map_err(SavedModelError::from)?;
-        let meta = MetaGraphDef::decode(rest.as_slice()).map_err(|e| {
-            SavedModelError::invalid(
-                src.display().to_string(),
-                format!("meta_graphs[{index}] is not a valid MetaGraphDef: {e}"),
-            )
-        })?;
-        drop(rest);
+        let meta =
+            unbound_wire::decode_lenient::<MetaGraphDef>(rest, unbound_proto::descriptor_pool())
+                .map_err(|e| {
+                    SavedModelError::invalid(
+                        src.display().to_string(),
+                        format!("meta_graphs[{index}] is not a valid MetaGraphDef: {e}"),
+                    )
+                })?;
         let tags = meta
             .meta_info_def
             .as_ref()

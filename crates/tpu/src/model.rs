@@ -148,8 +148,9 @@ impl Model {
             .collect();
         let part = format!("meta_graphs[{index}]");
         let bytes = rest.to_vec().map_err(SavedModelError::from)?;
-        let info = MetaGraphDef::decode(Bytes::from(bytes))
-            .map_err(|e| decode_error(&self.dir, &part, e.to_string()))?;
+        let info =
+            unbound_wire::decode_lenient::<MetaGraphDef>(bytes, unbound_proto::descriptor_pool())
+                .map_err(|e| decode_error(&self.dir, &part, e.to_string()))?;
         let mut nodes = Vec::new();
         let mut functions = Vec::new();
         for graph in submessages(meta, meta_graph_def::GRAPH_DEF) {
@@ -159,8 +160,11 @@ impl Model {
                     graph_def::NODE => {
                         let p = format!("{part}.graph_def.node[{}]", nodes.len());
                         nodes.push(
-                            NodeDef::decode(self.payload(&field.value, &p)?)
-                                .map_err(|e| decode_error(&self.dir, &p, e.to_string()))?,
+                            unbound_wire::decode_lenient::<NodeDef>(
+                                self.payload(&field.value, &p)?,
+                                unbound_proto::descriptor_pool(),
+                            )
+                            .map_err(|e| decode_error(&self.dir, &p, e.to_string()))?,
                         );
                     }
                     graph_def::LIBRARY => {
@@ -173,8 +177,11 @@ impl Model {
                             let p =
                                 format!("{part}.graph_def.library.function[{}]", functions.len());
                             functions.push(
-                                FunctionDef::decode(self.payload(&f.value, &p)?)
-                                    .map_err(|e| decode_error(&self.dir, &p, e.to_string()))?,
+                                unbound_wire::decode_lenient::<FunctionDef>(
+                                    self.payload(&f.value, &p)?,
+                                    unbound_proto::descriptor_pool(),
+                                )
+                                .map_err(|e| decode_error(&self.dir, &p, e.to_string()))?,
                             );
                         }
                     }

@@ -10,7 +10,7 @@
 //! common case pays nothing.
 
 use bytes::Bytes;
-use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
+use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 
 use crate::codec::{put_key, put_varint, read_field, WireType};
 use crate::error::DecodeError;
@@ -19,20 +19,26 @@ use crate::error::DecodeError;
 /// deeper messages are copied as they are.
 const MAX_DEPTH: usize = 100;
 
-/// Decodes `bytes` as `M`, whose schema is `desc`, as protobuf C++ would: fields of another
-/// wire type than their declared type takes are left out (C++ keeps them as unknown fields,
-/// which `prost` drops anyway). The error is `prost`'s first one when the bytes fail for
-/// another reason.
-pub fn decode_lenient<M: prost::Message + Default>(
-    bytes: Bytes,
-    desc: &MessageDescriptor,
+/// Decodes `bytes` as `M` as protobuf C++ would: fields of another wire type than their
+/// declared type takes are left out (C++ keeps them as unknown fields, which `prost` drops
+/// anyway). `M`'s schema is looked up in `pool` by its full name, only when `prost` refuses
+/// the bytes. The error is `prost`'s first one when the bytes fail for another reason.
+pub fn decode_lenient<M: prost::Message + prost::Name + Default>(
+    bytes: impl Into<Bytes>,
+    pool: &DescriptorPool,
 ) -> Result<M, prost::DecodeError> {
+    let bytes: Bytes = bytes.into();
     match M::decode(bytes.clone()) {
         Ok(message) => Ok(message),
-        Err(first) => match without_mismatched_fields(&bytes, desc) {
-            Ok(Some(cleaned)) => M::decode(Bytes::from(cleaned)).map_err(|_| first),
-            _ => Err(first),
-        },
+        Err(first) => {
+            let Some(desc) = pool.get_message_by_name(&M::full_name()) else {
+                return Err(first);
+            };
+            match without_mismatched_fields(&bytes, &desc) {
+                Ok(Some(cleaned)) => M::decode(Bytes::from(cleaned)).map_err(|_| first),
+                _ => Err(first),
+            }
+        }
     }
 }
 
@@ -129,7 +135,8 @@ mod tests {
         let bytes = Bytes::from(node);
         assert!(NodeDef::decode(bytes.clone()).is_err());
         let desc = descriptor("tensorflow.NodeDef");
-        let decoded: NodeDef = decode_lenient(bytes.clone(), &desc).unwrap();
+        let pool = unbound_proto::descriptor_pool();
+        let decoded: NodeDef = decode_lenient(bytes.clone(), pool).unwrap();
         assert_eq!(decoded.name, "n");
         assert_eq!(decoded.op, "");
         assert_eq!(
@@ -148,7 +155,7 @@ mod tests {
             None
         );
         // Bytes broken otherwise keep prost's error.
-        assert!(decode_lenient::<NodeDef>(Bytes::from_static(&[0x0a, 0x05]), &desc).is_err());
+        assert!(decode_lenient::<NodeDef>(Bytes::from_static(&[0x0a, 0x05]), pool).is_err());
     }
 
     #[test]

@@ -31,6 +31,18 @@ impl WireMessage {
             .collect()
     }
 
+    /// Positions of the length-delimited occurrences of field `number`, in wire order: the
+    /// occurrences of a message field. One of another wire type is an unknown field to
+    /// protobuf C++, left where it is.
+    pub fn message_positions(&self, number: u32) -> Vec<usize> {
+        self.fields
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.number == number && is_len(&f.value))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// Turns the value at `pos` into an expanded message of type `desc` (parsing it if needed)
     /// and returns it.
     pub fn expand_at(&mut self, pos: usize, desc: &MessageDescriptor) -> Result<&mut WireMessage> {
@@ -65,7 +77,7 @@ impl WireMessage {
     pub fn singular_message_mut(&mut self, fd: &FieldDescriptor) -> Result<&mut WireMessage> {
         let desc = message_type(fd)?;
         self.drop_superseded_oneof_members(fd);
-        let positions = self.positions(fd.number());
+        let positions = self.message_positions(fd.number());
         let pos = match positions.as_slice() {
             [] => {
                 self.fields.push(WireField {
@@ -91,7 +103,7 @@ impl WireMessage {
                 self.fields[first].value = WireValue::Message(merged);
                 let mut i = 0;
                 self.fields.retain(|f| {
-                    let keep = i == first || f.number != fd.number();
+                    let keep = i == first || f.number != fd.number() || !is_len(&f.value);
                     i += 1;
                     keep
                 });
@@ -109,7 +121,7 @@ impl WireMessage {
         index: u64,
     ) -> Result<&mut WireMessage> {
         let desc = message_type(fd)?;
-        let positions = self.positions(fd.number());
+        let positions = self.message_positions(fd.number());
         let count = positions.len() as u64;
         let pos = if index < count {
             positions[index as usize]
@@ -157,7 +169,7 @@ impl WireMessage {
         key: &WireValue,
     ) -> Result<&mut WireMessage> {
         let entry_desc = message_type(fd)?;
-        let positions = self.positions(fd.number());
+        let positions = self.message_positions(fd.number());
         let mut found = None;
         for &pos in positions.iter().rev() {
             let entry = self.expand_at(pos, &entry_desc)?;
@@ -282,6 +294,11 @@ impl WireMessage {
             keep
         });
     }
+}
+
+/// Whether `value` is length-delimited (a message field's own wire type).
+fn is_len(value: &WireValue) -> bool {
+    matches!(value, WireValue::Bytes(_) | WireValue::Message(_))
 }
 
 /// The message type of a message-typed field, or a schema error.

@@ -11,7 +11,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use prost::Message;
 use unbound_proto::fields::tensorflow::{function_def, function_def_library};
 use unbound_proto::tensorflow::{FunctionDef, FunctionDefLibrary, GradientDef, NodeDef, OpDef};
 use unbound_wire::codec::{read_field, WireType};
@@ -61,9 +60,13 @@ impl LibraryIndex {
                     index.by_name.insert(entry.signature.name.clone(), at);
                     index.entries.push(entry);
                 }
-                function_def_library::GRADIENT => index
-                    .gradients
-                    .push(GradientDef::decode(value).map_err(|e| LibraryError(e.to_string()))?),
+                function_def_library::GRADIENT => index.gradients.push(
+                    unbound_wire::decode_lenient::<GradientDef>(
+                        value,
+                        unbound_proto::descriptor_pool(),
+                    )
+                    .map_err(|e| LibraryError(e.to_string()))?,
+                ),
                 _ => {}
             }
         }
@@ -91,8 +94,11 @@ impl LibraryIndex {
             .entries
             .get(index)
             .ok_or_else(|| LibraryError(format!("no function {index}")))?;
-        FunctionDef::decode(entry.bytes.as_ref())
-            .map_err(|e| LibraryError(format!("function {}: {e}", entry.signature.name)))
+        unbound_wire::decode_lenient::<FunctionDef>(
+            entry.bytes.clone(),
+            unbound_proto::descriptor_pool(),
+        )
+        .map_err(|e| LibraryError(format!("function {}: {e}", entry.signature.name)))
     }
 
     /// The ops of a graph with this library: the built-in table, these functions (bodies
@@ -167,7 +173,9 @@ impl LibraryIndex {
 /// The signature and `api_implements` of one serialized `FunctionDef`.
 fn index_function(bytes: Bytes) -> Result<Entry, LibraryError> {
     let bad = |e: &dyn std::fmt::Display| LibraryError(e.to_string());
-    let mut signature = OpDef::default();
+    // Every occurrence of `signature`, merged as protobuf merges them: concatenated, then
+    // decoded as protobuf C++ parses (`decode_lenient`).
+    let mut signature_bytes = Vec::new();
     let mut api = None;
     let mut pos = 0;
     while pos < bytes.len() {
@@ -177,7 +185,7 @@ fn index_function(bytes: Bytes) -> Result<Entry, LibraryError> {
         }
         let value = &bytes[field.start..field.end];
         match field.number {
-            function_def::SIGNATURE => signature.merge(value).map_err(|e| bad(&e))?,
+            function_def::SIGNATURE => signature_bytes.extend_from_slice(value),
             function_def::ATTR => {
                 if let Some(found) = api_entry(value)? {
                     api = found;
@@ -186,6 +194,9 @@ fn index_function(bytes: Bytes) -> Result<Entry, LibraryError> {
             _ => {}
         }
     }
+    let signature: OpDef =
+        unbound_wire::decode_lenient(signature_bytes, unbound_proto::descriptor_pool())
+            .map_err(|e| bad(&e))?;
     Ok(Entry {
         signature: Arc::new(signature),
         bytes,
@@ -216,7 +227,11 @@ fn api_entry(entry: &[u8]) -> Result<Option<Option<Vec<u8>>>, LibraryError> {
         return Ok(None);
     }
     let decoded = match value {
-        Some(bytes) => AttrValue::decode(bytes).map_err(|e| LibraryError(e.to_string()))?,
+        Some(bytes) => unbound_wire::decode_lenient::<AttrValue>(
+            bytes.to_vec(),
+            unbound_proto::descriptor_pool(),
+        )
+        .map_err(|e| LibraryError(e.to_string()))?,
         None => AttrValue::default(),
     };
     Ok(Some(match decoded.value {

@@ -14,7 +14,6 @@
 //! protobuf parses it, so untouched nodes stay zero-copy slices of their source.
 
 use bytes::Bytes;
-use prost::Message as _;
 use unbound_proto::fields::tensorflow::{attr_value, graph_def, name_attr_list, node_def};
 use unbound_proto::tensorflow::{attr_value::Value, AttrValue};
 use unbound_wire::{WireField, WireMessage, WireValue};
@@ -203,13 +202,15 @@ fn attr(node: &Source<'_>, key: &[u8]) -> Result<Option<WireMessage>> {
 
 fn decode_attr(attr: &WireMessage, node: &Source<'_>, key: &str) -> Result<AttrValue> {
     let bytes = attr.to_vec()?;
-    AttrValue::decode(bytes.as_slice()).map_err(|e| {
-        node_fault(
-            node,
-            b"",
-            &format!("has an attr \"{key}\" that does not decode: {e}"),
-        )
-    })
+    unbound_wire::decode_lenient::<AttrValue>(bytes, unbound_proto::descriptor_pool()).map_err(
+        |e| {
+            node_fault(
+                node,
+                b"",
+                &format!("has an attr \"{key}\" that does not decode: {e}"),
+            )
+        },
+    )
 }
 
 fn node_fault(node: &Source<'_>, op: &[u8], what: &str) -> crate::SavedModelError {

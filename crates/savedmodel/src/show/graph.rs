@@ -60,7 +60,8 @@ pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
         match &field.value {
             WireValue::Bytes(p) => stats.scan_graph(&p.bytes()?, file)?,
             WireValue::Message(graph) => stats.add_graph(graph, file)?,
-            _ => return Err(scalar_for_message(meta_graph_def::GRAPH_DEF, file)),
+            // A known number of another wire type: an unknown field to protobuf C++.
+            _ => {}
         }
     }
     let Collected {
@@ -106,13 +107,6 @@ impl<'a> Passed<'a> {
     }
 }
 
-fn scalar_for_message(number: u32, file: &str) -> SavedModelError {
-    SavedModelError::invalid(
-        file,
-        format!("field {number} holds a scalar where a message was expected"),
-    )
-}
-
 /// What [`graph_stats`] gathers over every occurrence of `graph_def`.
 #[derive(Default)]
 struct Collected {
@@ -137,12 +131,8 @@ impl Collected {
                     self.node_count += 1;
                     self.nodes.add_serialized(value, file, false)?;
                 }
-                graph_def::NODE => {
-                    return Err(SavedModelError::invalid(
-                        file,
-                        "a node holds a scalar where a message was expected",
-                    ))
-                }
+                // A known number of another wire type: an unknown field to protobuf C++.
+                graph_def::NODE => {}
                 graph_def::LIBRARY if is_len => {
                     self.scan_library(&graph.slice(field.start..field.end), file)?
                 }
@@ -150,9 +140,6 @@ impl Collected {
                     let versions = WireMessage::parse(&graph.slice(field.start..field.end), None)
                         .map_err(|e| SavedModelError::malformed(file, e))?;
                     self.producer = varint(&versions, version_def::PRODUCER) as i64;
-                }
-                graph_def::LIBRARY | graph_def::VERSIONS => {
-                    return Err(scalar_for_message(field.number, file))
                 }
                 _ => {}
             }
@@ -170,7 +157,8 @@ impl Collected {
                 continue;
             }
             if field.wire_type != WireType::Len {
-                return Err(scalar_for_message(field.number, file));
+                // An unknown field to protobuf C++.
+                continue;
             }
             let function = WireMessage::parse(&library.slice(field.start..field.end), None)
                 .map_err(|e| SavedModelError::malformed(file, e))?;
@@ -241,12 +229,8 @@ impl Distinct {
             WireValue::Bytes(Payload::Inline(b)) => return self.add_serialized(b, file, all_funcs),
             WireValue::Bytes(p) => return self.add_serialized(&p.bytes()?, file, all_funcs),
             WireValue::Message(m) => node_ops(m, file, all_funcs)?,
-            _ => {
-                return Err(SavedModelError::invalid(
-                    file,
-                    "a node holds a scalar where a message was expected",
-                ))
-            }
+            // A known number of another wire type: an unknown field to protobuf C++.
+            _ => return Ok(()),
         };
         self.insert(ops);
         Ok(())

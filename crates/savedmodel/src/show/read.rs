@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use prost::Message as _;
 use unbound_chunked::{merger::MAX_NESTING, FileChunks, Merger};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{
@@ -86,15 +85,8 @@ pub fn model_parts<'a>(
         meta_graphs.push(match &f.value {
             WireValue::Message(m) => Cow::Borrowed(m),
             WireValue::Bytes(p) => Cow::Owned(wire::parse(p, &name)?),
-            _ => {
-                return Err(SavedModelError::invalid(
-                    &name,
-                    format!(
-                        "field {} holds a scalar where a message was expected",
-                        saved_model::META_GRAPHS
-                    ),
-                ))
-            }
+            // A known number of another wire type: an unknown field to protobuf C++.
+            _ => continue,
         });
     }
     Ok(ModelParts {
@@ -149,10 +141,10 @@ pub fn without_large_bytes(
 
 /// Everything `show` reports about one MetaGraphDef.
 pub fn meta_graph_info(mg: &WireMessage, file: &str) -> Result<MetaGraphInfo> {
-    let small = MetaGraphDef::decode(bytes::Bytes::from(wire::encode_without(
-        mg,
-        meta_graph_def::GRAPH_DEF,
-    )?))
+    let small = unbound_wire::decode_lenient::<MetaGraphDef>(
+        wire::encode_without(mg, meta_graph_def::GRAPH_DEF)?,
+        unbound_proto::descriptor_pool(),
+    )
     .map_err(|e| SavedModelError::invalid(file, format!("MetaGraphDef does not decode: {e}")))?;
     let stats = graph::graph_stats(mg, file)?;
     let info = small.meta_info_def.clone().unwrap_or_default();

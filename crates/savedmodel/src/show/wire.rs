@@ -13,16 +13,14 @@ pub fn messages<'a>(
     number: u32,
     what: &'a str,
 ) -> impl Iterator<Item = Result<Cow<'a, WireMessage>>> + 'a {
+    // An occurrence of another wire type is an unknown field to protobuf C++: skipped.
     m.fields
         .iter()
         .filter(move |f| f.number == number)
-        .map(move |f| match &f.value {
-            WireValue::Message(sub) => Ok(Cow::Borrowed(sub)),
-            WireValue::Bytes(p) => parse(p, what).map(Cow::Owned),
-            _ => Err(SavedModelError::invalid(
-                what,
-                format!("field {number} holds a scalar where a message was expected"),
-            )),
+        .filter_map(move |f| match &f.value {
+            WireValue::Message(sub) => Some(Ok(Cow::Borrowed(sub))),
+            WireValue::Bytes(p) => Some(parse(p, what).map(Cow::Owned)),
+            _ => None,
         })
 }
 

@@ -81,7 +81,7 @@ pub fn split_every_meta_graph(
     let meta_desc = message_type(&meta_graphs_fd)?;
     let graph_fd = field(&meta_desc, "graph_def")?;
     let graph_desc = message_type(&graph_fd)?;
-    let count = model.positions(meta_graphs_fd.number()).len();
+    let count = model.message_positions(meta_graphs_fd.number()).len();
     let graph_path = |index: usize| {
         [
             PathElem::from("meta_graphs"),
@@ -94,7 +94,7 @@ pub fn split_every_meta_graph(
             break;
         }
         let meta = model.repeated_message_mut(&meta_graphs_fd, index as u64)?;
-        if meta.positions(graph_fd.number()).is_empty() {
+        if meta.message_positions(graph_fd.number()).is_empty() {
             continue;
         }
         let graph = meta.singular_message_mut(&graph_fd)?;
@@ -111,7 +111,7 @@ pub fn split_every_meta_graph(
             break;
         }
         let meta = model.repeated_message_mut(&meta_graphs_fd, index as u64)?;
-        if meta.positions(graph_fd.number()).is_empty() {
+        if meta.message_positions(graph_fd.number()).is_empty() {
             continue;
         }
         let mut graph = std::mem::take(meta.singular_message_mut(&graph_fd)?);

@@ -27,7 +27,7 @@ pub fn split_graph_def(
     }
     let library_fd = field(desc, "library")?;
     let library_desc = message_type(&library_fd)?;
-    let has_library = !graph.positions(library_fd.number()).is_empty();
+    let has_library = !graph.message_positions(library_fd.number()).is_empty();
     let mut library_size = if has_library {
         graph.singular_message_mut(&library_fd)?.encoded_len() as i64
     } else {

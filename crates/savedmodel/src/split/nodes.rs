@@ -1,7 +1,6 @@
 //! Element splitters: `ConstantNodeDefSplitter`, `LargeMessageSplitter`, `FunctionDefSplitter`.
 
 use bytes::Bytes;
-use prost::Message as _;
 use prost_reflect::MessageDescriptor;
 use unbound_chunked::{Chunk, KeyValue, PathElem, Scope};
 
@@ -95,7 +94,9 @@ fn constant_bytes(
         }
     }
     let encoded = tensor.to_vec()?;
-    let Ok(proto) = TensorProto::decode(encoded.as_slice()) else {
+    let Ok(proto) =
+        unbound_wire::decode_lenient::<TensorProto>(encoded, unbound_proto::descriptor_pool())
+    else {
         return Ok(None);
     };
     Ok(typed_values_to_bytes(&proto).map(|b| Payload::Inline(Bytes::from(b))))

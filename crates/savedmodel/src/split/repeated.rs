@@ -33,7 +33,7 @@ pub fn split_repeated(
     let fd = super::field(parent_desc, field_name)?;
     let elem_desc = unbound_wire::navigate::message_type(&fd)?;
     let max = ctx.max_size as i64;
-    let positions = parent.positions(fd.number());
+    let positions = parent.message_positions(fd.number());
     let mut total_size_diff: i64 = 0;
     let mut total_size: i64 = 0;
     let mut splits: Vec<usize> = Vec::new();

@@ -22,7 +22,7 @@ pub fn split_saved_model(
         let meta_desc = message_type(&meta_graphs_fd)?;
         let graph_fd = field(&meta_desc, "graph_def")?;
         let graph_desc = message_type(&graph_fd)?;
-        if !model.positions(meta_graphs_fd.number()).is_empty() {
+        if !model.message_positions(meta_graphs_fd.number()).is_empty() {
             let path = [
                 PathElem::from("meta_graphs"),
                 PathElem::Index(0),
@@ -30,7 +30,7 @@ pub fn split_saved_model(
             ];
             {
                 let meta = model.repeated_message_mut(&meta_graphs_fd, 0)?;
-                if !meta.positions(graph_fd.number()).is_empty() {
+                if !meta.message_positions(graph_fd.number()).is_empty() {
                     let graph = meta.singular_message_mut(&graph_fd)?;
                     let mut root = sink.root();
                     let mut scope = root.child(&path);
@@ -39,7 +39,7 @@ pub fn split_saved_model(
             }
             if model.encoded_len() >= ctx.max_size {
                 let meta = model.repeated_message_mut(&meta_graphs_fd, 0)?;
-                if !meta.positions(graph_fd.number()).is_empty() {
+                if !meta.message_positions(graph_fd.number()).is_empty() {
                     let mut graph = std::mem::take(meta.singular_message_mut(&graph_fd)?);
                     meta.fields.retain(|f| f.number != graph_fd.number());
                     graph.descriptor = Some(graph_desc);

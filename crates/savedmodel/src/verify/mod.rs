@@ -586,7 +586,10 @@ fn decode_meta_graphs(
     for mg in wire::messages(root, saved_model::META_GRAPHS, &name) {
         let decoded = mg
             .and_then(|mg| wire::encode_without(&mg, meta_graph_def::GRAPH_DEF))
-            .map(|b| MetaGraphDef::decode(bytes::Bytes::from(b)).map_err(|e| e.to_string()));
+            .map(|b| {
+                unbound_wire::decode_lenient::<MetaGraphDef>(b, unbound_proto::descriptor_pool())
+                    .map_err(|e| e.to_string())
+            });
         match decoded {
             Ok(Ok(m)) => out.push(m),
             Ok(Err(e)) => report.fault(dir, format!("a MetaGraphDef does not decode: {e}")),

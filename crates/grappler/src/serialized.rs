@@ -169,6 +169,7 @@ pub fn splice_library(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prost::Message;
     use unbound_proto::tensorflow::{FunctionDef, FunctionDefLibrary, GraphDef, NodeDef, OpDef};
 
     fn function(name: &str) -> FunctionDef {

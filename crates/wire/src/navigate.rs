@@ -102,8 +102,12 @@ impl WireMessage {
                 let first = *first;
                 self.fields[first].value = WireValue::Message(merged);
                 let mut i = 0;
-                self.fields.retain(|f| {
-                    let keep = i == first || f.number != fd.number() || !is_len(&f.value);
+                // The other parts, merged into the first (occurrences of another wire type,
+                // unknown fields to protobuf C++, stay).
+                let merged_away: std::collections::HashSet<usize> =
+                    positions.iter().copied().filter(|&p| p != first).collect();
+                self.fields.retain(|_| {
+                    let keep = !merged_away.contains(&i);
                     i += 1;
                     keep
                 });
@@ -405,4 +409,32 @@ fn pack(values: &[WireValue]) -> Bytes {
         }
     }
     Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    /// `MetaGraphDef.meta_info_def` sent in two parts with, between them, an occurrence of
+    /// field 1 as a varint (an unknown field to protobuf C++): the parts merge into the first
+    /// one, the varint stays where it was, and nothing else is left behind.
+    #[test]
+    fn a_message_in_two_parts_merges_and_leaves_other_wire_types_alone() {
+        let desc = unbound_proto::descriptor_pool()
+            .get_message_by_name("tensorflow.MetaGraphDef")
+            .unwrap();
+        let info_fd = desc.get_field(1).unwrap();
+        // meta_info_def { meta_graph_version: "a" }, 1: 5 (varint), meta_info_def { tags: "t" }
+        let bytes = Bytes::from_static(&[
+            0x0a, 0x03, 0x0a, 0x01, b'a', 0x08, 0x05, 0x0a, 0x03, 0x22, 0x01, b't',
+        ]);
+        let mut meta = WireMessage::parse(&bytes, Some(desc)).unwrap();
+        let info = meta.singular_message_mut(&info_fd).unwrap();
+        assert_eq!(info.fields.len(), 2);
+        assert_eq!(
+            meta.to_vec().unwrap(),
+            [0x0a, 0x06, 0x0a, 0x01, b'a', 0x22, 0x01, b't', 0x08, 0x05]
+        );
+    }
 }

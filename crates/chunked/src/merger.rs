@@ -68,7 +68,7 @@ pub trait ChunkSource {
     }
     /// Chunk `index` parsed as a message of type `desc` while it streams from its file, when
     /// the source would rather not decode it whole (a chunk of hundreds of megabytes: its
-    /// large values stay in the file, [`crate::streamed`]); `None` to have its bytes read.
+    /// large values stay in the file, `streamed.rs`); `None` to have its bytes read.
     fn streamed(&self, index: u64, desc: &MessageDescriptor) -> Option<Result<WireMessage>> {
         let _ = (index, desc);
         None

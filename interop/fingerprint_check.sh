@@ -104,58 +104,16 @@ else
 fi
 
 "$py" - "$manifest" >"$work/compare.out" <<'EOF' || true
-import json, sys
+import sys
 
-FIELDS = ["saved_model_checksum", "graph_def_program_hash", "signature_def_hash",
-          "saved_object_graph_hash", "checkpoint_hash"]
-
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]; i += 1
-        v |= (c & 0x7F) << s; s += 7
-        if c < 0x80:
-            return v, i
-
-def fingerprint_pb(path):
-    """FingerprintDef fields 1-5 (uint64), 6 (VersionDef.producer), 7 (uuid)."""
-    b = open(path, "rb").read()
-    out, i = {"version_producer": 0}, 0
-    while i < len(b):
-        key, i = varint(b, i)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = varint(b, i)
-            if 1 <= num <= 5:
-                out[FIELDS[num - 1]] = v
-        elif wt == 2:
-            n, i = varint(b, i)
-            body, i = b[i:i + n], i + n
-            if num == 6:
-                j = 0
-                while j < len(body):
-                    k, j = varint(body, j)
-                    v, j = varint(body, j)
-                    if k == 8:
-                        out["version_producer"] = v
-            elif num == 7:
-                out["uuid"] = body.decode()
-        else:
-            raise ValueError(f"unexpected wire type {wt}")
-    return out
-
-def diff(a, b):
-    keys = FIELDS + ["version_producer"]
-    return [f"{k}: {a.get(k, 0)} != {b.get(k, 0)}" for k in keys if a.get(k, 0) != b.get(k, 0)]
+sys.path.insert(0, "interop")
+from fingerprint_fields import diff, fingerprint_pb, ours_json, tf_json
 
 passed = failed = 0
 for line in open(sys.argv[1]):
     name, ours_path, tf_path, *written = line.split()
-    ours = json.load(open(ours_path))
-    ours = {**{k: ours[k] for k in FIELDS}, "version_producer": ours["version"]["producer"],
-            "uuid": ours["uuid"]}
-    tf = json.load(open(tf_path))
-    tf = {**{k: int(tf[k]) for k in FIELDS}, "version_producer": tf["version_producer"]}
+    ours = ours_json(ours_path)
+    tf = tf_json(tf_path)
     faults = [f"unbound vs TensorFlow: {d}" for d in diff(ours, tf)]
     if not (ours["uuid"].isdigit() and len(ours["uuid"]) >= 20):
         faults.append(f"uuid {ours['uuid']!r} is not 20+ digits")

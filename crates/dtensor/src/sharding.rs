@@ -40,6 +40,15 @@ pub struct ShardBox {
 }
 
 impl ShardBox {
+    /// The box as `(start, length)` per axis, the region form a bundle's box readers take
+    /// (offsets and lengths are never negative).
+    pub fn region(&self) -> Vec<(u64, u64)> {
+        self.offset
+            .iter()
+            .zip(&self.shape)
+            .map(|(&o, &l)| (o as u64, l as u64))
+            .collect()
+    }
     /// The number of elements.
     pub fn len(&self) -> i64 {
         self.shape.iter().product()

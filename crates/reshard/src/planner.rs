@@ -257,12 +257,7 @@ fn unique_slices(
         let b = sharding
             .box_at(shape, pos as i64)
             .map_err(|e| e.to_string())?;
-        let region: Vec<(u64, u64)> = b
-            .offset
-            .iter()
-            .zip(&b.shape)
-            .map(|(&o, &l)| (o as u64, l as u64))
-            .collect();
+        let region = b.region();
         if seen.insert(region.clone()) {
             out.push((pos, region));
         }

@@ -230,12 +230,7 @@ fn write_device(
         let b = sharding
             .box_at(&v.shape, pos as i64)
             .map_err(|e| var_err(e.to_string()))?;
-        let region: Vec<(u64, u64)> = b
-            .offset
-            .iter()
-            .zip(&b.shape)
-            .map(|(&o, &l)| (o as u64, l as u64))
-            .collect();
+        let region = b.region();
         let elems: u64 = region.iter().map(|r| r.1).product();
         let len = elems
             .checked_mul(v.stored.element_size().unwrap_or(0) as u64)

@@ -42,7 +42,7 @@ pub(crate) fn parse_streamed(
     budget: u64,
     name: &str,
 ) -> Result<WireMessage> {
-    let mut parser = StreamParser::new(file, position, len, desc, budget);
+    let mut parser = StreamParser::new(file, position, len, desc, budget, LAZY_AT);
     let copied = file.copy_record_to(position, &mut parser);
     let fault = |fault: String| ChunkedError::Streamed {
         source_name: name.to_string(),
@@ -176,6 +176,8 @@ pub(crate) struct StreamParser<'a> {
     /// Bytes kept in all frames.
     held: u64,
     budget: u64,
+    /// Values of at least this many bytes are not kept ([`LAZY_AT`]).
+    lazy_at: u64,
     /// The first fault; once set, the rest of the stream is refused.
     fault: Option<Fault>,
     /// The message parsed, once the last frame closed.
@@ -189,6 +191,7 @@ impl<'a> StreamParser<'a> {
         len: u64,
         desc: &MessageDescriptor,
         budget: u64,
+        lazy_at: u64,
     ) -> Self {
         StreamParser {
             file,
@@ -199,6 +202,7 @@ impl<'a> StreamParser<'a> {
             head: Vec::with_capacity(24),
             held: 0,
             budget,
+            lazy_at,
             fault: None,
             done: None,
         }
@@ -333,7 +337,7 @@ impl<'a> StreamParser<'a> {
             4 => frame.groups = frame.groups.saturating_sub(1),
             _ => {}
         }
-        if wire_type == 2 && value_len >= LAZY_AT && frame.groups == 0 {
+        if wire_type == 2 && value_len >= self.lazy_at && frame.groups == 0 {
             self.head = head;
             self.head.clear();
             return self.large_value(number, value_len);
@@ -360,7 +364,7 @@ impl<'a> StreamParser<'a> {
         Ok(())
     }
 
-    /// Field `number`, a length-delimited value of `len` (at least [`LAZY_AT`]) bytes that
+    /// Field `number`, a length-delimited value of `len` (at least `lazy_at`) bytes that
     /// starts now: a message of a known type is parsed as a frame of its own, anything else
     /// left in the file.
     fn large_value(&mut self, number: u32, len: u64) -> std::result::Result<(), Fault> {
@@ -549,6 +553,32 @@ mod tests {
     #[derive(Debug)]
     struct Records(Vec<Bytes>);
 
+    /// One record streamed in pieces of `.1` bytes.
+    #[derive(Debug)]
+    struct Pieces(Bytes, usize);
+
+    impl RecordSource for Pieces {
+        fn name(&self) -> &str {
+            "pieces"
+        }
+        fn read_record(&self, _: u64) -> std::result::Result<Bytes, SourceError> {
+            Ok(self.0.clone())
+        }
+        fn copy_record_to(
+            &self,
+            _: u64,
+            out: &mut dyn Write,
+        ) -> std::result::Result<u64, SourceError> {
+            for piece in self.0.chunks(self.1) {
+                out.write_all(piece)?;
+            }
+            Ok(self.0.len() as u64)
+        }
+        fn decoding_is_costly(&self, _: u64) -> bool {
+            true
+        }
+    }
+
     impl RecordSource for Records {
         fn name(&self) -> &str {
             "memory"
@@ -678,5 +708,85 @@ mod tests {
         // Field number 0, wire type 7.
         assert!(parse(vec![0x00, 0x01], 1 << 20).is_err());
         assert!(parse(vec![0x0f], 1 << 20).is_err());
+    }
+
+    /// Parses `record` streamed in pieces of `piece` bytes, leaving values of `lazy_at` bytes
+    /// or more in the "file".
+    fn parse_in_pieces(record: &[u8], piece: usize, lazy_at: u64) -> Option<WireMessage> {
+        let file: Arc<Box<dyn RecordSource>> =
+            Arc::new(Box::new(Pieces(Bytes::copy_from_slice(record), piece)));
+        let desc = descriptor("tensorflow.NodeDef");
+        let mut parser = StreamParser::new(&file, 0, record.len() as u64, &desc, 1 << 20, lazy_at);
+        let copied = file.copy_record_to(0, &mut parser);
+        if parser.fault.is_some() || copied.is_err() {
+            return None;
+        }
+        parser.finish().ok()
+    }
+
+    /// `message`'s fields serialized in the order they are held (not the order a writer
+    /// puts them in), lazy values read: the bytes the message was parsed from.
+    fn as_held(message: &WireMessage) -> Vec<u8> {
+        use unbound_wire::codec::{put_key, put_varint, WireType};
+        let mut out = Vec::new();
+        for f in &message.fields {
+            match &f.value {
+                WireValue::Varint(v) => {
+                    put_key(f.number, WireType::Varint, &mut out);
+                    put_varint(*v, &mut out);
+                }
+                WireValue::Fixed64(v) => {
+                    put_key(f.number, WireType::Fixed64, &mut out);
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                WireValue::Fixed32(v) => {
+                    put_key(f.number, WireType::Fixed32, &mut out);
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                WireValue::Bytes(p) => {
+                    let bytes = p.bytes().unwrap();
+                    put_key(f.number, WireType::Len, &mut out);
+                    put_varint(bytes.len() as u64, &mut out);
+                    out.extend_from_slice(&bytes);
+                }
+                WireValue::Message(m) => {
+                    let inner = as_held(m);
+                    put_key(f.number, WireType::Len, &mut out);
+                    put_varint(inner.len() as u64, &mut out);
+                    out.extend_from_slice(&inner);
+                }
+                WireValue::Group(g) => {
+                    put_key(f.number, WireType::StartGroup, &mut out);
+                    out.extend_from_slice(g);
+                    put_key(f.number, WireType::EndGroup, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Whatever the bytes (a node with a few of its bytes changed or cut), streaming them in
+        /// pieces of any size never panics, and whatever it accepts holds exactly the bytes
+        /// read, in order, its large values read back from the "file".
+        #[test]
+        fn what_is_accepted_writes_back_as_read(
+            flips in proptest::collection::vec((0usize..400, proptest::num::u8::ANY), 0..4),
+            cut in 0usize..400,
+            piece in 1usize..64,
+            lazy_at in 1u64..64,
+        ) {
+            let mut record = node(&[9u8; 40]);
+            let len = record.len();
+            for (at, byte) in flips {
+                record[at % len] = byte;
+            }
+            if cut < record.len() {
+                record.truncate(cut);
+            }
+            if let Some(message) = parse_in_pieces(&record, piece, lazy_at) {
+                proptest::prop_assert_eq!(as_held(&message), record);
+            }
+        }
     }
 }

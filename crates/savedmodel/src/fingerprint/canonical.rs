@@ -101,7 +101,6 @@ fn many_built_fields(sources: &[Source<'_>]) -> bool {
     for source in sources {
         match source {
             Source::Ref(m) | Source::Written(m, _) => count += m.fields.len(),
-            Source::Edited(e) => count += e.base.fields.len(),
             _ => return false,
         }
     }

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use crate::{Result, SavedModelError};
 use bytes::Bytes;
 use unbound_wire::codec::{read_field, WireType};
-use unbound_wire::{Payload, WireField, WireMessage, WireValue};
+use unbound_wire::{Payload, WireMessage, WireValue};
 
 use super::rope::Rope;
 
@@ -20,48 +20,11 @@ pub enum Source<'a> {
     Raw(Bytes),
     /// Serialized fields at `buf[start..end]`, scanned when iterated.
     Slice(&'a Bytes, usize, usize),
-    /// A built message with some fields left out or replaced and others added after it.
-    Edited(&'a Edited<'a>),
     /// A built message and the pieces its serialization is made of, in order (a split's
     /// chunk as it is written: for a run of nodes, one slice of the model file). Read as
     /// [`Source::Ref`]; the encoder takes the pieces as they are where every field of the
     /// message is a child it trusts (see [`Source::run_of`]).
     Written(&'a WireMessage, &'a [Bytes]),
-}
-
-/// A built message as an edit leaves it, without copying the fields it keeps: what
-/// `SimpleDelete` makes of a merged graph of millions of nodes, whose copy (a count update of
-/// its chunk per node, and back) was a third of hashing it (issue 15).
-pub struct Edited<'a> {
-    /// The message edited.
-    pub base: &'a WireMessage,
-    /// Its length-delimited occurrences of these field numbers are left out.
-    pub dropped: Vec<u32>,
-    /// Values that replace those of `base.fields[position]`, by ascending position.
-    pub replaced: Vec<(usize, WireValue)>,
-    /// Fields that follow the fields of `base`.
-    pub appended: Vec<WireField>,
-}
-
-impl Edited<'_> {
-    /// Calls `f` with each field occurrence of the edited message, in order.
-    fn for_each<'s>(&'s self, mut f: impl FnMut(u32, Val<'s>)) {
-        let mut replaced = self.replaced.iter().peekable();
-        for (position, field) in self.base.fields.iter().enumerate() {
-            if let Some((_, value)) = replaced.next_if(|(p, _)| *p == position) {
-                f(field.number, Val::from_wire(value));
-                continue;
-            }
-            let value = Val::from_wire(&field.value);
-            if value.is_len() && self.dropped.contains(&field.number) {
-                continue;
-            }
-            f(field.number, value);
-        }
-        for field in &self.appended {
-            f(field.number, Val::from_wire(&field.value));
-        }
-    }
 }
 
 /// One field value, borrowed from its [`Source`].
@@ -98,7 +61,6 @@ impl Source<'_> {
             }
             Source::Raw(buf) => scan(buf, 0, buf.len(), f)?,
             Source::Slice(buf, start, end) => scan(buf, *start, *end, f)?,
-            Source::Edited(edited) => edited.for_each(f),
         }
         Ok(())
     }
@@ -106,7 +68,7 @@ impl Source<'_> {
     /// Size of the serialized input when known without serializing (a hint).
     pub fn input_len(&self) -> usize {
         match self {
-            Source::Ref(_) | Source::Edited(_) => 0,
+            Source::Ref(_) => 0,
             Source::Raw(b) => b.len(),
             Source::Slice(_, s, e) => e - s,
             Source::Written(_, pieces) => pieces.iter().map(Bytes::len).sum(),
@@ -250,30 +212,6 @@ pub fn held_message(value: &WireValue) -> Result<Option<Cow<'_, WireMessage>>> {
         )),
         _ => None,
     })
-}
-
-/// [`last_bytes`] of a source known to be canonical: its fields are in number order, so the
-/// scan of serialized bytes stops at the first field numbered past `number` (a node's `op` is
-/// its second field: issue 15, the full scan of every node was a tenth of hashing a graph).
-pub fn last_bytes_canonical(source: &Source<'_>, number: u32) -> Result<Option<Bytes>> {
-    let (buf, start, end) = match source {
-        Source::Slice(buf, start, end) => (*buf, *start, *end),
-        Source::Raw(buf) => (buf, 0, buf.len()),
-        _ => return last_bytes(source, number),
-    };
-    let within = &buf[..end];
-    let mut pos = start;
-    let mut last = None;
-    while pos < end {
-        let raw = read_field(within, &mut pos).map_err(wire_error)?;
-        if raw.number > number {
-            break;
-        }
-        if raw.number == number && raw.wire_type == WireType::Len {
-            last = Some((raw.start, raw.end));
-        }
-    }
-    Ok(last.map(|(s, e)| buf.slice(s..e)))
 }
 
 /// The bytes of the last length-delimited occurrence of field `number` in `source`.

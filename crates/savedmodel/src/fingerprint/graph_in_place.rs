@@ -250,43 +250,6 @@ mod tests {
         }
     }
 
-    /// The graph held as a built message (as a merge builds it), its `SimpleDelete` made as a
-    /// view ([`simple_deleted`]) or as an edited copy, gives the same hash: with nodes out of
-    /// field order too (where the view must scan the whole node for its op), the library and
-    /// versions anywhere, twice, and beside fields it keeps.
-    #[test]
-    fn simple_delete_as_a_view_hashes_as_the_edited_copy() {
-        use crate::fingerprint::regularize::simple_deleted;
-        let desc = descriptor("tensorflow.GraphDef").unwrap();
-        let library = w().msg(1, w().msg(1, w().bytes(1, b"lib_fn_1")));
-        let reordered = w()
-            .msg(5, w().bytes(1, b"dtype").msg(2, w().int(6, 7)))
-            .bytes(2, b"Const")
-            .bytes(1, b"late_op");
-        let mut graph = w().msg(2, library.clone()).msg(4, w().int(1, 1700));
-        for n in nodes() {
-            graph = graph.msg(1, n);
-        }
-        let graph = graph
-            .msg(1, reordered)
-            .int(3, 21)
-            .msg(2, library)
-            .msg(4, w());
-        let graph = Bytes::from(graph.0);
-        let message = merged(&[Source::Raw(graph.clone())], &desc).unwrap();
-        let expected = general(&graph);
-        let edited = simple_deleted(&message, false).unwrap();
-        assert!(!edited.replaced.is_empty(), "some nodes are edited");
-        let view = hash_message(&mut Encoder::new(), &[Source::Edited(&edited)], &desc).unwrap();
-        assert_eq!(view, expected);
-        // Canonical nodes: the op is found without scanning past it.
-        let canonical_nodes = canonical(W(graph.to_vec()));
-        let message = merged(&[Source::Raw(canonical_nodes.clone())], &desc).unwrap();
-        let edited = simple_deleted(&message, true).unwrap();
-        let view = hash_message(&mut Encoder::new(), &[Source::Edited(&edited)], &desc).unwrap();
-        assert_eq!(view, general(&canonical_nodes));
-    }
-
     #[test]
     fn graphs_laid_out_otherwise_take_the_general_path() {
         let node = || w().msg(1, node("n", "AddV2", &[]));

@@ -18,40 +18,11 @@ use unbound_proto::fields::tensorflow::{attr_value, graph_def, name_attr_list, n
 use unbound_proto::tensorflow::{attr_value::Value, AttrValue};
 use unbound_wire::{WireField, WireMessage, WireValue};
 
-use super::fields::{last_bytes, last_bytes_canonical, Edited, Source, Val};
+use super::fields::{last_bytes, Source, Val};
 use super::{model_fault, Result};
 
 /// `DataType.DT_STRING`.
 const DT_STRING: i32 = 7;
-
-/// `SimpleDelete` of a GraphDef held as one built message, as a view of it
-/// ([`Source::Edited`]): its library and versions left out (empty ones added after), the
-/// nodes it edits replaced. `canonical`: every serialized node in it is canonical (see
-/// [`last_bytes_canonical`]).
-pub fn simple_deleted(graph: &WireMessage, canonical: bool) -> Result<Edited<'_>> {
-    let mut replaced = Vec::new();
-    for (position, field) in graph.fields.iter().enumerate() {
-        let is_len = matches!(field.value, WireValue::Bytes(_) | WireValue::Message(_));
-        if field.number == graph_def::NODE && is_len {
-            if let Some(node) = regularize_node_with(&field.value, canonical)? {
-                replaced.push((position, WireValue::Message(node)));
-            }
-        }
-    }
-    let appended = [graph_def::LIBRARY, graph_def::VERSIONS]
-        .into_iter()
-        .map(|number| WireField {
-            number,
-            value: WireValue::Bytes(unbound_wire::Payload::Inline(Bytes::new())),
-        })
-        .collect();
-    Ok(Edited {
-        base: graph,
-        dropped: vec![graph_def::LIBRARY, graph_def::VERSIONS],
-        replaced,
-        appended,
-    })
-}
 
 /// `SimpleDelete` on a GraphDef held as one wire-level message (all its occurrences merged).
 pub fn simple_delete(graph: &mut WireMessage) -> Result<()> {
@@ -86,21 +57,11 @@ pub(super) const REGULARIZED_OPS: [&[u8]; 3] =
 
 /// The regularized node, or `None` when the node is left as it is.
 pub(super) fn regularize_node(value: &WireValue) -> Result<Option<WireMessage>> {
-    regularize_node_with(value, false)
-}
-
-/// [`regularize_node`] of a node whose serialized form, if it has one, is `canonical`.
-fn regularize_node_with(value: &WireValue, canonical: bool) -> Result<Option<WireMessage>> {
     // The op, from a scan of the node in place: most nodes are left as they are.
     let Some(source) = Val::from_wire(value).to_source()? else {
         return Ok(None);
     };
-    let op = if canonical {
-        last_bytes_canonical(&source, node_def::OP)?
-    } else {
-        last_bytes(&source, node_def::OP)?
-    }
-    .unwrap_or_default();
+    let op = last_bytes(&source, node_def::OP)?.unwrap_or_default();
     if !REGULARIZED_OPS.contains(&&op[..]) {
         return Ok(None);
     }

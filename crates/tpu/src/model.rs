@@ -93,7 +93,7 @@ impl Model {
         let mut tags = Vec::new();
         for info in submessages(&self.meta_graphs[index], INFO) {
             let info = self.parse(info, &part)?;
-            for field in info.fields.iter().filter(|f| f.number == TAGS) {
+            for field in info.fields.iter().filter(|f| f.number == TAGS && is_len(f)) {
                 let bytes = self.payload(&field.value, &part)?;
                 let tag = String::from_utf8(bytes.to_vec())
                     .map_err(|_| decode_error(&self.dir, &part, "a tag is not UTF-8".into()))?;
@@ -155,7 +155,8 @@ impl Model {
         let mut functions = Vec::new();
         for graph in submessages(meta, meta_graph_def::GRAPH_DEF) {
             let graph = self.parse(graph, &format!("{part}.graph_def"))?;
-            for field in &graph.fields {
+            // An occurrence of another wire type is an unknown field to protobuf C++.
+            for field in graph.fields.iter().filter(|f| is_len(f)) {
                 match field.number {
                     graph_def::NODE => {
                         let p = format!("{part}.graph_def.node[{}]", nodes.len());
@@ -172,7 +173,7 @@ impl Model {
                         for f in library
                             .fields
                             .iter()
-                            .filter(|f| f.number == function_def_library::FUNCTION)
+                            .filter(|f| f.number == function_def_library::FUNCTION && is_len(f))
                         {
                             let p =
                                 format!("{part}.graph_def.library.function[{}]", functions.len());
@@ -210,7 +211,7 @@ impl Model {
         let mut node_index = 0;
         let mut fields = Vec::with_capacity(wire_graph.fields.len());
         for field in std::mem::take(&mut wire_graph.fields) {
-            if field.number != graph_def::NODE {
+            if field.number != graph_def::NODE || !is_len(&field) {
                 fields.push(field);
                 continue;
             }
@@ -238,7 +239,7 @@ impl Model {
         library.descriptor = Some(library_desc);
         let mut function_index = 0;
         for field in library.fields.iter_mut() {
-            if field.number != function_def_library::FUNCTION {
+            if field.number != function_def_library::FUNCTION || !is_len(field) {
                 continue;
             }
             if graph.changed_functions.contains(&function_index) {
@@ -434,13 +435,20 @@ fn meta_desc_field(number: u32) -> Result<FieldDescriptor> {
         .ok_or_else(|| schema_error("tensorflow.MetaGraphDef", &number.to_string()))
 }
 
-/// The values of every occurrence of field `number`.
+/// The values of every length-delimited occurrence of field `number` (an occurrence of another
+/// wire type is an unknown field to protobuf C++).
 fn submessages(message: &WireMessage, number: u32) -> impl Iterator<Item = &WireValue> {
     message
         .fields
         .iter()
-        .filter(move |f| f.number == number)
+        .filter(move |f| f.number == number && is_len(f))
         .map(|f| &f.value)
+}
+
+/// Whether `field` is length-delimited: a message field's (or string's) own wire type. An
+/// occurrence of another wire type is an unknown field to protobuf C++, never an element.
+fn is_len(field: &WireField) -> bool {
+    matches!(field.value, WireValue::Bytes(_) | WireValue::Message(_))
 }
 
 /// `message` encoded as an occurrence of field `number`.

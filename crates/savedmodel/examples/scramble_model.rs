@@ -55,6 +55,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use prost_reflect::{Kind, MessageDescriptor};
+use unbound_test_support::data::XorShift;
 use unbound_wire::codec::{read_field, read_varint, varint_len, WireType};
 
 type AnyResult<T> = Result<T, Box<dyn Error>>;
@@ -338,22 +339,19 @@ impl Schema {
     }
 }
 
-/// splitmix64: small, fast, and the same on every platform.
-struct Rng(u64);
+/// The test data generator ([`XorShift`]), seeded per message so that each is scrambled the
+/// same way whatever was scrambled before it.
+struct Rng(XorShift);
 
 impl Rng {
     fn new(seed: u64, offset: usize, depth: usize) -> Rng {
-        let mut r = Rng(seed ^ (offset as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ depth as u64);
-        r.next();
-        r
+        Rng(XorShift::new(
+            seed ^ (offset as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ depth as u64,
+        ))
     }
 
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (`n` > 0).

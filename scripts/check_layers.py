@@ -19,7 +19,7 @@ LAYERS = [
     ["unbound-proto", "unbound-grappler-abi"],
     ["unbound-io"],
     ["unbound-records", "unbound-wire"],
-    ["unbound-chunked"],
+    ["unbound-chunked", "unbound-canonical"],
     ["unbound-bundle", "unbound-graph"],
     ["unbound-savedmodel"],
     ["unbound-grappler", "unbound-grappler-sdk", "unbound-dtensor", "unbound-tpu"],

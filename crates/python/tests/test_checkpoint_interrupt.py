@@ -2,9 +2,18 @@
 behind by an interrupted write, and the process goes on working."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+
+
+def _sigint_as_python_sets_it() -> None:
+    """Run in the child before it starts: SIGINT back to its default, so that the child's
+    Python installs its KeyboardInterrupt handler even when this process was started with
+    SIGINT ignored (a shell's background job, `nohup`), which the child would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 
 SCRIPT = textwrap.dedent(
     """
@@ -43,7 +52,8 @@ SCRIPT = textwrap.dedent(
 
 
 def test_ctrl_c_interrupts_writes_and_reads(tmp_path):
-    r = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                       preexec_fn=_sigint_as_python_sets_it)
     assert r.returncode == 0, r.stderr
     lines = dict(line.split(":", 1) if ":" in line else (line, "") for line in r.stdout.splitlines())
     assert lines["left"].strip() == "[]", r.stdout  # the temporary data file was removed

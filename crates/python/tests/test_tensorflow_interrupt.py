@@ -18,6 +18,13 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
+def _sigint_as_python_sets_it() -> None:
+    """Run in the child before it starts: SIGINT back to its default, so that the child's
+    Python installs its KeyboardInterrupt handler even when this process was started with
+    SIGINT ignored (a shell's background job, `nohup`), which the child would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 PRELUDE = """
     import sys
     from pathlib import Path
@@ -65,7 +72,8 @@ except KeyboardInterrupt:
     sys.exit(42)
 print("finished", flush=True)
 """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_as_python_sets_it)
     assert proc.stdout.readline() == "start\n", proc.communicate()
     # Long enough for the Rust call to have begun ("start" is printed just before it).
     time.sleep(0.3)

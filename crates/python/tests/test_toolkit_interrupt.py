@@ -15,6 +15,13 @@ import time
 
 import pytest
 
+def _sigint_as_python_sets_it() -> None:
+    """Run in the child before it starts: SIGINT back to its default, so that the child's
+    Python installs its KeyboardInterrupt handler even when this process was started with
+    SIGINT ignored (a shell's background job, `nohup`), which the child would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 CALLS = {
     "split": ("model_pb", "unbound.split({src!r}, {out!r}, max_size=1 << 20, compression='brotli')"),
     "merge": ("model_cpb", "unbound.merge({src!r}, {out!r})"),
@@ -36,7 +43,8 @@ def test_ctrl_c_stops_the_call_and_leaves_nothing(tmp_path, big_model, call):
             sys.exit(42)
         print("finished", flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_as_python_sets_it)
     assert proc.stdout.readline() == "start\n"
     # The call starts right after "start": half a second in, it is well under way.
     time.sleep(0.5)

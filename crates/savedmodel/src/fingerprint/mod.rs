@@ -14,7 +14,7 @@ mod already_canonical;
 pub mod canonical;
 mod cpb;
 mod entry_memo;
-pub mod farmhash;
+pub use unbound_canonical::farmhash;
 pub mod fields;
 mod graph_in_place;
 mod hashes;
@@ -23,6 +23,7 @@ pub mod maps;
 mod pb;
 pub mod regularize;
 pub mod rope;
+mod streamed;
 mod verdict;
 mod wire_values;
 

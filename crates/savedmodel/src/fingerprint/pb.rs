@@ -15,6 +15,7 @@ use super::hashes::{
     signature_hashes,
 };
 use super::regularize::simple_delete;
+use super::streamed;
 use super::{CanonicalVerdict, Hashes, Result};
 
 /// The hash fields for the SavedModel in `pb_file`:
@@ -57,13 +58,14 @@ fn hashes_unless_canonical(
         .map_err(|error| SavedModelError::malformed(pb_file.display().to_string(), error))?;
     let meta_graph = [first_meta_graph(&model)?];
     // A model written deterministically (as TensorFlow and unbound write it) is hashed as it
-    // is, and its graph's nodes need no second scan. The graph is hashed on a second thread
-    // on that assumption while the whole model is checked (issue 15: the two are most of the
-    // time, and neither needs the other), and again without it if the check fails.
+    // is, and its graph's nodes need no second scan. The graph is hashed in place on a second
+    // thread on that assumption while the whole model is checked (issue 15: the two are most
+    // of the time, and neither needs the other); the hash is dropped if the check fails.
     let (canonical, graph_hash) = std::thread::scope(|s| {
         let graph = s.spawn(|| {
             if hash_canonical {
-                graph_program_hash(&meta_graph, true).map(Some)
+                let sources = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
+                canonical_graph_hash(&sources)
             } else {
                 graph_program_check(&meta_graph)
             }
@@ -81,22 +83,35 @@ fn hashes_unless_canonical(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (canonical, graph)
     });
-    let graph_def_program_hash = match (canonical, graph_hash) {
-        (true, graph_hash) => match graph_hash? {
+    if canonical {
+        let graph_def_program_hash = match graph_hash? {
             Some(hash) => hash,
+            None if hash_canonical => graph_program_hash(&meta_graph, true)?,
             None => {
                 small_hashes(&meta_graph, 0, 0)?;
                 return Ok(None);
             }
-        },
-        (false, _) => graph_program_hash(&meta_graph, false)?,
-    };
-    let saved_model_checksum = if canonical {
-        fingerprint64(&bytes)
-    } else {
-        hash_message(&mut Encoder::new(), &[Source::Ref(&model)], &desc)?
-    };
-    small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash).map(Some)
+        };
+        let saved_model_checksum = fingerprint64(&bytes);
+        return small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash).map(Some);
+    }
+    // Not canonical: the model and its graph are encoded by the streaming encoder, each on
+    // its own thread.
+    let (saved_model_checksum, graph_def_program_hash) = std::thread::scope(|s| {
+        let graph = s.spawn(|| {
+            let sources = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
+            match streamed::graph_program_hash(&sources)? {
+                Some(hash) => Ok(hash),
+                None => graph_program_hash(&meta_graph, false),
+            }
+        });
+        let model = streamed::model_hash(&bytes);
+        let graph = graph
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (model, graph)
+    });
+    small_hashes(&meta_graph, saved_model_checksum?, graph_def_program_hash?).map(Some)
 }
 
 /// The hashes of `meta_graph`'s signatures and object graph, with the two large ones.

@@ -1,0 +1,29 @@
+//! What can go wrong while encoding: bytes that are not a message of the type given, or
+//! nesting past protobuf C++'s recursion limit.
+
+use unbound_wire::DecodeError;
+
+/// A fault found in the bytes being encoded.
+#[derive(Debug, thiserror::Error)]
+pub enum CanonicalError {
+    /// The bytes are not a well-formed message of the type (a truncated field, a bad varint,
+    /// a packed run cut in the middle of a value).
+    #[error("malformed {type_name}: {error}")]
+    Malformed {
+        /// The message type whose bytes are at fault.
+        type_name: String,
+        /// The fault, at an offset within that message's bytes.
+        error: DecodeError,
+    },
+    /// Messages nested deeper than [`crate::MAX_DEPTH`] (protobuf C++ refuses to parse them).
+    #[error("{type_name} nested more than {limit} messages deep")]
+    TooDeep {
+        /// The message type met past the limit.
+        type_name: String,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// The crate's result type.
+pub type Result<T, E = CanonicalError> = std::result::Result<T, E>;

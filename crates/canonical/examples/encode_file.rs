@@ -1,11 +1,11 @@
 //! Times the encoder on a serialized message file: `encode_file FILE [TYPE]` (default type
-//! `tensorflow.SavedModel`) prints the time of the first pass alone (the canonical check),
-//! of a whole encoding to a counter, and of a whole encoding hashed, and the hash.
+//! `tensorflow.SavedModel`; with `ENCODE_TO_VEC_ONLY` set, only `encode_to_vec`) prints the time of the first pass alone (the canonical check),
+//! of a whole encoding to a counter, of one buffered whole (one pass), and of a whole encoding hashed, and the hash.
 
 use std::time::Instant;
 
 use unbound_canonical::sink::Count;
-use unbound_canonical::{encode, fingerprint64, is_canonical, Schema};
+use unbound_canonical::{encode, encode_to_vec, fingerprint64, is_canonical, Schema};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -20,6 +20,16 @@ fn main() {
         .expect("a known type");
     let schema = Schema::new(&desc);
     let root = schema.root();
+    if std::env::var_os("ENCODE_TO_VEC_ONLY").is_some() {
+        let t = Instant::now();
+        let out = encode_to_vec(&schema, root, &[&bytes]).expect("encodes");
+        println!(
+            "encode_to_vec: {:.3} s ({} bytes)",
+            t.elapsed().as_secs_f64(),
+            out.len()
+        );
+        return;
+    }
     let t = Instant::now();
     let canonical = is_canonical(&schema, root, &bytes).expect("encodes");
     println!(
@@ -34,6 +44,14 @@ fn main() {
         t.elapsed().as_secs_f64(),
         count.0
     );
+    let t = Instant::now();
+    let out = encode_to_vec(&schema, root, &[&bytes]).expect("encodes");
+    println!(
+        "encode_to_vec: {:.3} s ({} bytes)",
+        t.elapsed().as_secs_f64(),
+        out.len()
+    );
+    drop(out);
     let t = Instant::now();
     let hash = fingerprint64(&schema, root, &[&bytes]).expect("encodes");
     println!("fingerprint64: {:.3} s ({hash})", t.elapsed().as_secs_f64());

@@ -24,7 +24,7 @@ use unbound_wire::DecodeError;
 
 use crate::error::{CanonicalError, Result};
 use crate::schema::{Class, Field, KeyOrder, MessageType, Schema, TypeId};
-use crate::sink::Sink;
+use crate::sink::{Count, Sink};
 
 /// Deepest message nesting encoded: protobuf C++'s default recursion limit (a model nested
 /// deeper does not parse in TensorFlow either). The root is at depth 0.
@@ -39,6 +39,14 @@ const FLUSH_AT: usize = 256 << 10;
 
 /// Bytes at least this long are handed to the sink directly rather than through the buffer.
 const DIRECT: usize = 16 << 10;
+
+/// Buffered messages read from at least this many bytes have their long runs of message
+/// elements encoded on several threads.
+const PARALLEL_AT: usize = 4 << 20;
+
+/// Such runs are encoded a batch of this many bytes at a time (while the batch, just read,
+/// is in the cache).
+const PARALLEL_BATCH: usize = 1 << 20;
 
 /// Index of an unknown field's occurrences (sorts after every known field).
 const UNKNOWN: u32 = u32::MAX;
@@ -157,6 +165,20 @@ pub fn encode_streaming_from<S: Sink>(
     Ok(walked.size)
 }
 
+/// The deterministic serialization of the message of type `ty` made of `parts`, in memory:
+/// one pass (where [`encode`] makes two over large messages, to stream them), with long runs
+/// of message elements (a graph's nodes) encoded on as many threads as the machine has.
+/// Memory: the output, and a copy of the runs encoded on other threads while they are
+/// appended.
+pub fn encode_to_vec(schema: &Schema, ty: TypeId, parts: &[&[u8]]) -> Result<Vec<u8>> {
+    let mut sink = Count::default();
+    let mut encoder = Encoder::new(schema, &mut sink);
+    encoder.threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    encoder.tmp.reserve(parts.iter().map(|p| p.len()).sum());
+    encoder.message::<BUFFER>(parts, ty, 0, true)?;
+    Ok(encoder.tmp)
+}
+
 /// Whether `parts` (one serialized message of type `ty`) is in canonical form already: its
 /// deterministic serialization is its bytes. Reads it once, writes nothing.
 pub fn is_canonical(schema: &Schema, ty: TypeId, bytes: &[u8]) -> Result<bool> {
@@ -178,6 +200,13 @@ struct Encoder<'s, 'a, 'o, S: Sink> {
     out: Vec<u8>,
     /// Buffered encodings of small messages.
     tmp: Vec<u8>,
+    /// Whether buffered messages are written as read on the guess that their fields are in
+    /// order ([`Encoder::fields`]).
+    guess: bool,
+    /// Threads a long run of message elements may be encoded on.
+    threads: usize,
+    /// The other threads' buffers, between batches of a run.
+    spares: Vec<Vec<u8>>,
     sink: &'o mut S,
 }
 
@@ -191,6 +220,9 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             big: BIG,
             out: Vec::new(),
             tmp: Vec::new(),
+            guess: true,
+            threads: 1,
+            spares: Vec::new(),
             sink,
         }
     }
@@ -304,6 +336,32 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         depth: usize,
         in_order: bool,
     ) -> Result<Walked> {
+        // Buffering a small message, its fields are written as read on the guess that they
+        // come in order, and undone when they do not: the message is then collected, and
+        // below it every message is scanned for order first, so no message is walked more
+        // than twice (nested guesses undone at every level would cost a power of the depth).
+        // A large one is scanned for order first: undoing it would cost too much.
+        if MODE == BUFFER && self.guess && parts.iter().map(|p| p.len()).sum::<usize>() < BIG {
+            let at = self.tmp.len();
+            if let Some((size, as_is)) =
+                self.fields_in_order::<MODE>(level, parts, t, depth, true)?
+            {
+                return Ok(Walked {
+                    size,
+                    as_is,
+                    in_order: true,
+                });
+            }
+            self.tmp.truncate(at);
+            self.guess = false;
+            let size = self.fields_collected::<MODE>(level, parts, t, depth);
+            self.guess = true;
+            return Ok(Walked {
+                size: size?,
+                as_is: false,
+                in_order: false,
+            });
+        }
         // Streaming, the size pass has found out already.
         let in_order = if MODE == STREAM {
             in_order
@@ -311,7 +369,9 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             fields_in_order(parts, t)?
         };
         if in_order {
-            let (size, as_is) = self.fields_in_order::<MODE>(level, parts, t, depth)?;
+            let (size, as_is) = self
+                .fields_in_order::<MODE>(level, parts, t, depth, false)?
+                .expect("fields found in order are written in order");
             return Ok(Walked {
                 size,
                 as_is,
@@ -327,59 +387,197 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
     }
 
     /// The fields of a message whose known fields come in field order (unknown ones may come
-    /// anywhere: they are written last in any case) and whose oneofs are set once
-    /// ([`fields_in_order`] said so), written as they are read: each element of a repeated
-    /// message field as it is met (while its bytes are in the cache; a graph's millions of
-    /// nodes are never listed), the occurrences of other fields once the next field starts.
+    /// anywhere: they are written last in any case) and whose oneofs are set once, written as
+    /// they are read: each element of a repeated message field as it is met (while its bytes
+    /// are in the cache; a graph's millions of nodes are never listed), the occurrences of
+    /// other fields once the next field starts. With `check`, `None` (some of it written)
+    /// when that is not so; without, the caller knows it is ([`fields_in_order`]).
+    ///
+    /// The elements of a long run of a repeated message field in a large buffered message (a
+    /// graph's nodes) are encoded on several threads ([`Encoder::run_in_parallel`]).
     fn fields_in_order<const MODE: u8>(
         &mut self,
         level: &mut Level<'a>,
         parts: &[&'a [u8]],
         t: &'s MessageType,
         depth: usize,
-    ) -> Result<(u64, bool)> {
+        check: bool,
+    ) -> Result<Option<(u64, bool)>> {
         let Level {
             occs: unknown,
             group,
+            oneofs,
             scratch,
-            ..
         } = level;
         unknown.clear();
         group.clear();
+        if check {
+            oneofs.clear();
+            oneofs.resize(t.oneofs, None);
+        }
+        let parallel = MODE == BUFFER
+            && self.threads > 1
+            && parts.iter().map(|p| p.len()).sum::<usize>() >= PARALLEL_AT;
         let mut as_is = parts.len() <= 1;
         let mut size = 0;
         let mut current = UNKNOWN;
+        let mut batch = 0;
         let mut reader = Reader::new(parts, t);
-        while let Some(o) = reader.next(&mut as_is)? {
+        while let Some(o) = reader.next::<MODE>(&mut as_is)? {
             if o.field == UNKNOWN {
                 unknown.push(o);
                 continue;
             }
             as_is &= unknown.is_empty();
             if o.field != current {
+                batch = 0;
+                if check && current != UNKNOWN && o.field < current {
+                    return Ok(None);
+                }
                 if !group.is_empty() {
                     let f = &t.fields[current as usize];
-                    size += self.field::<MODE>(f, group, t, depth, scratch, &mut as_is)?;
+                    size += self.group::<MODE>(f, group, t, depth, scratch, &mut as_is)?;
                     group.clear();
                 }
                 current = o.field;
+                if check {
+                    if let Some(i) = t.fields[o.field as usize].oneof {
+                        if oneofs[i as usize].is_some() {
+                            return Ok(None);
+                        }
+                        oneofs[i as usize] = Some((o.field, o.seq));
+                    }
+                }
             }
             let f = &t.fields[o.field as usize];
             if f.class == Class::Message && f.list && f.map.is_none() {
-                let child = f.child.expect("a message field has a type");
-                size += self.child::<MODE>(f.number, &[o.data], child, depth, &mut as_is)?;
+                if !parallel {
+                    let child = f.child.expect("a message field has a type");
+                    size += self.child::<MODE>(f.number, &[o.data], child, depth, &mut as_is)?;
+                    continue;
+                }
+                // Encoded in parallel a batch at a time, while the batch is in the cache.
+                group.push(o);
+                batch += o.data.len();
+                if batch >= PARALLEL_BATCH {
+                    size += self.group::<MODE>(f, group, t, depth, scratch, &mut as_is)?;
+                    group.clear();
+                    batch = 0;
+                }
             } else {
                 group.push(o);
             }
         }
         if !group.is_empty() {
             let f = &t.fields[current as usize];
-            size += self.field::<MODE>(f, group, t, depth, scratch, &mut as_is)?;
+            size += self.group::<MODE>(f, group, t, depth, scratch, &mut as_is)?;
         }
         for o in unknown.iter() {
             size += self.unknown::<MODE>(o, &mut as_is);
         }
-        Ok((size, as_is))
+        Ok(Some((size, as_is)))
+    }
+
+    /// [`Encoder::field`], but a long run of message elements in parallel.
+    fn group<const MODE: u8>(
+        &mut self,
+        f: &Field,
+        group: &[Occ<'a>],
+        t: &MessageType,
+        depth: usize,
+        scratch: &mut Scratch<'a>,
+        as_is: &mut bool,
+    ) -> Result<u64> {
+        if MODE == BUFFER
+            && f.class == Class::Message
+            && f.list
+            && f.map.is_none()
+            && group.len() >= 2 * self.threads
+            && group.iter().map(|o| o.data.len()).sum::<usize>() >= PARALLEL_BATCH
+        {
+            let child = f.child.expect("a message field has a type");
+            return self.run_in_parallel(f.number, group, child, depth);
+        }
+        self.field::<MODE>(f, group, t, depth, scratch, as_is)
+    }
+
+    /// Buffers the elements `run` of repeated message field `number` (type `ty`) below a
+    /// message at `depth`, cut into as many stretches of about equal bytes as there are
+    /// threads: the first encoded here, each other by an encoder of its own on a thread of
+    /// its own into a buffer of its own, appended in order.
+    fn run_in_parallel(
+        &mut self,
+        number: u32,
+        run: &[Occ<'a>],
+        ty: TypeId,
+        depth: usize,
+    ) -> Result<u64> {
+        let total: usize = run.iter().map(|o| o.data.len()).sum();
+        let per = total.div_ceil(self.threads).max(1);
+        let mut cuts = vec![0];
+        let mut bytes = 0;
+        for (i, o) in run.iter().enumerate() {
+            bytes += o.data.len();
+            if bytes >= per * cuts.len() && i + 1 < run.len() && cuts.len() < self.threads {
+                cuts.push(i + 1);
+            }
+        }
+        cuts.push(run.len());
+        let schema = self.schema;
+        let mut spares = std::mem::take(&mut self.spares);
+        spares.resize_with(cuts.len() - 2, Vec::new);
+        let encode = |enc: &mut Encoder<'s, 'a, '_, Count>, stretch: &[Occ<'a>]| -> Result<u64> {
+            let mut size = 0;
+            for o in stretch {
+                size += enc.buffered(number, o.data.len(), |enc| {
+                    enc.message::<BUFFER>(&[o.data], ty, depth + 1, true)
+                        .map(|_| ())
+                })?;
+            }
+            Ok(size)
+        };
+        let (first, others) = std::thread::scope(|s| {
+            let handles: Vec<_> = cuts[1..]
+                .windows(2)
+                .zip(spares)
+                .map(|(w, spare)| {
+                    let stretch = &run[w[0]..w[1]];
+                    s.spawn(move || {
+                        let mut sink = Count::default();
+                        let mut enc = Encoder::new(schema, &mut sink);
+                        enc.threads = 1;
+                        enc.tmp = spare;
+                        enc.tmp.clear();
+                        encode(&mut enc, stretch).map(|size| (size, enc.tmp))
+                    })
+                })
+                .collect();
+            // The first stretch on this thread, into this encoder's buffer (the encoding
+            // closure needs an encoder of a `Count` sink: this one's buffer is lent to one).
+            let mut sink = Count::default();
+            let mut enc = Encoder::new(schema, &mut sink);
+            enc.threads = 1;
+            enc.tmp = std::mem::take(&mut self.tmp);
+            let first = encode(&mut enc, &run[cuts[0]..cuts[1]]);
+            self.tmp = std::mem::take(&mut enc.tmp);
+            let others: Vec<_> = handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect();
+            (first, others)
+        });
+        let mut size = first?;
+        for other in others {
+            let (n, bytes) = other?;
+            self.tmp.extend_from_slice(&bytes);
+            // Kept for the next batch: a fresh buffer is fresh pages the kernel zeroes.
+            self.spares.push(bytes);
+            size += n;
+        }
+        Ok(size)
     }
 
     /// The fields of any message: every occurrence listed, sorted by field, and written
@@ -402,7 +600,7 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         oneofs.resize(t.oneofs, None);
         let mut as_is = false;
         let mut reader = Reader::new(parts, t);
-        while let Some(o) = reader.next(&mut as_is)? {
+        while let Some(o) = reader.next::<MODE>(&mut as_is)? {
             if o.field != UNKNOWN {
                 if let Some(i) = t.fields[o.field as usize].oneof {
                     let state = &mut oneofs[i as usize];
@@ -437,7 +635,7 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             };
             let skip = group.iter().take_while(|o| o.seq < from).count();
             let group = &group[skip..];
-            size += self.field::<MODE>(f, group, t, depth, scratch, &mut as_is)?;
+            size += self.group::<MODE>(f, group, t, depth, scratch, &mut as_is)?;
         }
         Ok(size)
     }
@@ -516,7 +714,8 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         as_is: &mut bool,
     ) -> Result<u64> {
         if MODE == BUFFER {
-            return self.buffered(number, |enc| {
+            let guess = parts.iter().map(|p| p.len()).sum();
+            return self.buffered(number, guess, |enc| {
                 enc.message::<BUFFER>(parts, ty, depth + 1, true)
                     .map(|_| ())
             });
@@ -606,23 +805,29 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         Ok(())
     }
 
-    /// [`Encoder::child`] and map entries in the buffer: the length is reserved as one
-    /// byte and the body moved when it needs more.
+    /// [`Encoder::child`] and map entries in the buffer: the length is reserved as wide as
+    /// the length of the input `guess` would be (encodings are mostly about as long as what
+    /// they are read from), and the body moved when the length turns out wider or narrower.
     fn buffered(
         &mut self,
         number: u32,
+        guess: usize,
         write: impl FnOnce(&mut Self) -> Result<()>,
     ) -> Result<u64> {
         let key = self.put_key::<BUFFER>(number, 2);
         let at = self.tmp.len();
-        self.tmp.push(0);
+        let reserved = varint_len(guess as u64) as usize;
+        self.tmp.resize(at + reserved, 0);
         write(self)?;
-        let len = (self.tmp.len() - at - 1) as u64;
+        let end = self.tmp.len();
+        let len = (end - at - reserved) as u64;
         let width = varint_len(len) as usize;
-        if width > 1 {
-            let end = self.tmp.len();
-            self.tmp.resize(end + width - 1, 0);
-            self.tmp.copy_within(at + 1..end, at + width);
+        if width != reserved {
+            if width > reserved {
+                self.tmp.resize(end + width - reserved, 0);
+            }
+            self.tmp.copy_within(at + reserved..end, at + width);
+            self.tmp.truncate(at + width + len as usize);
         }
         let mut v = len;
         for byte in &mut self.tmp[at..at + width] {
@@ -819,7 +1024,7 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             _ => 1 + varint_len(e.key_wire),
         };
         if MODE == BUFFER {
-            return self.buffered(f.number, |enc| {
+            return self.buffered(f.number, e_len(e, value_parts), |enc| {
                 enc.put_key_field::<BUFFER>(map, e);
                 enc.put_value_field::<BUFFER>(f, map, e, value_parts, depth, as_is)
                     .map(|_| ())
@@ -980,7 +1185,7 @@ impl<'a, 'p, 't> Reader<'a, 'p, 't> {
     /// [`UNKNOWN`]); clears `as_is` when its key, length or varint is not in its shortest
     /// form.
     #[inline]
-    fn next(&mut self, as_is: &mut bool) -> Result<Option<Occ<'a>>> {
+    fn next<const MODE: u8>(&mut self, as_is: &mut bool) -> Result<Option<Occ<'a>>> {
         let part = loop {
             let part = match self.parts.get(self.part) {
                 Some(part) => *part,
@@ -1001,20 +1206,23 @@ impl<'a, 'p, 't> Reader<'a, 'p, 't> {
         self.seq += 1;
         let wire = raw.wire_type.bits() as u8;
         let data = &part[raw.start..raw.end];
-        let key_len = if raw.number < 16 {
-            1
-        } else {
-            varint_len((u64::from(raw.number) << 3) | u64::from(wire)) as usize
-        };
-        let shortest = match raw.wire_type {
-            WireType::Varint => {
-                raw.start == at + key_len && data.len() as u64 == varint_len(raw.varint)
-            }
-            WireType::Fixed64 | WireType::Fixed32 => raw.start == at + key_len,
-            WireType::Len => raw.start == at + key_len + varint_len(data.len() as u64) as usize,
-            WireType::StartGroup | WireType::EndGroup => false,
-        };
-        *as_is &= shortest;
+        // Only the size pass finds messages in canonical form.
+        if MODE == SIZE {
+            let key_len = if raw.number < 16 {
+                1
+            } else {
+                varint_len((u64::from(raw.number) << 3) | u64::from(wire)) as usize
+            };
+            let shortest = match raw.wire_type {
+                WireType::Varint => {
+                    raw.start == at + key_len && data.len() as u64 == varint_len(raw.varint)
+                }
+                WireType::Fixed64 | WireType::Fixed32 => raw.start == at + key_len,
+                WireType::Len => raw.start == at + key_len + varint_len(data.len() as u64) as usize,
+                WireType::StartGroup | WireType::EndGroup => false,
+            };
+            *as_is &= shortest;
+        }
         let value = match raw.wire_type {
             WireType::Varint => raw.varint,
             WireType::Fixed64 | WireType::Fixed32 => fixed(data),
@@ -1142,6 +1350,11 @@ fn read_entry<'a>(
         }
     };
     Ok(e)
+}
+
+/// The bytes an entry was read from, about: its key and value (for [`Encoder::buffered`]).
+fn e_len(e: &Entry<'_>, value_parts: &[&[u8]]) -> usize {
+    4 + e.key_bytes.len() + e.value_bytes.len() + value_parts.iter().map(|p| p.len()).sum::<usize>()
 }
 
 fn key_cmp(order: KeyOrder, a: &Entry<'_>, b: &Entry<'_>) -> std::cmp::Ordering {

@@ -204,6 +204,12 @@ impl Encoder {
         self.trust_depth = usize::from(trust);
     }
 
+    /// Whether serialized messages below the top are trusted to be canonical (see
+    /// [`Encoder::trust_children`]).
+    pub(super) fn trusts_children(&self) -> bool {
+        self.trust_depth > 0
+    }
+
     /// Whether `buf[start..end]`, a message of layout `layout`, can be taken as it is (and
     /// counts it if so).
     fn take_as_is(&mut self, buf: &bytes::Bytes, start: usize, end: usize, layout: usize) -> bool {

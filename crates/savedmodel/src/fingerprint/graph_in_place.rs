@@ -17,6 +17,8 @@
 //!
 //! Anything else (unknown fields, a graph in several occurrences) takes the general path.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use unbound_proto::fields::tensorflow::{graph_def, node_def};
 use unbound_wire::codec::{put_key, put_varint, read_field, WireType};
 use unbound_wire::{Payload, WireValue};
@@ -35,8 +37,15 @@ const CLEARED_VERSIONS: [u8; 2] = [(graph_def::VERSIONS << 3 | 2) as u8, 0];
 /// the module describes; `None` when it must take the general path. `graph` must be a part of
 /// a model [`Encoder::is_canonical`] accepted.
 pub fn canonical_graph_hash(graph: &[Source<'_>]) -> Result<Option<u64>> {
+    canonical_graph_hash_unless(graph, &AtomicBool::new(false))
+}
+
+/// [`canonical_graph_hash`], given up (`None`) once `stop` is set: the hash made on a second
+/// thread while the whole model is checked is of no use once the check found the model not
+/// canonical.
+pub fn canonical_graph_hash_unless(graph: &[Source<'_>], stop: &AtomicBool) -> Result<Option<u64>> {
     let mut hash = Fingerprint64::new();
-    let walked = canonical_graph_walk(graph, &mut |bytes| hash.update(bytes))?;
+    let walked = canonical_graph_walk(graph, stop, &mut |bytes| hash.update(bytes))?;
     Ok(walked.map(|()| hash.finish()))
 }
 
@@ -44,12 +53,16 @@ pub fn canonical_graph_hash(graph: &[Source<'_>]) -> Result<Option<u64>> {
 /// without its dtype), refused the same way, without hashing: `Some(())` when the graph is
 /// one canonical slice that regularizes, `None` when it must take the general path.
 pub fn canonical_graph_check(graph: &[Source<'_>]) -> Result<Option<()>> {
-    canonical_graph_walk(graph, &mut |_| {})
+    canonical_graph_walk(graph, &AtomicBool::new(false), &mut |_| {})
 }
 
 /// The bytes of the regularized graph's deterministic serialization, in order, handed to
 /// `feed` (see [`canonical_graph_hash`]).
-fn canonical_graph_walk(graph: &[Source<'_>], feed: &mut dyn FnMut(&[u8])) -> Result<Option<()>> {
+fn canonical_graph_walk(
+    graph: &[Source<'_>],
+    stop: &AtomicBool,
+    feed: &mut dyn FnMut(&[u8]),
+) -> Result<Option<()>> {
     let (buf, start, end) = match graph {
         [Source::Slice(buf, start, end)] => (*buf, *start, *end),
         [Source::Raw(buf)] => (buf, 0, buf.len()),
@@ -62,7 +75,12 @@ fn canonical_graph_walk(graph: &[Source<'_>], feed: &mut dyn FnMut(&[u8])) -> Re
     let mut pos = start;
     let mut version: Option<(usize, usize)> = None;
     let mut last_tail_number = 0;
+    let mut fields = 0u32;
     while pos < end {
+        fields = fields.wrapping_add(1);
+        if fields % 4096 == 0 && stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let field_start = pos;
         let raw = read_field(within, &mut pos).map_err(|e| model_fault(e.to_string()))?;
         let is_len = raw.wire_type == WireType::Len;

@@ -1,6 +1,7 @@
 //! `CreateFingerprintDefPb`: the fingerprint of a `saved_model.pb`.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::SavedModelError;
 use unbound_io::map_file;
@@ -9,7 +10,9 @@ use unbound_wire::WireMessage;
 
 use super::canonical::{Encoder, Source};
 use super::farmhash::{fingerprint64, fingerprint_cat64};
-use super::graph_in_place::{canonical_graph_check, canonical_graph_hash};
+use super::graph_in_place::{
+    canonical_graph_check, canonical_graph_hash, canonical_graph_hash_unless,
+};
 use super::hashes::{
     descriptor, field_sources, first_meta_graph, hash_message, merged, object_graph_hash,
     signature_hashes,
@@ -61,11 +64,12 @@ fn hashes_unless_canonical(
     // is, and its graph's nodes need no second scan. The graph is hashed in place on a second
     // thread on that assumption while the whole model is checked (issue 15: the two are most
     // of the time, and neither needs the other); the hash is dropped if the check fails.
+    let not_canonical = AtomicBool::new(false);
     let (canonical, graph_hash) = std::thread::scope(|s| {
         let graph = s.spawn(|| {
             if hash_canonical {
                 let sources = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
-                canonical_graph_hash(&sources)
+                canonical_graph_hash_unless(&sources, &not_canonical)
             } else {
                 graph_program_check(&meta_graph)
             }
@@ -78,6 +82,7 @@ fn hashes_unless_canonical(
             }
             None => Encoder::new().is_canonical(&bytes, &desc),
         };
+        not_canonical.store(!canonical, Ordering::Relaxed);
         let graph = graph
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -95,23 +100,22 @@ fn hashes_unless_canonical(
         let saved_model_checksum = fingerprint64(&bytes);
         return small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash).map(Some);
     }
-    // Not canonical: the model and its graph are encoded by the streaming encoder, each on
-    // its own thread.
-    let (saved_model_checksum, graph_def_program_hash) = std::thread::scope(|s| {
-        let graph = s.spawn(|| {
-            let sources = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
-            match streamed::graph_program_hash(&sources)? {
-                Some(hash) => Ok(hash),
-                None => graph_program_hash(&meta_graph, false),
-            }
-        });
-        let model = streamed::model_hash(&bytes);
-        let graph = graph
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (model, graph)
-    });
-    small_hashes(&meta_graph, saved_model_checksum?, graph_def_program_hash?).map(Some)
+    // Not canonical: its canonical form, made in memory, is hashed as a canonical model is.
+    let canonical = bytes::Bytes::from(streamed::canonical_model(&bytes)?);
+    let model = WireMessage::parse(&canonical, Some(desc))
+        .map_err(|error| SavedModelError::malformed(pb_file.display().to_string(), error))?;
+    let meta_graph = [first_meta_graph(&model)?];
+    let sources = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
+    let graph_def_program_hash = match canonical_graph_hash(&sources)? {
+        Some(hash) => hash,
+        None => graph_program_hash(&meta_graph, true)?,
+    };
+    small_hashes(
+        &meta_graph,
+        fingerprint64(&canonical),
+        graph_def_program_hash,
+    )
+    .map(Some)
 }
 
 /// The hashes of `meta_graph`'s signatures and object graph, with the two large ones.

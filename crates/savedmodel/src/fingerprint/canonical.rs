@@ -135,6 +135,8 @@ pub struct Encoder {
     pub(super) deepest: usize,
     /// Map entries the canonical check accepted lately ([`EntryMemo`]).
     pub(super) entry_memo: EntryMemo,
+    /// See [`Encoder::write_out_built`].
+    copy_built: bool,
 }
 
 impl Default for Encoder {
@@ -149,6 +151,7 @@ impl Default for Encoder {
             validate: false,
             deepest: 0,
             entry_memo: EntryMemo::default(),
+            copy_built: false,
         }
     }
 }
@@ -208,6 +211,17 @@ impl Encoder {
     /// [`Encoder::trust_children`]).
     pub(super) fn trusts_children(&self) -> bool {
         self.trust_depth > 0
+    }
+
+    /// Lets [`super::hashes::hash_message`] write built messages out for the byte encoder
+    /// (a copy of them) however much of the input they are.
+    pub(super) fn write_out_built(&mut self, allow: bool) {
+        self.copy_built = allow;
+    }
+
+    /// See [`Encoder::write_out_built`].
+    pub(super) fn writes_out_built(&self) -> bool {
+        self.copy_built
     }
 
     /// Whether `buf[start..end]`, a message of layout `layout`, can be taken as it is (and

@@ -76,7 +76,7 @@ fn targets() -> [Vec<FieldIndex>; 3] {
 /// tree is `root`; chunks `chunks` keeps decoded are hashed from its cache (shared with
 /// whatever else reads them, `verify` on another thread for one), the others streamed.
 pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Hashes> {
-    hashes_with(chunks, root, false, |wanted, _| {
+    hashes_with(chunks, root, Trust::Nothing, |wanted, _| {
         chunk_prints(chunks, wanted).map(ChunkPrints::only)
     })
 }
@@ -113,8 +113,25 @@ pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Ha
         }
         Ok(found)
     };
-    let hashes = hashes_with(split, &split.message, source_canonical, hashed)?;
+    let trust = if source_canonical {
+        Trust::CanonicalChildren
+    } else {
+        Trust::InMemory
+    };
+    let hashes = hashes_with(split, &split.message, trust, hashed)?;
     Ok(hashes)
+}
+
+/// What the graph's hash may take for granted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trust {
+    /// Nothing: a file's chunks, merged (its built parts are read where they are).
+    Nothing,
+    /// A split made of a canonical model: its serialized children are canonical.
+    CanonicalChildren,
+    /// A split held in memory, of a model not known canonical: its built parts may be written
+    /// out for the byte encoder (a copy, cheap next to encoding them field by field).
+    InMemory,
 }
 
 /// What is found of the chunks `HashFields` reads, once each.
@@ -147,7 +164,7 @@ impl ChunkPrints {
 fn hashes_with(
     chunks: &dyn ChunkSource,
     root: &ChunkedMessage,
-    trusted: bool,
+    trust: Trust,
     chunk_prints: impl FnOnce(Vec<u64>, &[u64]) -> Result<ChunkPrints>,
 ) -> Result<Hashes> {
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
@@ -207,9 +224,11 @@ fn hashes_with(
                 None => Source::Ref(chunk),
             }),
     );
-    enc.trust_children(trusted);
+    enc.trust_children(trust == Trust::CanonicalChildren);
+    enc.write_out_built(trust == Trust::InMemory);
     let graph_hash = hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?);
     enc.trust_children(false);
+    enc.write_out_built(false);
     let graph_def_program_hash =
         fingerprint_cat64(graph_hash?, hash_fields(root, &graph_tags, &mut print)?);
 

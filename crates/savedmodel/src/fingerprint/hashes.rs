@@ -71,20 +71,25 @@ pub fn hash_message(
     sources: &[Source<'_>],
     desc: &MessageDescriptor,
 ) -> Result<u64> {
-    let input: u64 = sources
+    let built: u64 = sources
         .iter()
         .map(|s| match s {
             Source::Ref(m) => m.encoded_len(),
-            other => other.input_len() as u64,
+            _ => 0,
         })
         .sum();
-    if enc.trusts_children() || input < STREAMED_FROM {
+    let input = built + sources.iter().map(|s| s.input_len() as u64).sum::<u64>();
+    // Built messages (a .cpb's merged parts) must be written out for the byte encoder: a copy
+    // of them. Mostly built sources stay with the general encoder, which reads them where
+    // they are.
+    let too_built = built * 4 > input && !enc.writes_out_built();
+    if enc.trusts_children() || input < STREAMED_FROM || too_built {
         return enc.fingerprint64(sources, desc);
     }
     super::streamed::fingerprint64(sources, desc)
 }
 
-/// Messages of at least this many bytes, not known canonical, are hashed by the encoder of
+/// Serialized messages of at least this many bytes, not known canonical, are hashed by the encoder of
 /// `unbound_canonical` (issue 29: the general encoder lists every field of every message, ten
 /// times slower on a model of millions of nodes); smaller ones by the general encoder, whose
 /// setup costs nothing.

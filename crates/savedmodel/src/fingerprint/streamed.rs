@@ -53,9 +53,9 @@ pub fn canonical_model(bytes: &[u8]) -> Result<Vec<u8>> {
 const IN_MEMORY_UP_TO: usize = 1 << 30;
 
 /// FarmHash `Fingerprint64` of the deterministic serialization of the message of type `desc`
-/// made of `sources`: slices are read where they lie; a message the Merger built is written
-/// out first (losslessly: its bytes are those it was built from), and a split's chunk taken
-/// as the pieces it is written as.
+/// made of `sources`: slices are read where they lie, a split's chunk taken as the pieces it
+/// is written as, and a built message written out first (losslessly: as the bytes it was built
+/// from).
 pub fn fingerprint64(sources: &[Source<'_>], desc: &MessageDescriptor) -> Result<u64> {
     let schema = schema_of(desc)?;
     let mut written: Vec<Vec<u8>> = Vec::new();

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::SplitReport;
 use unbound_savedmodel::rewrite::rewrite_serialized_graphs;
+use unbound_savedmodel::write::SplitReport;
 use unbound_savedmodel::SavedModelError;
 
 use crate::error::GrapplerError;

@@ -1,7 +1,7 @@
 //! Rewriting the graphs of a SavedModel directory: read the model, hand each MetaGraphDef's
 //! graph to a rewrite (graph-optimizer plugins, TPU export, ...), splice the graph it returns
 //! back into the lossless copy of the model, and write the output directory with
-//! [`write_model_dir`](crate::dir::write_model_dir) (split when large, every other file
+//! [`write_model_dir`](crate::write::write_model_dir) (split when large, every other file
 //! carried over, a fresh fingerprint, atomically).
 //!
 //! Only `MetaGraphDef.graph_def` changes: every other field of the model (signatures, assets,
@@ -22,9 +22,8 @@ use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
-use crate::dir::{
-    message_descriptor, read_saved_model, write_model_dir_known, KnownFingerprint, SplitReport,
-};
+use crate::dir::{message_descriptor, read_saved_model};
+use crate::write::{write_model_dir_known, KnownFingerprint, SplitReport};
 use crate::SavedModelError;
 
 /// Reads the SavedModel in `src`, calls `rewrite` on each of its MetaGraphDefs in order, and
@@ -453,7 +452,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let split = tmp.path().join("split");
         let options = WriterOptions::default();
-        let report = crate::dir::split_dir(&src, &split, 20_000, options, &|_| {}).unwrap();
+        let report = crate::write::split_dir(&src, &split, 20_000, options, &|_| {}).unwrap();
         assert!(report.written.chunked);
         let before = saved_model(&src);
         let mut seen = Vec::new();

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use prost::Message;
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{merge_dir, read_saved_model, split_dir};
+use unbound_savedmodel::dir::read_saved_model;
+use unbound_savedmodel::write::{merge_dir, split_dir};
 use unbound_test_support::testdata::model as testdata;
 
 fn files(root: &Path) -> Vec<(String, Vec<u8>)> {

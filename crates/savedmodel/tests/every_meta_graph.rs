@@ -10,13 +10,13 @@ use std::sync::Arc;
 use unbound_chunked::{Chunk, FileChunks, MemoryChunks, Merger, SplitOutput};
 use unbound_proto::tensorflow::proto_splitter::field_index::Kind;
 use unbound_proto::tensorflow::SavedModel;
-use unbound_savedmodel::dir::{
-    read_saved_model, saved_model_descriptor, write_model_dir_with, MAX_PROTO_SIZE,
-};
+use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor};
 use unbound_savedmodel::split::{
     message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext,
 };
+use unbound_savedmodel::write::write_model_dir_with;
 use unbound_savedmodel::SavedModelError;
+use unbound_savedmodel::MAX_PROTO_SIZE;
 use unbound_test_support::testdata::model;
 use unbound_wire::{Payload, RecordRef, WireField, WireMessage, WireValue};
 

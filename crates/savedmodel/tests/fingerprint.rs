@@ -5,11 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{merge_dir, split_dir, write_model_dir};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
 use unbound_savedmodel::fingerprint::{
     fingerprint_dir, read_fingerprint, write_fingerprint, PRODUCER_CPB, PRODUCER_PB,
 };
+use unbound_savedmodel::write::{merge_dir, split_dir, write_model_dir};
 use unbound_test_support::testdata::{copy_dir, model as testdata};
 use unbound_test_support::{descriptor, fingerprint_fields as hashes};
 use unbound_wire::{Payload, WireField, WireMessage, WireValue};

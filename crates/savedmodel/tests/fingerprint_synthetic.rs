@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor, split_dir};
+use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
 use unbound_savedmodel::fingerprint::{fingerprint_dir, read_fingerprint};
+use unbound_savedmodel::write::split_dir;
 use unbound_test_support::fingerprint_fields as ours;
 
 /// A message under construction, field by field.

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde_json::Value;
 use unbound_records::{RecordReader, WriterOptions};
-use unbound_savedmodel::dir::split_dir;
 use unbound_savedmodel::show::{show, text, SavedModelInfo};
+use unbound_savedmodel::write::split_dir;
 use unbound_test_support::testdata::model as testdata;
 
 fn expected(name: &str) -> Value {

@@ -18,10 +18,9 @@ use unbound_proto::fields::tensorflow::{
 };
 use unbound_proto::tensorflow::{FunctionDef, MetaGraphDef, NodeDef, OpList};
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{
-    message_descriptor, read_saved_model, write_model_dir_with, SplitReport,
-};
+use unbound_savedmodel::dir::{message_descriptor, read_saved_model};
 use unbound_savedmodel::split::MetaGraphSplitting;
+use unbound_savedmodel::write::{write_model_dir_with, SplitReport};
 use unbound_savedmodel::SavedModelError;
 use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 

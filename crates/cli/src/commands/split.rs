@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use unbound_savedmodel::{dir, split::DEFAULT_MAX_SIZE};
+use unbound_savedmodel::{dir, split::DEFAULT_MAX_SIZE, write};
 
 use super::compression::CompressionArg;
 use super::CmdResult;
@@ -29,7 +29,7 @@ pub fn run(args: Args) -> CmdResult {
     let model_path = dir::model_file(&args.dir)?.path;
     let total = std::fs::metadata(&model_path).map(|m| m.len()).unwrap_or(0);
     let bar = bytes_bar(total, "split");
-    let report = dir::split_dir(
+    let report = write::split_dir(
         &args.dir,
         &args.out,
         args.max_size,

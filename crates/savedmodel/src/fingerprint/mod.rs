@@ -28,7 +28,8 @@ mod wire_values;
 
 use std::path::{Path, PathBuf};
 
-use crate::dir::{model_file, ModelFormat};
+use crate::dir::model_file;
+use crate::format::ModelFormat;
 use crate::shared_cpb::SharedCpb;
 use crate::{Result, SavedModelError};
 
@@ -41,8 +42,7 @@ use unbound_wire::WireMessage;
 use self::canonical::{Encoder, Source};
 pub(crate) use self::verdict::CanonicalVerdict;
 
-/// The file a SavedModel's fingerprint is stored in.
-pub const FINGERPRINT_FILE: &str = "fingerprint.pb";
+pub use crate::format::FINGERPRINT_FILE;
 
 /// `version.producer` TensorFlow 2.21 writes for a fingerprint computed from `saved_model.pb`.
 pub const PRODUCER_PB: i32 = 4;

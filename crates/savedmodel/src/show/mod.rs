@@ -26,7 +26,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::dir::ModelFormat;
+use crate::format::ModelFormat;
 use crate::Result;
 use unbound_wire::WireMessage;
 

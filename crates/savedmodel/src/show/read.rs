@@ -13,7 +13,8 @@ use unbound_proto::tensorflow::MetaGraphDef;
 use unbound_wire::{WireMessage, WireValue};
 
 use super::{graph, objects, signature, wire, AssetInfo, MetaGraphInfo};
-use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFormat};
+use crate::dir::{model_file, read_text, saved_model_descriptor};
+use crate::format::ModelFormat;
 use crate::{Result, SavedModelError};
 
 /// `BYTES` chunks larger than this are not read: they hold tensor contents (or other large

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use prost::Message as _;
@@ -36,33 +36,19 @@ use unbound_proto::tensorflow::{saved_object::Kind as ObjectKind, FingerprintDef
 use unbound_records::RecordReader;
 use unbound_wire::WireMessage;
 
-use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
-use crate::fingerprint::{
-    check_dir_sharing, fingerprint_dir_sharing, CanonicalVerdict, FINGERPRINT_FILE,
-};
+use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile};
+use crate::fingerprint::{check_dir_sharing, fingerprint_dir_sharing, CanonicalVerdict};
+use crate::format::{ModelFormat, FINGERPRINT_FILE};
 use crate::shared_cpb::SharedCpb;
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use crate::{Result, SavedModelError};
 use unbound_bundle::BundleReader;
 
+pub use crate::error::Fault;
+
 mod schema;
 
 use schema::Schema;
-
-/// One problem found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Fault {
-    /// The file at fault.
-    pub file: PathBuf,
-    /// What is wrong with it.
-    pub fault: String,
-}
-
-impl fmt::Display for Fault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.file.display(), self.fault)
-    }
-}
 
 /// What [`verify_dir`] found: the report `unbound verify` prints (each fault as a
 /// `FILE: FAULT` line, or `OK: DIR: ` and the `checked` phrases joined by `; `).
@@ -728,7 +714,7 @@ fn file_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dir::split_dir;
+    use crate::write::split_dir;
     use unbound_records::WriterOptions;
     use unbound_test_support::testdata::model as testdata;
 

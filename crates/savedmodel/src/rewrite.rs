@@ -19,16 +19,16 @@ use bytes::Bytes;
 use prost::Message;
 use prost_reflect::MessageDescriptor;
 use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
-use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
 use crate::dir::{message_descriptor, read_saved_model};
-use crate::write::{write_model_dir_known, KnownFingerprint, SplitReport};
+use crate::write::{write_model_dir_known, KnownFingerprint, SplitReport, WriteOptions};
 use crate::SavedModelError;
 
 /// Reads the SavedModel in `src`, calls `rewrite` on each of its MetaGraphDefs in order, and
 /// writes the model with each MetaGraphDef's graph replaced by what `rewrite` returned to `out`
-/// (which must not exist), split into `saved_model.cpb` when it reaches `max_size`.
+/// (which must not exist) as `options` say (split into `saved_model.cpb` when it reaches
+/// `options.max_size`).
 ///
 /// `rewrite` gets the MetaGraphDef's tags and the MetaGraphDef itself, by value: its graph can
 /// be moved out rather than copied, and the model's own copy of the graph is freed before the
@@ -40,15 +40,14 @@ use crate::SavedModelError;
 pub fn rewrite_meta_graphs<E, F>(
     src: &Path,
     out: &Path,
-    max_size: u64,
-    options: WriterOptions,
+    options: &WriteOptions,
     mut rewrite: F,
 ) -> Result<SplitReport, E>
 where
     E: From<SavedModelError>,
     F: FnMut(&[String], MetaGraphDef) -> Result<GraphDef, E>,
 {
-    rewrite_graphs(src, out, max_size, options, false, |at, mut meta, graph| {
+    rewrite_graphs(src, out, options, false, |at, mut meta, graph| {
         // Decoding consumes the bytes: the only other holder is the model's own copy, which
         // `rewrite_graphs` has already given up, so the graph is held once, decoded.
         let graph =
@@ -78,8 +77,7 @@ where
 pub fn rewrite_serialized_graphs<E, F>(
     src: &Path,
     out: &Path,
-    max_size: u64,
-    options: WriterOptions,
+    options: &WriteOptions,
     mut rewrite: F,
 ) -> Result<SplitReport, E>
 where
@@ -87,7 +85,7 @@ where
     F: FnMut(&[String], &MetaGraphDef, Bytes) -> Result<Option<Vec<u8>>, E>,
 {
     // Plugins often return a graph unchanged: the source's fingerprint is computed alongside.
-    rewrite_graphs(src, out, max_size, options, true, |at, meta, graph| {
+    rewrite_graphs(src, out, options, true, |at, meta, graph| {
         // A clone of `Bytes` shares the buffer: kept for the case the rewrite keeps the graph.
         Ok(match rewrite(at.tags, &meta, graph.clone())? {
             None => NewGraph::Kept(graph),
@@ -135,8 +133,7 @@ enum NewGraph {
 fn rewrite_graphs<E, F>(
     src: &Path,
     out: &Path,
-    max_size: u64,
-    options: WriterOptions,
+    options: &WriteOptions,
     fingerprint_source: bool,
     mut rewrite: F,
 ) -> Result<SplitReport, E>
@@ -160,9 +157,7 @@ where
         src,
         out,
         model,
-        max_size,
         options,
-        &mut |_| {},
         known.as_ref(),
     )?)
 }
@@ -326,8 +321,7 @@ mod tests {
         let report = rewrite_meta_graphs(
             &src,
             &out,
-            u64::MAX,
-            WriterOptions::default(),
+            &WriteOptions::default().with_max_size(u64::MAX),
             |tags, mut meta| {
                 seen.push(tags.to_vec());
                 let mut graph = meta.graph_def.take().unwrap_or_default();
@@ -374,8 +368,7 @@ mod tests {
         rewrite_serialized_graphs(
             &src,
             &kept,
-            u64::MAX,
-            WriterOptions::default(),
+            &WriteOptions::default().with_max_size(u64::MAX),
             |tags, meta, graph| {
                 assert!(meta.graph_def.is_none());
                 seen.push((tags.to_vec(), GraphDef::decode(graph).unwrap()));
@@ -409,8 +402,7 @@ mod tests {
         rewrite_serialized_graphs(
             &src,
             &replaced,
-            u64::MAX,
-            WriterOptions::default(),
+            &WriteOptions::default().with_max_size(u64::MAX),
             |_, _, _| Ok::<_, SavedModelError>(Some(small.encode_to_vec())),
         )
         .unwrap();
@@ -436,10 +428,12 @@ mod tests {
         }
         // Bytes that are not a message are refused, and nothing is written.
         let bad = tmp.path().join("bad");
-        let result =
-            rewrite_serialized_graphs(&src, &bad, u64::MAX, WriterOptions::default(), |_, _, _| {
-                Ok::<_, SavedModelError>(Some(vec![0xff; 5]))
-            });
+        let result = rewrite_serialized_graphs(
+            &src,
+            &bad,
+            &WriteOptions::default().with_max_size(u64::MAX),
+            |_, _, _| Ok::<_, SavedModelError>(Some(vec![0xff; 5])),
+        );
         assert!(result.is_err());
         assert!(!bad.exists());
     }
@@ -451,17 +445,22 @@ mod tests {
         let src = testdata("tf2_multi_sig");
         let tmp = tempfile::tempdir().unwrap();
         let split = tmp.path().join("split");
-        let options = WriterOptions::default();
-        let report = crate::write::split_dir(&src, &split, 20_000, options, &|_| {}).unwrap();
+        let options = WriteOptions::default().with_max_size(20_000);
+        let report = crate::write::split_dir(&src, &split, &options, &|_| {}).unwrap();
         assert!(report.written.chunked);
         let before = saved_model(&src);
         let mut seen = Vec::new();
         let out = tmp.path().join("out");
-        rewrite_meta_graphs(&split, &out, u64::MAX, options, |_, mut meta| {
-            let graph = meta.graph_def.take().unwrap_or_default();
-            seen.push(graph.clone());
-            Ok::<_, SavedModelError>(graph)
-        })
+        rewrite_meta_graphs(
+            &split,
+            &out,
+            &options.with_max_size(u64::MAX),
+            |_, mut meta| {
+                let graph = meta.graph_def.take().unwrap_or_default();
+                seen.push(graph.clone());
+                Ok::<_, SavedModelError>(graph)
+            },
+        )
         .unwrap();
         let expected: Vec<_> = before
             .meta_graphs
@@ -487,15 +486,15 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("out");
         let src = testdata("tf2_multi_sig");
-        let options = WriterOptions::default();
-        let result = rewrite_meta_graphs(&src, &out, u64::MAX, options, |_, _| {
+        let options = WriteOptions::default().with_max_size(u64::MAX);
+        let result = rewrite_meta_graphs(&src, &out, &options, |_, _| {
             Err::<GraphDef, _>(Failed::Rewrite)
         });
         assert!(matches!(result, Err(Failed::Rewrite)));
         assert!(!out.exists());
         let missing = tmp.path().join("missing");
-        let options = WriterOptions::default();
-        let result = rewrite_meta_graphs(&missing, &out, u64::MAX, options, |_, meta| {
+        let options = WriteOptions::default().with_max_size(u64::MAX);
+        let result = rewrite_meta_graphs(&missing, &out, &options, |_, meta| {
             Ok::<_, Failed>(meta.graph_def.unwrap_or_default())
         });
         assert!(matches!(result, Err(Failed::Model)));

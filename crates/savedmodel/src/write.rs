@@ -20,7 +20,9 @@ use unbound_wire::WireMessage;
 use crate::dir::{model_file, saved_model_descriptor};
 use crate::error::{Result, SavedModelError};
 use crate::format::{ModelFormat, FINGERPRINT_FILE, MAX_PROTO_SIZE};
-use crate::split::{message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext};
+use crate::split::{
+    message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext, DEFAULT_MAX_SIZE,
+};
 use crate::verify::Keep;
 
 /// What [`split_dir`] did.
@@ -39,15 +41,19 @@ pub struct SplitReport {
 /// Writes `out` as a split (image-format) copy of the SavedModel in `src`. The source is
 /// checked as `verify` checks it first ([`crate::verify::verified_model`]): a directory
 /// verify rejects is refused, so a damaged model is never split into one that reads back
-/// differently (or not at all). `progress` is called with the bytes of model data written,
-/// from whichever thread writes them.
+/// differently (or not at all). Written as `options` say; `progress` is called with the bytes
+/// of model data written, from whichever thread writes them.
 pub fn split_dir(
     src: &Path,
     out: &Path,
-    max_size: u64,
-    options: WriterOptions,
+    options: &WriteOptions,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<SplitReport> {
+    let WriteOptions {
+        max_size,
+        writer,
+        splitting,
+    } = *options;
     refuse_existing(out)?;
     let file = model_file(src)?;
     let tmp = new_output_dir(src, out)?;
@@ -84,7 +90,7 @@ pub fn split_dir(
         let split = ahead_split.then(|| {
             s.spawn(move || {
                 unbound_io::set_cancel_token(cancel.clone());
-                let split = Arc::new(split_model_file(model_path, max_size)?);
+                let split = Arc::new(split_model_file(model_path, max_size, splitting)?);
                 if !split.split.chunks_anything() {
                     return Ok((split, None));
                 }
@@ -93,7 +99,7 @@ pub fn split_dir(
                 if cut.send(split.clone()).is_err() {
                     return Ok((split, None));
                 }
-                let written = write_chunked(prefix, &split.split, options, &mut |n| progress(n))?;
+                let written = write_chunked(prefix, &split.split, writer, &mut |n| progress(n))?;
                 Ok::<_, SavedModelError>((split, Some(written)))
             })
         });
@@ -154,15 +160,15 @@ pub fn split_dir(
         }
         None => ToWrite::Model(verified.model),
     };
-    write_model_dir_reusing(
-        src,
-        Output::Begun(tmp),
-        model,
-        max_size,
+    write_dir(
+        DirWrite {
+            src,
+            out: Output::Begun(tmp),
+            model,
+            known: Some(&known),
+        },
         options,
-        MetaGraphSplitting::First,
         &mut |n| progress(n),
-        Some(&known),
     )
 }
 
@@ -184,12 +190,11 @@ fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
-/// The model [`write_model_dir_reusing`] writes: as a message, or already split.
+/// The model [`write_dir`] writes: as a message, or already split.
 enum ToWrite {
     /// The SavedModel proto, to be split.
     Model(WireMessage),
-    /// Its split ([`split_model_file`]), as TensorFlow splits it
-    /// ([`MetaGraphSplitting::First`]); with its `.cpb` and that file's fingerprint when
+    /// Its split ([`split_model_file`]), as the options say; with its `.cpb` and that file's fingerprint when
     /// [`split_dir`] has written and computed them already.
     Split(ModelSplit, Option<Box<WrittenAhead>>),
 }
@@ -210,7 +215,7 @@ struct ModelSplit {
     model_bytes: u64,
 }
 
-/// Splits `model` as `write_model_dir_with` does with `splitting`.
+/// Splits `model` as [`write_dir`] does with `splitting`.
 fn split_model(
     model: WireMessage,
     max_size: u64,
@@ -227,10 +232,15 @@ fn split_model(
     })
 }
 
-/// The split of the SavedModel proto in the `saved_model.pb` `path`, as TensorFlow splits it.
-fn split_model_file(path: &Path, max_size: u64) -> Result<ModelSplit> {
+/// The split of the SavedModel proto in the `saved_model.pb` `path`, as [`split_model`] splits
+/// it.
+fn split_model_file(
+    path: &Path,
+    max_size: u64,
+    splitting: MetaGraphSplitting,
+) -> Result<ModelSplit> {
     let model = read_pb(path, &saved_model_descriptor()?)?;
-    split_model(model, max_size, MetaGraphSplitting::First)
+    split_model(model, max_size, splitting)
 }
 
 /// What is known of the model file of a split's source: its fingerprint, when it is a
@@ -278,52 +288,72 @@ impl KnownFingerprint {
     }
 }
 
+/// How a SavedModel directory is written: where its model is split, how the `.cpb`'s records
+/// are written, and which MetaGraphDefs' graphs are split. One value for every writer
+/// ([`write_model_dir`], [`split_dir`], the rewrites of [`crate::rewrite`]); the default is what
+/// TensorFlow writes (split at [`DEFAULT_MAX_SIZE`], Riegeli's default records, the first
+/// MetaGraphDef's graph split).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// The model is split into `saved_model.cpb` when its proto reaches this many bytes (and
+    /// into chunks of at most about this size); below it, it is written as one
+    /// `saved_model.pb`.
+    pub max_size: u64,
+    /// How the records of a `.cpb` are written (compression, chunk sizes).
+    pub writer: WriterOptions,
+    /// Which MetaGraphDefs' graphs a split splits ([`MetaGraphSplitting`]). With `Every`, a
+    /// split whose root or any message chunk would still be past protobuf's 2 GiB limit (a
+    /// graph node that large, say) is refused before anything is written
+    /// ([`SavedModelError::UnparsableChunk`]).
+    pub splitting: MetaGraphSplitting,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            max_size: DEFAULT_MAX_SIZE,
+            writer: WriterOptions::default(),
+            splitting: MetaGraphSplitting::First,
+        }
+    }
+}
+
+impl WriteOptions {
+    /// These options with the model split when it reaches `max_size` bytes.
+    pub fn with_max_size(self, max_size: u64) -> Self {
+        Self { max_size, ..self }
+    }
+
+    /// These options with a `.cpb`'s records written as `writer` says.
+    pub fn with_writer(self, writer: WriterOptions) -> Self {
+        Self { writer, ..self }
+    }
+
+    /// These options with the graphs of the MetaGraphDefs `splitting` names split.
+    pub fn with_splitting(self, splitting: MetaGraphSplitting) -> Self {
+        Self { splitting, ..self }
+    }
+}
+
 /// Writes `out` as a copy of the SavedModel directory `src` whose model proto is `model`
-/// (for instance a rewritten one): split into `saved_model.cpb` when it reaches `max_size`,
-/// else one `saved_model.pb`; every other file of `src` is carried over, a fresh fingerprint
-/// is written, and the directory appears atomically.
+/// (for instance a rewritten one): split into `saved_model.cpb` as `options` say when it
+/// reaches `options.max_size`, else one `saved_model.pb`; every other file of `src` is carried
+/// over, a fresh fingerprint is written, and the directory appears atomically.
 pub fn write_model_dir(
     src: &Path,
     out: &Path,
     model: WireMessage,
-    max_size: u64,
-    options: WriterOptions,
-    progress: &mut dyn FnMut(u64),
+    options: &WriteOptions,
 ) -> Result<SplitReport> {
-    write_model_dir_with(
-        src,
-        out,
-        model,
-        max_size,
+    write_dir(
+        DirWrite {
+            src,
+            out: Output::New(out),
+            model: ToWrite::Model(model),
+            known: None,
+        },
         options,
-        MetaGraphSplitting::First,
-        progress,
-    )
-}
-
-/// [`write_model_dir`] with a choice of which MetaGraphDefs' graphs are split
-/// ([`MetaGraphSplitting`]; [`write_model_dir`] uses TensorFlow's, `First`). With `Every`, a
-/// split whose root or any message chunk would still be past protobuf's 2 GiB limit (a graph
-/// node that large, say) is refused before anything is written
-/// ([`SavedModelError::UnparsableChunk`]).
-pub fn write_model_dir_with(
-    src: &Path,
-    out: &Path,
-    model: WireMessage,
-    max_size: u64,
-    options: WriterOptions,
-    splitting: MetaGraphSplitting,
-    progress: &mut dyn FnMut(u64),
-) -> Result<SplitReport> {
-    write_model_dir_reusing(
-        src,
-        Output::New(out),
-        ToWrite::Model(model),
-        max_size,
-        options,
-        splitting,
-        progress,
-        None,
+        &mut |_| {},
     )
 }
 
@@ -333,35 +363,52 @@ pub(crate) fn write_model_dir_known(
     src: &Path,
     out: &Path,
     model: WireMessage,
-    max_size: u64,
-    options: WriterOptions,
-    progress: &mut dyn FnMut(u64),
+    options: &WriteOptions,
     known: Option<&KnownFingerprint>,
 ) -> Result<SplitReport> {
-    write_model_dir_reusing(
-        src,
-        Output::New(out),
-        ToWrite::Model(model),
-        max_size,
+    write_dir(
+        DirWrite {
+            src,
+            out: Output::New(out),
+            model: ToWrite::Model(model),
+            known,
+        },
         options,
-        MetaGraphSplitting::First,
-        progress,
-        known,
+        &mut |_| {},
     )
 }
 
-/// [`write_model_dir_with`], reusing `known` for the new fingerprint where it applies.
-#[allow(clippy::too_many_arguments)]
-fn write_model_dir_reusing(
-    src: &Path,
-    out: Output<'_>,
+/// One directory for [`write_dir`] to write: what it copies, where, the model, and what is
+/// already known of the model's bytes.
+struct DirWrite<'a> {
+    /// The source directory, whose other files are carried over.
+    src: &'a Path,
+    /// The output directory.
+    out: Output<'a>,
+    /// The model to write.
     model: ToWrite,
-    max_size: u64,
-    options: WriterOptions,
-    splitting: MetaGraphSplitting,
+    /// What is known of the source's model file, reused where the output has its bytes.
+    known: Option<&'a KnownFingerprint>,
+}
+
+/// Writes `job` as `options` say, `progress` called with the bytes of model data written:
+/// the one writer behind [`write_model_dir`] and [`split_dir`].
+fn write_dir(
+    job: DirWrite<'_>,
+    options: &WriteOptions,
     progress: &mut dyn FnMut(u64),
-    known: Option<&KnownFingerprint>,
 ) -> Result<SplitReport> {
+    let DirWrite {
+        src,
+        out,
+        model,
+        known,
+    } = job;
+    let WriteOptions {
+        max_size,
+        writer: options,
+        splitting,
+    } = *options;
     let tmp = match out {
         Output::New(out) => new_output_dir(src, out)?,
         Output::Begun(tmp) => tmp,
@@ -577,7 +624,7 @@ fn new_output_dir(src: &Path, out: &Path) -> Result<TempPath> {
     Ok(tmp)
 }
 
-/// Where [`write_model_dir_reusing`] writes: a new directory, or one already begun.
+/// Where [`write_dir`] writes: a new directory, or one already begun.
 enum Output<'a> {
     /// `out`, not begun yet.
     New(&'a Path),

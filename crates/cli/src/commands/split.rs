@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use unbound_savedmodel::{dir, split::DEFAULT_MAX_SIZE, write};
+use unbound_savedmodel::write::{self, WriteOptions};
+use unbound_savedmodel::{dir, split::DEFAULT_MAX_SIZE};
 
 use super::compression::CompressionArg;
 use super::CmdResult;
@@ -32,8 +33,9 @@ pub fn run(args: Args) -> CmdResult {
     let report = write::split_dir(
         &args.dir,
         &args.out,
-        args.max_size,
-        args.compression.writer_options(),
+        &WriteOptions::default()
+            .with_max_size(args.max_size)
+            .with_writer(args.compression.writer_options()),
         &|n| bar.inc(n),
     )?;
     bar.finish_and_clear();

@@ -714,7 +714,7 @@ fn file_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::write::split_dir;
+    use crate::write::{split_dir, WriteOptions};
     use unbound_records::WriterOptions;
     use unbound_test_support::testdata::model as testdata;
 
@@ -747,8 +747,9 @@ mod tests {
         split_dir(
             &testdata("tf2_multi_sig"),
             &dir,
-            5000,
-            one_record_per_chunk(),
+            &WriteOptions::default()
+                .with_max_size(5000)
+                .with_writer(one_record_per_chunk()),
             &|_| {},
         )
         .unwrap();
@@ -804,7 +805,15 @@ mod tests {
             store_incompressible: false,
             ..one_record_per_chunk()
         };
-        split_dir(&testdata("tf1_large_consts"), &dir, 20000, options, &|_| {}).unwrap();
+        split_dir(
+            &testdata("tf1_large_consts"),
+            &dir,
+            &WriteOptions::default()
+                .with_max_size(20000)
+                .with_writer(options),
+            &|_| {},
+        )
+        .unwrap();
         let path = dir.join("saved_model.cpb");
         let shared = SharedCpb::open(&path).expect("a small .cpb is shared");
         let all = shared.chunks.infos().len() as u64;
@@ -853,8 +862,9 @@ mod tests {
         split_dir(
             &testdata("tf2_multi_sig"),
             &dir,
-            5000,
-            one_record_per_chunk(),
+            &WriteOptions::default()
+                .with_max_size(5000)
+                .with_writer(one_record_per_chunk()),
             &|_| {},
         )
         .unwrap();

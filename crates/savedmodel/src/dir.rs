@@ -5,14 +5,17 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
-use unbound_chunked::{read_cpb, read_pb, ReadMessage};
+use unbound_chunked::{parse_pb, FileChunks, Merger};
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
+use unbound_records::{RecordReader, RecordsError};
 use unbound_wire::WireMessage;
 
 use crate::error::{Result, SavedModelError};
-use crate::format::ModelFormat;
+use crate::format::{ModelFormat, FINGERPRINT_FILE};
 
 /// The file of a SavedModel directory that holds the model proto.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,15 +62,163 @@ pub fn model_file(dir: &Path) -> Result<ModelFile> {
 /// [`ModelFormat::SEARCH_ORDER`] exists (a `saved_model.pb` beside a `saved_model.cpb`):
 /// nothing reads them, which users should be told. Empty when there is no model file.
 pub fn unused_model_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(used) = model_file(dir) else {
-        return Vec::new();
-    };
-    ModelFormat::SEARCH_ORDER
-        .into_iter()
-        .filter(|&f| f != used.format)
-        .map(|f| dir.join(f.file_name()))
-        .filter(|p| fs::symlink_metadata(p).is_ok())
-        .collect()
+    SavedModel::open(dir)
+        .map(|model| model.passed_over().iter().map(|f| f.path.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// A SavedModel directory, opened: which file holds the model (and which model files are
+/// passed over), whether it has variables, assets and a `fingerprint.pb`, resolved once, and
+/// the model file mapped once, on first use, for every reader that works from it. The value
+/// every reading command starts from (`show`, `verify`, `fingerprint`, and the input side of
+/// `split`, `merge` and the rewrites).
+///
+/// It holds the model file's bytes only: facts derived from them (a fingerprint, whether they
+/// are canonical) are computed by the passes that need them, from these same bytes.
+#[derive(Debug)]
+pub struct SavedModel {
+    /// The directory, as given.
+    dir: PathBuf,
+    /// The model file read: `saved_model.cpb`, else `.pb`, else `.pbtxt`.
+    file: ModelFile,
+    /// The other model files present, which TensorFlow (and so every command) ignores.
+    passed_over: Vec<ModelFile>,
+    /// `variables/variables.index`, when it is a file.
+    variables_index: Option<PathBuf>,
+    /// `assets/`, when it is a directory.
+    assets: Option<PathBuf>,
+    /// `fingerprint.pb`, when something is there by that name.
+    fingerprint: Option<PathBuf>,
+    /// The model file's content, mapped on first use.
+    data: OnceLock<Bytes>,
+}
+
+impl SavedModel {
+    /// Opens the SavedModel directory `dir`: finds its model file as TensorFlow does
+    /// (`saved_model.cpb`, then `.pb`, then `.pbtxt`; [`SavedModelError::NotADirectory`] or
+    /// [`SavedModelError::NoModelFile`] when there is none) and looks for its variables,
+    /// assets and fingerprint. Nothing is read yet: the model file is mapped by the first
+    /// reader, so that a file that cannot be mapped is reported by the reader that needs it.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let file = model_file(dir)?;
+        let present = |path: PathBuf| fs::symlink_metadata(&path).is_ok().then_some(path);
+        let passed_over = ModelFormat::SEARCH_ORDER
+            .into_iter()
+            .filter(|&f| f != file.format)
+            .filter_map(|format| {
+                present(dir.join(format.file_name())).map(|path| ModelFile { path, format })
+            })
+            .collect();
+        let variables_index = dir.join("variables").join("variables.index");
+        let assets = dir.join("assets");
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            file,
+            passed_over,
+            variables_index: variables_index.is_file().then_some(variables_index),
+            assets: assets.is_dir().then_some(assets),
+            fingerprint: present(dir.join(FINGERPRINT_FILE)),
+            data: OnceLock::new(),
+        })
+    }
+
+    /// The directory, as given.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The model file read (its path is the directory as given joined with its name).
+    pub fn model_file(&self) -> &ModelFile {
+        &self.file
+    }
+
+    /// The model file's format.
+    pub fn format(&self) -> ModelFormat {
+        self.file.format
+    }
+
+    /// The model files beside the one read, in [`ModelFormat::SEARCH_ORDER`]: nothing reads
+    /// them (TensorFlow neither), which users should be told and `verify` checks.
+    pub fn passed_over(&self) -> &[ModelFile] {
+        &self.passed_over
+    }
+
+    /// `variables/variables.index`, when the model has one (its checkpoint's index).
+    pub fn variables_index(&self) -> Option<&Path> {
+        self.variables_index.as_deref()
+    }
+
+    /// `assets/`, when the model has that directory.
+    pub fn assets_dir(&self) -> Option<&Path> {
+        self.assets.as_deref()
+    }
+
+    /// `fingerprint.pb`, when the directory holds something by that name (whether it reads is
+    /// for its reader to say).
+    pub fn fingerprint_file(&self) -> Option<&Path> {
+        self.fingerprint.as_deref()
+    }
+
+    /// The model file's content: mapped on the first call ([`unbound_io::map_file`]: a FIFO
+    /// or device in its place is refused), the same bytes for every later one. A mapping that
+    /// fails is not kept: the error goes to the caller.
+    pub fn data(&self) -> Result<Bytes> {
+        if let Some(data) = self.data.get() {
+            return Ok(data.clone());
+        }
+        let data = unbound_io::map_file(&self.file.path)?;
+        Ok(self.data.get_or_init(|| data).clone())
+    }
+
+    /// The records of the model file (a `.cpb`), read from its mapping. A file that does not
+    /// map, or is empty, is opened by its path instead, so that the refusal is the record
+    /// reader's own ([`RecordReader::open`]).
+    pub fn records(&self) -> std::result::Result<RecordReader, RecordsError> {
+        match self.data() {
+            Ok(data) if !data.is_empty() => {
+                RecordReader::from_bytes(data, self.file.path.display().to_string())
+            }
+            _ => RecordReader::open(&self.file.path),
+        }
+    }
+
+    /// The chunks of the model file (a `.cpb`) and its chunk metadata, read from its mapping:
+    /// [`FileChunks::open`] of the file.
+    pub fn chunks(&self) -> Result<(FileChunks, ChunkMetadata)> {
+        Ok(FileChunks::from_reader(Arc::new(self.records()?))?)
+    }
+
+    /// The SavedModel proto, read whole: a `.cpb` merged, a `.pb` parsed one level deep (its
+    /// nested messages stay slices of the mapping), a `.pbtxt` parsed.
+    pub fn read(&self) -> Result<SavedModelFile> {
+        let desc = saved_model_descriptor()?;
+        let (message, metadata) = match self.file.format {
+            ModelFormat::Cpb => {
+                let (chunks, metadata) = self.chunks()?;
+                let root = metadata.message.clone().unwrap_or_default();
+                let message = Merger::new(&chunks).merge(&desc, &root)?;
+                (message, Some(metadata))
+            }
+            ModelFormat::Pb => (self.read_pb(&desc)?, None),
+            ModelFormat::Pbtxt => (parse_text(&self.data()?, &self.file.path, &desc)?, None),
+        };
+        Ok(SavedModelFile {
+            message,
+            file: self.file.clone(),
+            metadata,
+        })
+    }
+
+    /// The model file (a `.pb`) parsed one level deep as a `desc`, from its mapping: a
+    /// reading of its own, as [`unbound_chunked::read_pb`] of the file gives.
+    pub fn read_pb(&self, desc: &MessageDescriptor) -> Result<WireMessage> {
+        Ok(parse_pb(&self.data()?, &self.file.path, desc)?)
+    }
+
+    /// The model file (a `.pbtxt`) parsed as a `desc`, from its mapping.
+    pub fn read_text(&self, desc: &MessageDescriptor) -> Result<WireMessage> {
+        parse_text(&self.data()?, &self.file.path, desc)
+    }
 }
 
 /// A SavedModel proto as read by [`read_saved_model`].
@@ -81,31 +232,20 @@ pub struct SavedModelFile {
     pub metadata: Option<ChunkMetadata>,
 }
 
-/// Reads the SavedModel proto of `dir`, preferring `.cpb`, then `.pb`, then `.pbtxt`.
+/// Reads the SavedModel proto of `dir`, preferring `.cpb`, then `.pb`, then `.pbtxt`
+/// ([`SavedModel::open`], then [`SavedModel::read`]).
 pub fn read_saved_model(dir: &Path) -> Result<SavedModelFile> {
-    let desc = saved_model_descriptor()?;
-    let file = model_file(dir)?;
-    let (message, metadata) = match file.format {
-        ModelFormat::Cpb => {
-            let ReadMessage {
-                message, metadata, ..
-            } = read_cpb(&file.path, &desc)?;
-            (message, metadata)
-        }
-        ModelFormat::Pb => (read_pb(&file.path, &desc)?, None),
-        ModelFormat::Pbtxt => (read_text(&file.path, &desc)?, None),
-    };
-    Ok(SavedModelFile {
-        message,
-        file,
-        metadata,
-    })
+    SavedModel::open(dir)?.read()
 }
 
 /// Parses a text-format message file.
 pub fn read_text(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
     // Mapped: a FIFO or device in its place is refused instead of read forever.
-    let bytes = unbound_io::map_file(path)?;
+    parse_text(&unbound_io::map_file(path)?, path, desc)
+}
+
+/// [`read_text`] of the content `bytes` of `path`, already mapped.
+fn parse_text(bytes: &Bytes, path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
     let text = std::str::from_utf8(&bytes).map_err(|e| SavedModelError::TextFormat {
         path: path.to_path_buf(),
         fault: format!("not UTF-8 text: {e}"),

@@ -21,7 +21,7 @@ use prost_reflect::MessageDescriptor;
 use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 use unbound_wire::WireMessage;
 
-use crate::dir::{message_descriptor, read_saved_model};
+use crate::dir::{message_descriptor, SavedModel};
 use crate::write::{write_model_dir_known, KnownFingerprint, SplitReport, WriteOptions};
 use crate::SavedModelError;
 
@@ -141,9 +141,10 @@ where
     E: From<SavedModelError>,
     F: FnMut(&MetaGraphAt<'_>, MetaGraphDef, Bytes) -> Result<NewGraph, E>,
 {
-    let mut model = read_saved_model(src)?.message;
+    let opened = SavedModel::open(src)?;
+    let mut model = opened.read()?.message;
     let (all_kept, known) = std::thread::scope(|s| {
-        let known = fingerprint_source.then(|| s.spawn(|| KnownFingerprint::of_pb_source(src)));
+        let known = fingerprint_source.then(|| s.spawn(|| KnownFingerprint::of_pb_source(&opened)));
         let all_kept = rewrite_each_graph(src, &mut model, &mut rewrite);
         let known = known.and_then(|t| {
             t.join()
@@ -299,6 +300,7 @@ mod tests {
     use unbound_proto::tensorflow::{NodeDef, SavedModel};
 
     use super::*;
+    use crate::dir::read_saved_model;
     use unbound_test_support::fingerprint_fields;
 
     fn testdata(name: &str) -> PathBuf {

@@ -9,15 +9,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use unbound_chunked::{
-    copy_unchunked, read_pb, write_chunked, write_message_with_progress, FileChunks, Written,
-};
+use unbound_chunked::{copy_unchunked, write_chunked, write_message_with_progress, Written};
 use unbound_io::TempPath;
 use unbound_proto::tensorflow::FingerprintDef;
 use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
-use crate::dir::{model_file, saved_model_descriptor};
+use crate::dir::{saved_model_descriptor, SavedModel};
 use crate::error::{Result, SavedModelError};
 use crate::format::{ModelFormat, FINGERPRINT_FILE, MAX_PROTO_SIZE};
 use crate::split::{
@@ -55,7 +53,8 @@ pub fn split_dir(
         splitting,
     } = *options;
     refuse_existing(out)?;
-    let file = model_file(src)?;
+    let opened = SavedModel::open(src)?;
+    let file = opened.model_file();
     let tmp = new_output_dir(src, out)?;
     // A `.pb` under the maximum size is most likely written back as it is: it is copied into
     // the output while it is verified (the copy is the kernel's work and its sync waits on
@@ -76,7 +75,8 @@ pub fn split_dir(
     let prefix = tmp.path().join("saved_model");
     let cpb_file = tmp.path().join(ModelFormat::Cpb.file_name());
     let cancel = unbound_io::cancel_token();
-    let (cancel, prefix, model_path) = (&cancel, prefix.as_path(), file.path.as_path());
+    let (cancel, prefix, model_path, opened) =
+        (&cancel, prefix.as_path(), file.path.as_path(), &opened);
     let (verified, copied, split) = std::thread::scope(|s| {
         let copy = ahead.then(|| {
             s.spawn(move || {
@@ -90,7 +90,7 @@ pub fn split_dir(
         let split = ahead_split.then(|| {
             s.spawn(move || {
                 unbound_io::set_cancel_token(cancel.clone());
-                let split = Arc::new(split_model_file(model_path, max_size, splitting)?);
+                let split = Arc::new(split_model_file(opened, max_size, splitting)?);
                 if !split.split.chunks_anything() {
                     return Ok((split, None));
                 }
@@ -109,7 +109,7 @@ pub fn split_dir(
         } else {
             Keep::Nothing
         };
-        let verified = crate::verify::verified_model_keeping(src, keep);
+        let verified = crate::verify::verified_model_keeping(opened, keep);
         let fingerprint = match (&verified, ahead_split) {
             (Ok(verified), true) => split_cut.recv().ok().map(|split| {
                 crate::fingerprint::fingerprint_split_as_cpb(
@@ -194,8 +194,8 @@ fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
 enum ToWrite {
     /// The SavedModel proto, to be split.
     Model(WireMessage),
-    /// Its split ([`split_model_file`]), as the options say; with its `.cpb` and that file's fingerprint when
-    /// [`split_dir`] has written and computed them already.
+    /// Its split ([`split_model_file`]), as the options say; with its `.cpb` and that file's
+    /// fingerprint when [`split_dir`] has written and computed them already.
     Split(ModelSplit, Option<Box<WrittenAhead>>),
 }
 
@@ -232,14 +232,14 @@ fn split_model(
     })
 }
 
-/// The split of the SavedModel proto in the `saved_model.pb` `path`, as [`split_model`] splits
-/// it.
+/// The split of the SavedModel proto in the `saved_model.pb` of `opened` (a reading of its
+/// own, from the same mapping), as [`split_model`] splits it.
 fn split_model_file(
-    path: &Path,
+    opened: &SavedModel,
     max_size: u64,
     splitting: MetaGraphSplitting,
 ) -> Result<ModelSplit> {
-    let model = read_pb(path, &saved_model_descriptor()?)?;
+    let model = opened.read_pb(&saved_model_descriptor()?)?;
     split_model(model, max_size, splitting)
 }
 
@@ -261,16 +261,15 @@ pub(crate) struct KnownFingerprint {
 }
 
 impl KnownFingerprint {
-    /// The fingerprint of the model in `src`, when it is a `saved_model.pb` that fingerprints
-    /// (a `.cpb` is never written back as the same bytes).
-    pub(crate) fn of_pb_source(src: &Path) -> Option<Self> {
-        let file = model_file(src).ok()?;
-        if file.format != ModelFormat::Pb {
+    /// The fingerprint of the opened model `src`, when its model file is a `saved_model.pb`
+    /// that fingerprints (a `.cpb` is never written back as the same bytes).
+    pub(crate) fn of_pb_source(src: &SavedModel) -> Option<Self> {
+        if src.format() != ModelFormat::Pb {
             return None;
         }
-        let def = crate::fingerprint::fingerprint_dir(src).ok()?;
+        let def = crate::fingerprint::fingerprint_model(src).ok()?;
         Some(Self {
-            model_file: file.path,
+            model_file: src.model_file().path.clone(),
             def: Some(def),
             copied: None,
             // Not asked here: the split's fingerprint then checks every node.
@@ -511,10 +510,10 @@ pub fn merge_dir(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<MergeReport> {
     refuse_existing(out)?;
-    let file = model_file(src)?;
+    let opened = SavedModel::open(src)?;
     refuse_inside(src, out)?;
-    if file.format == ModelFormat::Cpb {
-        let (chunks, _) = FileChunks::open(&file.path)?;
+    if opened.format() == ModelFormat::Cpb {
+        let (chunks, _) = opened.chunks()?;
         let declared = chunks.declared_bytes();
         if declared > MAX_PROTO_SIZE {
             return Err(SavedModelError::TooLargeToMerge {
@@ -523,7 +522,7 @@ pub fn merge_dir(
             });
         }
     }
-    let model = crate::verify::verified_model(src)?;
+    let model = crate::verify::verified_model(&opened)?;
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {

@@ -246,7 +246,7 @@ pub fn read_text(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
 
 /// [`read_text`] of the content `bytes` of `path`, already mapped.
 fn parse_text(bytes: &Bytes, path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
-    let text = std::str::from_utf8(&bytes).map_err(|e| SavedModelError::TextFormat {
+    let text = std::str::from_utf8(bytes).map_err(|e| SavedModelError::TextFormat {
         path: path.to_path_buf(),
         fault: format!("not UTF-8 text: {e}"),
     })?;

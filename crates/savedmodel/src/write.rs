@@ -2,8 +2,9 @@
 //! one, and a copy holding a new model proto ([`write_model_dir`], what the rewrites write
 //! with). Every output directory is begun as a temporary beside its target, filled (the model
 //! file written, every other file of the source carried over byte for byte, a fresh
-//! fingerprint computed from what was written) and renamed into place. The top of the crate's
-//! flow: a source is verified ([`crate::verify`]) before it is written again.
+//! fingerprint computed from what was written) and renamed into place. Above the reports and
+//! `verify` in the crate's flow (a source is verified, [`crate::verify`], before it is written
+//! again); only [`crate::rewrite`] builds on it.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,6 +3,7 @@
 //! and the model proto read whole ([`read_saved_model`]). The bottom of the crate's flow:
 //! every report, `verify` and the writers start here, and this module imports none of them.
 
+use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -75,7 +76,6 @@ pub fn unused_model_files(dir: &Path) -> Vec<PathBuf> {
 ///
 /// It holds the model file's bytes only: facts derived from them (a fingerprint, whether they
 /// are canonical) are computed by the passes that need them, from these same bytes.
-#[derive(Debug)]
 pub struct SavedModel {
     /// The directory, as given.
     dir: PathBuf,
@@ -91,6 +91,21 @@ pub struct SavedModel {
     fingerprint: Option<PathBuf>,
     /// The model file's content, mapped on first use.
     data: OnceLock<Bytes>,
+}
+
+impl fmt::Debug for SavedModel {
+    /// The resolved layout, and of the mapping only its length (the model may be gigabytes).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SavedModel")
+            .field("dir", &self.dir)
+            .field("file", &self.file)
+            .field("passed_over", &self.passed_over)
+            .field("variables_index", &self.variables_index)
+            .field("assets", &self.assets)
+            .field("fingerprint", &self.fingerprint)
+            .field("mapped_bytes", &self.data.get().map(Bytes::len))
+            .finish()
+    }
 }
 
 impl SavedModel {
@@ -259,4 +274,77 @@ fn parse_text(bytes: &Bytes, path: &Path, desc: &MessageDescriptor) -> Result<Wi
     let bytes = bytes::Bytes::from(prost::Message::encode_to_vec(&msg));
     WireMessage::parse(&bytes, Some(desc.clone()))
         .map_err(|error| SavedModelError::malformed(path.display().to_string(), error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unbound_test_support::testdata::model as testdata;
+
+    /// A copy of the bundled `tf2_multi_sig` (a `.pb`, its variables and fingerprint) in `dir`.
+    fn copy_model(dir: &Path) {
+        let src = testdata("tf2_multi_sig");
+        fs::create_dir_all(dir.join("variables")).unwrap();
+        for name in ["saved_model.pb", "fingerprint.pb"] {
+            fs::copy(src.join(name), dir.join(name)).unwrap();
+        }
+        for entry in fs::read_dir(src.join("variables")).unwrap() {
+            let entry = entry.unwrap();
+            fs::copy(entry.path(), dir.join("variables").join(entry.file_name())).unwrap();
+        }
+    }
+
+    #[test]
+    fn open_resolves_the_directory_and_maps_the_model_file_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("model");
+        copy_model(&dir);
+        fs::write(dir.join("saved_model.pbtxt"), "stale").unwrap();
+        let model = SavedModel::open(&dir).unwrap();
+        assert_eq!(model.format(), ModelFormat::Pb);
+        assert_eq!(model.model_file(), &model_file(&dir).unwrap());
+        let passed: Vec<&Path> = model
+            .passed_over()
+            .iter()
+            .map(|f| f.path.as_path())
+            .collect();
+        assert_eq!(passed, [dir.join("saved_model.pbtxt")]);
+        assert_eq!(unused_model_files(&dir), [dir.join("saved_model.pbtxt")]);
+        assert_eq!(
+            model.variables_index(),
+            Some(dir.join("variables/variables.index").as_path())
+        );
+        assert_eq!(model.assets_dir(), None);
+        assert_eq!(
+            model.fingerprint_file(),
+            Some(dir.join(FINGERPRINT_FILE).as_path())
+        );
+        // One mapping, the same bytes for every reader.
+        let (first, again) = (model.data().unwrap(), model.data().unwrap());
+        assert_eq!(first.as_ptr(), again.as_ptr());
+        assert_eq!(first, fs::read(dir.join("saved_model.pb")).unwrap());
+        let read = model.read().unwrap().message.to_vec().unwrap();
+        let desc = saved_model_descriptor().unwrap();
+        let alone = unbound_chunked::read_pb(&dir.join("saved_model.pb"), &desc).unwrap();
+        assert_eq!(read, alone.to_vec().unwrap());
+        // A `.cpb` wins over the `.pb`, which is then passed over.
+        fs::write(dir.join("saved_model.cpb"), b"").unwrap();
+        let model = SavedModel::open(&dir).unwrap();
+        assert_eq!(model.format(), ModelFormat::Cpb);
+        assert_eq!(model.passed_over().len(), 2);
+    }
+
+    #[test]
+    fn open_refuses_what_model_file_refuses() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            SavedModel::open(tmp.path()),
+            Err(SavedModelError::NoModelFile { .. })
+        ));
+        assert!(matches!(
+            SavedModel::open(&tmp.path().join("missing")),
+            Err(SavedModelError::NotADirectory { .. })
+        ));
+        assert!(unused_model_files(tmp.path()).is_empty());
+    }
 }

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
@@ -89,8 +89,9 @@ pub struct SavedModel {
     assets: Option<PathBuf>,
     /// `fingerprint.pb`, when something is there by that name.
     fingerprint: Option<PathBuf>,
-    /// The model file's content, mapped on first use.
-    data: OnceLock<Bytes>,
+    /// The model file's content, mapped on first use (a lock, not a `OnceLock`: readers on two
+    /// threads asking first must not both map it).
+    data: Mutex<Option<Bytes>>,
 }
 
 impl fmt::Debug for SavedModel {
@@ -103,7 +104,15 @@ impl fmt::Debug for SavedModel {
             .field("variables_index", &self.variables_index)
             .field("assets", &self.assets)
             .field("fingerprint", &self.fingerprint)
-            .field("mapped_bytes", &self.data.get().map(Bytes::len))
+            .field(
+                "mapped_bytes",
+                &self
+                    .data
+                    .lock()
+                    .map(|data| data.as_ref().map(Bytes::len))
+                    .ok()
+                    .flatten(),
+            )
             .finish()
     }
 }
@@ -133,7 +142,7 @@ impl SavedModel {
             variables_index: variables_index.is_file().then_some(variables_index),
             assets: assets.is_dir().then_some(assets),
             fingerprint: present(dir.join(FINGERPRINT_FILE)),
-            data: OnceLock::new(),
+            data: Mutex::new(None),
         })
     }
 
@@ -178,11 +187,13 @@ impl SavedModel {
     /// or device in its place is refused), the same bytes for every later one. A mapping that
     /// fails is not kept: the error goes to the caller.
     pub fn data(&self) -> Result<Bytes> {
-        if let Some(data) = self.data.get() {
+        let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(data) = &*data {
             return Ok(data.clone());
         }
-        let data = unbound_io::map_file(&self.file.path)?;
-        Ok(self.data.get_or_init(|| data).clone())
+        let mapped = unbound_io::map_file(&self.file.path)?;
+        *data = Some(mapped.clone());
+        Ok(mapped)
     }
 
     /// The records of the model file (a `.cpb`), read from its mapping. A file that does not

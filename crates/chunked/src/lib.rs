@@ -63,7 +63,9 @@ pub use error::{ChunkedError, Result};
 pub use inspect::{inspect, InspectReport};
 pub use lazy::RecordFile;
 pub use merger::{read_metadata, ChunkSource, FileChunks, MemoryChunks, Merger};
-pub use read::{read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat};
+pub use read::{
+    parse_pb, read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat,
+};
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};
 pub use tags::{KeyValue, PathElem};
 pub use write::{

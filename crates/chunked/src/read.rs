@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use prost_reflect::MessageDescriptor;
 use unbound_proto::tensorflow::proto_splitter::{ChunkMetadata, ChunkedMessage};
 use unbound_records::RecordReader;
@@ -52,8 +53,13 @@ pub fn read_prefix(prefix: &Path, desc: &MessageDescriptor) -> Result<ReadMessag
 /// Maps a binary protobuf file and parses its top level (nested messages stay slices of the
 /// mapping until needed).
 pub fn read_pb(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
-    let bytes = unbound_io::map_file(path)?;
-    WireMessage::parse(&bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
+    parse_pb(&unbound_io::map_file(path)?, path, desc)
+}
+
+/// [`read_pb`] of a file already mapped: parses the top level of `bytes`, the content of
+/// `path` (which errors name), so that a caller holding the mapping does not map it again.
+pub fn parse_pb(bytes: &Bytes, path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
+    WireMessage::parse(bytes, Some(desc.clone())).map_err(|error| ChunkedError::Wire {
         source_name: path.display().to_string(),
         error,
     })

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::SplitReport;
 use unbound_savedmodel::rewrite::rewrite_serialized_graphs;
+use unbound_savedmodel::write::{SplitReport, WriteOptions};
 use unbound_savedmodel::SavedModelError;
 
 use crate::error::GrapplerError;
@@ -32,7 +32,10 @@ pub fn optimize_saved_model(
     options: WriterOptions,
 ) -> Result<OptimizeReport, GrapplerError> {
     let mut passes = Vec::new();
-    let written = rewrite_serialized_graphs(src, out, max_size, options, |tags, meta, graph| {
+    let options = WriteOptions::default()
+        .with_max_size(max_size)
+        .with_writer(options);
+    let written = rewrite_serialized_graphs(src, out, &options, |tags, meta, graph| {
         let (graph, report) = plugins
             .optimize_serialized(meta, graph)
             .map_err(|e| match e {

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::json;
-use unbound_savedmodel::dir::{self, MergeReport, SplitReport};
 use unbound_savedmodel::split::DEFAULT_MAX_SIZE;
+use unbound_savedmodel::write::{self, MergeReport, SplitReport, WriteOptions};
 
 use crate::background;
 use crate::errors::{py_err, raise, Kind};
@@ -78,7 +78,14 @@ fn split(
     let max_size = checked_max_size(max_size)?;
     let options = writer_options(compression)?;
     let report = background::run(py, move || {
-        dir::split_dir(&src_dir, &out_dir, max_size, options, &|_| {})
+        write::split_dir(
+            &src_dir,
+            &out_dir,
+            &WriteOptions::default()
+                .with_max_size(max_size)
+                .with_writer(options),
+            &|_| {},
+        )
     })?
     .map_err(py_err)?;
     to_json(&split_json(&report))
@@ -89,7 +96,7 @@ fn split(
 fn merge(py: Python<'_>, src_dir: PathBuf, out_dir: PathBuf) -> PyResult<String> {
     let out = out_dir.clone();
     let report = background::run(py, move || {
-        dir::merge_dir(&src_dir, &out_dir, &mut |_, _| {})
+        write::merge_dir(&src_dir, &out_dir, &mut |_, _| {})
     })?
     .map_err(py_err)?;
     to_json(&merge_json(&out, &report))

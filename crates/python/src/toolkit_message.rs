@@ -7,8 +7,8 @@ use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use unbound_chunked::{read_prefix, ChunkedError, SourceFormat};
-use unbound_savedmodel::dir::MAX_PROTO_SIZE;
 use unbound_savedmodel::SavedModelError;
+use unbound_savedmodel::MAX_PROTO_SIZE;
 use unbound_wire::{DecodeError, WireMessage};
 
 use crate::errors::{raise, Kind, ToPyErr};

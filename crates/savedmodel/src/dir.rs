@@ -1,80 +1,22 @@
-//! SavedModel directories: finding and reading the model proto, and writing split or merged
-//! copies of a whole directory atomically (every other file carried over byte for byte).
+//! Locating and reading a SavedModel directory: which file holds the model ([`model_file`],
+//! the one place that decides it), the model files passed over, the descriptors of our schema,
+//! and the model proto read whole ([`read_saved_model`]). The bottom of the crate's flow:
+//! every report, `verify` and the writers start here, and this module imports none of them.
 
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
-use serde::Serialize;
-use unbound_chunked::{
-    copy_unchunked, read_cpb, read_pb, write_chunked, write_message_with_progress, FileChunks,
-    ReadMessage, Written,
-};
-use unbound_io::TempPath;
+use unbound_chunked::{parse_pb, FileChunks, Merger};
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
-use unbound_proto::tensorflow::FingerprintDef;
-use unbound_records::WriterOptions;
+use unbound_records::{RecordReader, RecordsError};
 use unbound_wire::WireMessage;
 
 use crate::error::{Result, SavedModelError};
-use crate::split::{message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext};
-use crate::verify::Keep;
-
-/// The format of a SavedModel's model file. Serializes as `"cpb"`, `"pb"` or `"pbtxt"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ModelFormat {
-    /// `saved_model.cpb`: TensorFlow's chunked image format (Riegeli records).
-    Cpb,
-    /// `saved_model.pb`: one binary protobuf.
-    Pb,
-    /// `saved_model.pbtxt`: protobuf text format.
-    Pbtxt,
-}
-
-impl ModelFormat {
-    /// Every format, in the order a directory's model file is looked for (TensorFlow's:
-    /// `.cpb` wins over `.pb`, which wins over `.pbtxt`).
-    pub const SEARCH_ORDER: [ModelFormat; 3] = [Self::Cpb, Self::Pb, Self::Pbtxt];
-
-    /// The model file's name in a SavedModel directory (`saved_model.cpb`, ...).
-    pub const fn file_name(self) -> &'static str {
-        match self {
-            Self::Cpb => "saved_model.cpb",
-            Self::Pb => "saved_model.pb",
-            Self::Pbtxt => "saved_model.pbtxt",
-        }
-    }
-
-    /// The short name: `"cpb"`, `"pb"` or `"pbtxt"` (the file extension).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Cpb => "cpb",
-            Self::Pb => "pb",
-            Self::Pbtxt => "pbtxt",
-        }
-    }
-}
-
-impl PartialEq<str> for ModelFormat {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for ModelFormat {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl fmt::Display for ModelFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::format::{ModelFormat, FINGERPRINT_FILE};
 
 /// The file of a SavedModel directory that holds the model proto.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,13 +26,6 @@ pub struct ModelFile {
     /// Its format.
     pub format: ModelFormat,
 }
-
-/// The fingerprint describes the model file's exact content; a rewritten model needs a new one,
-/// so the old one is not carried over.
-const FINGERPRINT_FILE: &str = crate::fingerprint::FINGERPRINT_FILE;
-
-/// Largest message protobuf can serialize and parse: 2 GiB - 1.
-pub const MAX_PROTO_SIZE: u64 = (1 << 31) - 1;
 
 /// The `tensorflow.SavedModel` descriptor.
 pub fn saved_model_descriptor() -> Result<MessageDescriptor> {
@@ -128,15 +63,188 @@ pub fn model_file(dir: &Path) -> Result<ModelFile> {
 /// [`ModelFormat::SEARCH_ORDER`] exists (a `saved_model.pb` beside a `saved_model.cpb`):
 /// nothing reads them, which users should be told. Empty when there is no model file.
 pub fn unused_model_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(used) = model_file(dir) else {
-        return Vec::new();
-    };
-    ModelFormat::SEARCH_ORDER
-        .into_iter()
-        .filter(|&f| f != used.format)
-        .map(|f| dir.join(f.file_name()))
-        .filter(|p| fs::symlink_metadata(p).is_ok())
-        .collect()
+    SavedModel::open(dir)
+        .map(|model| model.passed_over().iter().map(|f| f.path.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// A SavedModel directory, opened: which file holds the model (and which model files are
+/// passed over), whether it has variables, assets and a `fingerprint.pb`, resolved once, and
+/// the model file mapped once, on first use, for every reader that works from it. The value
+/// every reading command starts from (`show`, `verify`, `fingerprint`, and the input side of
+/// `split`, `merge` and the rewrites).
+///
+/// It holds the model file's bytes only: facts derived from them (a fingerprint, whether they
+/// are canonical) are computed by the passes that need them, from these same bytes.
+pub struct SavedModel {
+    /// The directory, as given.
+    dir: PathBuf,
+    /// The model file read: `saved_model.cpb`, else `.pb`, else `.pbtxt`.
+    file: ModelFile,
+    /// The other model files present, which TensorFlow (and so every command) ignores.
+    passed_over: Vec<ModelFile>,
+    /// `variables/variables.index`, when it is a file.
+    variables_index: Option<PathBuf>,
+    /// `assets/`, when it is a directory.
+    assets: Option<PathBuf>,
+    /// `fingerprint.pb`, when something is there by that name.
+    fingerprint: Option<PathBuf>,
+    /// The model file's content, mapped on first use (a lock, not a `OnceLock`: readers on two
+    /// threads asking first must not both map it).
+    data: Mutex<Option<Bytes>>,
+}
+
+impl fmt::Debug for SavedModel {
+    /// The resolved layout, and of the mapping only its length (the model may be gigabytes).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SavedModel")
+            .field("dir", &self.dir)
+            .field("file", &self.file)
+            .field("passed_over", &self.passed_over)
+            .field("variables_index", &self.variables_index)
+            .field("assets", &self.assets)
+            .field("fingerprint", &self.fingerprint)
+            .field(
+                "mapped_bytes",
+                &self
+                    .data
+                    .lock()
+                    .map(|data| data.as_ref().map(Bytes::len))
+                    .ok()
+                    .flatten(),
+            )
+            .finish()
+    }
+}
+
+impl SavedModel {
+    /// Opens the SavedModel directory `dir`: finds its model file as TensorFlow does
+    /// (`saved_model.cpb`, then `.pb`, then `.pbtxt`; [`SavedModelError::NotADirectory`] or
+    /// [`SavedModelError::NoModelFile`] when there is none) and looks for its variables,
+    /// assets and fingerprint. Nothing is read yet: the model file is mapped by the first
+    /// reader, so that a file that cannot be mapped is reported by the reader that needs it.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let file = model_file(dir)?;
+        let present = |path: PathBuf| fs::symlink_metadata(&path).is_ok().then_some(path);
+        let passed_over = ModelFormat::SEARCH_ORDER
+            .into_iter()
+            .filter(|&f| f != file.format)
+            .filter_map(|format| {
+                present(dir.join(format.file_name())).map(|path| ModelFile { path, format })
+            })
+            .collect();
+        let variables_index = dir.join("variables").join("variables.index");
+        let assets = dir.join("assets");
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            file,
+            passed_over,
+            variables_index: variables_index.is_file().then_some(variables_index),
+            assets: assets.is_dir().then_some(assets),
+            fingerprint: present(dir.join(FINGERPRINT_FILE)),
+            data: Mutex::new(None),
+        })
+    }
+
+    /// The directory, as given.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The model file read (its path is the directory as given joined with its name).
+    pub fn model_file(&self) -> &ModelFile {
+        &self.file
+    }
+
+    /// The model file's format.
+    pub fn format(&self) -> ModelFormat {
+        self.file.format
+    }
+
+    /// The model files beside the one read, in [`ModelFormat::SEARCH_ORDER`]: nothing reads
+    /// them (TensorFlow neither), which users should be told and `verify` checks.
+    pub fn passed_over(&self) -> &[ModelFile] {
+        &self.passed_over
+    }
+
+    /// `variables/variables.index`, when the model has one (its checkpoint's index).
+    pub fn variables_index(&self) -> Option<&Path> {
+        self.variables_index.as_deref()
+    }
+
+    /// `assets/`, when the model has that directory.
+    pub fn assets_dir(&self) -> Option<&Path> {
+        self.assets.as_deref()
+    }
+
+    /// `fingerprint.pb`, when the directory holds something by that name (whether it reads is
+    /// for its reader to say).
+    pub fn fingerprint_file(&self) -> Option<&Path> {
+        self.fingerprint.as_deref()
+    }
+
+    /// The model file's content: mapped on the first call ([`unbound_io::map_file`]: a FIFO
+    /// or device in its place is refused), the same bytes for every later one. A mapping that
+    /// fails is not kept: the error goes to the caller.
+    pub fn data(&self) -> Result<Bytes> {
+        let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(data) = &*data {
+            return Ok(data.clone());
+        }
+        let mapped = unbound_io::map_file(&self.file.path)?;
+        *data = Some(mapped.clone());
+        Ok(mapped)
+    }
+
+    /// The records of the model file (a `.cpb`), read from its mapping. A file that does not
+    /// map, or is empty, is opened by its path instead, so that the refusal is the record
+    /// reader's own ([`RecordReader::open`]).
+    pub fn records(&self) -> std::result::Result<RecordReader, RecordsError> {
+        match self.data() {
+            Ok(data) if !data.is_empty() => {
+                RecordReader::from_bytes(data, self.file.path.display().to_string())
+            }
+            _ => RecordReader::open(&self.file.path),
+        }
+    }
+
+    /// The chunks of the model file (a `.cpb`) and its chunk metadata, read from its mapping:
+    /// [`FileChunks::open`] of the file.
+    pub fn chunks(&self) -> Result<(FileChunks, ChunkMetadata)> {
+        Ok(FileChunks::from_reader(Arc::new(self.records()?))?)
+    }
+
+    /// The SavedModel proto, read whole: a `.cpb` merged, a `.pb` parsed one level deep (its
+    /// nested messages stay slices of the mapping), a `.pbtxt` parsed.
+    pub fn read(&self) -> Result<SavedModelFile> {
+        let desc = saved_model_descriptor()?;
+        let (message, metadata) = match self.file.format {
+            ModelFormat::Cpb => {
+                let (chunks, metadata) = self.chunks()?;
+                let root = metadata.message.clone().unwrap_or_default();
+                let message = Merger::new(&chunks).merge(&desc, &root)?;
+                (message, Some(metadata))
+            }
+            ModelFormat::Pb => (self.read_pb(&desc)?, None),
+            ModelFormat::Pbtxt => (parse_text(&self.data()?, &self.file.path, &desc)?, None),
+        };
+        Ok(SavedModelFile {
+            message,
+            file: self.file.clone(),
+            metadata,
+        })
+    }
+
+    /// The model file (a `.pb`) parsed one level deep as a `desc`, from its mapping: a
+    /// reading of its own, as [`unbound_chunked::read_pb`] of the file gives.
+    pub fn read_pb(&self, desc: &MessageDescriptor) -> Result<WireMessage> {
+        Ok(parse_pb(&self.data()?, &self.file.path, desc)?)
+    }
+
+    /// The model file (a `.pbtxt`) parsed as a `desc`, from its mapping.
+    pub fn read_text(&self, desc: &MessageDescriptor) -> Result<WireMessage> {
+        parse_text(&self.data()?, &self.file.path, desc)
+    }
 }
 
 /// A SavedModel proto as read by [`read_saved_model`].
@@ -150,32 +258,21 @@ pub struct SavedModelFile {
     pub metadata: Option<ChunkMetadata>,
 }
 
-/// Reads the SavedModel proto of `dir`, preferring `.cpb`, then `.pb`, then `.pbtxt`.
+/// Reads the SavedModel proto of `dir`, preferring `.cpb`, then `.pb`, then `.pbtxt`
+/// ([`SavedModel::open`], then [`SavedModel::read`]).
 pub fn read_saved_model(dir: &Path) -> Result<SavedModelFile> {
-    let desc = saved_model_descriptor()?;
-    let file = model_file(dir)?;
-    let (message, metadata) = match file.format {
-        ModelFormat::Cpb => {
-            let ReadMessage {
-                message, metadata, ..
-            } = read_cpb(&file.path, &desc)?;
-            (message, metadata)
-        }
-        ModelFormat::Pb => (read_pb(&file.path, &desc)?, None),
-        ModelFormat::Pbtxt => (read_text(&file.path, &desc)?, None),
-    };
-    Ok(SavedModelFile {
-        message,
-        file,
-        metadata,
-    })
+    SavedModel::open(dir)?.read()
 }
 
 /// Parses a text-format message file.
 pub fn read_text(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
     // Mapped: a FIFO or device in its place is refused instead of read forever.
-    let bytes = unbound_io::map_file(path)?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| SavedModelError::TextFormat {
+    parse_text(&unbound_io::map_file(path)?, path, desc)
+}
+
+/// [`read_text`] of the content `bytes` of `path`, already mapped.
+fn parse_text(bytes: &Bytes, path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
+    let text = std::str::from_utf8(bytes).map_err(|e| SavedModelError::TextFormat {
         path: path.to_path_buf(),
         fault: format!("not UTF-8 text: {e}"),
     })?;
@@ -190,631 +287,75 @@ pub fn read_text(path: &Path, desc: &MessageDescriptor) -> Result<WireMessage> {
         .map_err(|error| SavedModelError::malformed(path.display().to_string(), error))
 }
 
-/// What [`split_dir`] did.
-#[derive(Debug)]
-pub struct SplitReport {
-    /// The model file written.
-    pub written: Written,
-    /// Files carried over from the source directory.
-    pub copied_files: usize,
-    /// Where the split differs from TensorFlow's algorithm (see [`crate::split`]).
-    pub warnings: Vec<String>,
-    /// Size of the model proto before splitting.
-    pub model_bytes: u64,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unbound_test_support::testdata::model as testdata;
 
-/// Writes `out` as a split (image-format) copy of the SavedModel in `src`. The source is
-/// checked as `verify` checks it first ([`crate::verify::verified_model`]): a directory
-/// verify rejects is refused, so a damaged model is never split into one that reads back
-/// differently (or not at all). `progress` is called with the bytes of model data written,
-/// from whichever thread writes them.
-pub fn split_dir(
-    src: &Path,
-    out: &Path,
-    max_size: u64,
-    options: WriterOptions,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<SplitReport> {
-    refuse_existing(out)?;
-    let file = model_file(src)?;
-    let tmp = new_output_dir(src, out)?;
-    // A `.pb` under the maximum size is most likely written back as it is: it is copied into
-    // the output while it is verified (the copy is the kernel's work and its sync waits on
-    // the disk, while the verification keeps both cores busy), and discarded if the model is
-    // refused or turns out to need splitting (issue 15: the copy and its sync were a third of
-    // a split with nothing to split).
-    let ahead = file.format == ModelFormat::Pb
-        && unbound_io::regular_file_len(&file.path).is_ok_and(|len| len < max_size);
-    // A `.pb` that will be split is split while it is verified, from a reading of its own: the
-    // split is the same work whichever reading it starts from, and run after the verification
-    // it was a fifth of a split of a model of millions of nodes, on one core (issue 15). Its
-    // chunks are then compressed and written into the output at once, still while the model
-    // is verified, and its fingerprint computed while they are written, as soon as the
-    // verification has said whether the source is canonical (the compression and the
-    // fingerprint were a third of such a split, after the verification). All of it is dropped
-    // unused, the output directory with it, if the model is refused.
-    let ahead_split = file.format == ModelFormat::Pb && !ahead;
-    let prefix = tmp.path().join("saved_model");
-    let cpb_file = tmp.path().join(ModelFormat::Cpb.file_name());
-    let cancel = unbound_io::cancel_token();
-    let (cancel, prefix, model_path) = (&cancel, prefix.as_path(), file.path.as_path());
-    let (verified, copied, split) = std::thread::scope(|s| {
-        let copy = ahead.then(|| {
-            s.spawn(move || {
-                unbound_io::set_cancel_token(cancel.clone());
-                copy_unchunked(prefix, model_path, &mut |_| {})
-            })
-        });
-        // The split, handed over as soon as it is cut (the sender is dropped unused when the
-        // split fails or chunks nothing).
-        let (cut, split_cut) = std::sync::mpsc::sync_channel::<Arc<ModelSplit>>(1);
-        let split = ahead_split.then(|| {
-            s.spawn(move || {
-                unbound_io::set_cancel_token(cancel.clone());
-                let split = Arc::new(split_model_file(model_path, max_size)?);
-                if !split.split.chunks_anything() {
-                    return Ok((split, None));
-                }
-                // No receiver left only when the verification has failed already: the output
-                // would be dropped, so nothing is written.
-                if cut.send(split.clone()).is_err() {
-                    return Ok((split, None));
-                }
-                let written = write_chunked(prefix, &split.split, options, &mut |n| progress(n))?;
-                Ok::<_, SavedModelError>((split, Some(written)))
-            })
-        });
-        // The model's own fingerprint is reused only by a copy of it.
-        let keep = if ahead {
-            Keep::Fingerprint
-        } else {
-            Keep::Nothing
-        };
-        let verified = crate::verify::verified_model_keeping(src, keep);
-        let fingerprint = match (&verified, ahead_split) {
-            (Ok(verified), true) => split_cut.recv().ok().map(|split| {
-                crate::fingerprint::fingerprint_split_as_cpb(
-                    &split.split,
-                    &cpb_file,
-                    0,
-                    verified.canonical,
-                )
-            }),
-            _ => None,
-        };
-        drop(split_cut);
-        let copied = copy.map(joined);
-        let split = split.map(|split| {
-            let (split, written) = joined(split)?;
-            Ok::<_, SavedModelError>((split, written, fingerprint))
-        });
-        (verified, copied, split)
-    });
-    let verified = verified?;
-    let known = KnownFingerprint {
-        model_file: file.path.clone(),
-        // Only a `.pb` is ever written back as the same bytes.
-        def: verified
-            .fingerprint
-            .filter(|_| file.format == ModelFormat::Pb),
-        copied: copied.and_then(std::result::Result::ok),
-        canonical: verified.canonical,
-    };
-    let model = match split {
-        Some(split) => {
-            let (split, written, fingerprint) = split?;
-            // Its only other holder, the fingerprint above, has ended with the threads.
-            let split = Arc::into_inner(split).ok_or_else(|| {
-                SavedModelError::invalid(
-                    src.display().to_string(),
-                    "internal fault: the split was still in use after its threads ended",
-                )
-            })?;
-            let written = match (written, fingerprint) {
-                (Some(written), Some(fingerprint)) => Some(Box::new(WrittenAhead {
-                    written,
-                    fingerprint: fingerprint?,
-                })),
-                _ => None,
-            };
-            ToWrite::Split(split, written)
+    /// A copy of the bundled `tf2_multi_sig` (a `.pb`, its variables and fingerprint) in `dir`.
+    fn copy_model(dir: &Path) {
+        let src = testdata("tf2_multi_sig");
+        fs::create_dir_all(dir.join("variables")).unwrap();
+        for name in ["saved_model.pb", "fingerprint.pb"] {
+            fs::copy(src.join(name), dir.join(name)).unwrap();
         }
-        None => ToWrite::Model(verified.model),
-    };
-    write_model_dir_reusing(
-        src,
-        Output::Begun(tmp),
-        model,
-        max_size,
-        options,
-        MetaGraphSplitting::First,
-        &mut |n| progress(n),
-        Some(&known),
-    )
-}
-
-/// Frees `value` on a thread of its own: a split of millions of nodes takes a tenth of a
-/// second to free, one field at a time, and nothing waits for it (issue 15). A process that
-/// ends first leaves the freeing to the kernel.
-fn drop_in_background<T: Send + 'static>(value: T) {
-    let spawned = std::thread::Builder::new()
-        .name("unbound-free".into())
-        .spawn(move || drop(value));
-    // No thread to be had: the value was handed back and dropped with the error.
-    drop(spawned);
-}
-
-/// What a scoped thread returned (its panic carried on).
-fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    handle
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-}
-
-/// The model [`write_model_dir_reusing`] writes: as a message, or already split.
-enum ToWrite {
-    /// The SavedModel proto, to be split.
-    Model(WireMessage),
-    /// Its split ([`split_model_file`]), as TensorFlow splits it
-    /// ([`MetaGraphSplitting::First`]); with its `.cpb` and that file's fingerprint when
-    /// [`split_dir`] has written and computed them already.
-    Split(ModelSplit, Option<Box<WrittenAhead>>),
-}
-
-/// A split's `.cpb`, written by [`split_dir`] while the model was verified, and its
-/// fingerprint.
-struct WrittenAhead {
-    written: Written,
-    fingerprint: FingerprintDef,
-}
-
-/// A SavedModel proto split into chunks, with what the split report needs.
-struct ModelSplit {
-    split: unbound_chunked::SplitOutput,
-    /// Where the split differs from TensorFlow's algorithm.
-    warnings: Vec<String>,
-    /// Size of the model proto before splitting.
-    model_bytes: u64,
-}
-
-/// Splits `model` as `write_model_dir_with` does with `splitting`.
-fn split_model(
-    model: WireMessage,
-    max_size: u64,
-    splitting: MetaGraphSplitting,
-) -> Result<ModelSplit> {
-    let desc = saved_model_descriptor()?;
-    let model_bytes = model.encoded_len();
-    let mut ctx = SplitContext::new(max_size);
-    let split = split_saved_model_with(model, &desc, &mut ctx, splitting)?;
-    Ok(ModelSplit {
-        split,
-        warnings: ctx.warnings,
-        model_bytes,
-    })
-}
-
-/// The split of the SavedModel proto in the `saved_model.pb` `path`, as TensorFlow splits it.
-fn split_model_file(path: &Path, max_size: u64) -> Result<ModelSplit> {
-    let model = read_pb(path, &saved_model_descriptor()?)?;
-    split_model(model, max_size, MetaGraphSplitting::First)
-}
-
-/// What is known of the model file of a split's source: its fingerprint, when it is a
-/// `saved_model.pb` already fingerprinted (by the verification before a split), for an output
-/// that copies that file byte for byte (a `.pb` with nothing to split: computing it again was
-/// a fifth of such a split, issue 15), and whether it is canonical.
-pub(crate) struct KnownFingerprint {
-    /// The model file.
-    model_file: PathBuf,
-    /// Its fingerprint, if it is a `.pb` and was computed.
-    def: Option<FingerprintDef>,
-    /// The copy of the model file already made in the output directory, if any.
-    copied: Option<Written>,
-    /// Whether the model file's bytes were found canonical ([`crate::verify::Verified`]): the
-    /// fingerprint of its split then takes its messages as they are (see
-    /// [`crate::fingerprint::fingerprint_split_as_cpb`]).
-    canonical: bool,
-}
-
-impl KnownFingerprint {
-    /// The fingerprint of the model in `src`, when it is a `saved_model.pb` that fingerprints
-    /// (a `.cpb` is never written back as the same bytes).
-    pub(crate) fn of_pb_source(src: &Path) -> Option<Self> {
-        let file = model_file(src).ok()?;
-        if file.format != ModelFormat::Pb {
-            return None;
-        }
-        let def = crate::fingerprint::fingerprint_dir(src).ok()?;
-        Some(Self {
-            model_file: file.path,
-            def: Some(def),
-            copied: None,
-            // Not asked here: the split's fingerprint then checks every node.
-            canonical: false,
-        })
-    }
-
-    /// The fingerprint of a copy of the model file: the same hashes and a fresh uuid, as a new
-    /// computation would give (the checkpoint is hashed again where the copy is written).
-    fn of_copy(&self) -> Option<FingerprintDef> {
-        self.def.as_ref().map(|def| FingerprintDef {
-            uuid: crate::fingerprint::random_uuid(),
-            ..def.clone()
-        })
-    }
-}
-
-/// Writes `out` as a copy of the SavedModel directory `src` whose model proto is `model`
-/// (for instance a rewritten one): split into `saved_model.cpb` when it reaches `max_size`,
-/// else one `saved_model.pb`; every other file of `src` is carried over, a fresh fingerprint
-/// is written, and the directory appears atomically.
-pub fn write_model_dir(
-    src: &Path,
-    out: &Path,
-    model: WireMessage,
-    max_size: u64,
-    options: WriterOptions,
-    progress: &mut dyn FnMut(u64),
-) -> Result<SplitReport> {
-    write_model_dir_with(
-        src,
-        out,
-        model,
-        max_size,
-        options,
-        MetaGraphSplitting::First,
-        progress,
-    )
-}
-
-/// [`write_model_dir`] with a choice of which MetaGraphDefs' graphs are split
-/// ([`MetaGraphSplitting`]; [`write_model_dir`] uses TensorFlow's, `First`). With `Every`, a
-/// split whose root or any message chunk would still be past protobuf's 2 GiB limit (a graph
-/// node that large, say) is refused before anything is written
-/// ([`SavedModelError::UnparsableChunk`]).
-pub fn write_model_dir_with(
-    src: &Path,
-    out: &Path,
-    model: WireMessage,
-    max_size: u64,
-    options: WriterOptions,
-    splitting: MetaGraphSplitting,
-    progress: &mut dyn FnMut(u64),
-) -> Result<SplitReport> {
-    write_model_dir_reusing(
-        src,
-        Output::New(out),
-        ToWrite::Model(model),
-        max_size,
-        options,
-        splitting,
-        progress,
-        None,
-    )
-}
-
-/// [`write_model_dir`], reusing `known` for the new fingerprint where it applies (the model
-/// file written has the bytes of the one `known` was computed for).
-pub(crate) fn write_model_dir_known(
-    src: &Path,
-    out: &Path,
-    model: WireMessage,
-    max_size: u64,
-    options: WriterOptions,
-    progress: &mut dyn FnMut(u64),
-    known: Option<&KnownFingerprint>,
-) -> Result<SplitReport> {
-    write_model_dir_reusing(
-        src,
-        Output::New(out),
-        ToWrite::Model(model),
-        max_size,
-        options,
-        MetaGraphSplitting::First,
-        progress,
-        known,
-    )
-}
-
-/// [`write_model_dir_with`], reusing `known` for the new fingerprint where it applies.
-#[allow(clippy::too_many_arguments)]
-fn write_model_dir_reusing(
-    src: &Path,
-    out: Output<'_>,
-    model: ToWrite,
-    max_size: u64,
-    options: WriterOptions,
-    splitting: MetaGraphSplitting,
-    progress: &mut dyn FnMut(u64),
-    known: Option<&KnownFingerprint>,
-) -> Result<SplitReport> {
-    let tmp = match out {
-        Output::New(out) => new_output_dir(src, out)?,
-        Output::Begun(tmp) => tmp,
-    };
-    let out = tmp.target().to_path_buf();
-    let out = out.as_path();
-    let (
-        ModelSplit {
-            split,
-            warnings,
-            model_bytes,
-        },
-        written_ahead,
-    ) = match model {
-        ToWrite::Model(model) => (split_model(model, max_size, splitting)?, None),
-        ToWrite::Split(split, written) => (split, written),
-    };
-    if splitting == MetaGraphSplitting::Every {
-        if let Some((chunk, size)) = message_chunk_over(&split, MAX_PROTO_SIZE) {
-            return Err(SavedModelError::UnparsableChunk {
-                path: out.join(ModelFormat::Cpb.file_name()),
-                chunk,
-                size,
-            });
+        for entry in fs::read_dir(src.join("variables")).unwrap() {
+            let entry = entry.unwrap();
+            fs::copy(entry.path(), dir.join("variables").join(entry.file_name())).unwrap();
         }
     }
-    let copied = known.and_then(|k| k.copied.as_ref());
-    // The source's fingerprint, reused by a copy of its model file.
-    let reused = known.and_then(|k| Some((k, k.of_copy()?)));
-    let (mut written, copied_files) = write_dir_atomically(src, tmp, |tmp| {
-        let prefix = tmp.join("saved_model");
-        let split = split.into_unchunked();
-        if let (Err(_), Some(copied)) = (&split, copied) {
-            // Copied ahead, but it is split after all.
-            fs::remove_file(&copied.path).map_err(|e| SavedModelError::io(&copied.path, e))?;
-        }
-        match split {
-            // The source `.pb`, untouched and already fingerprinted: copied as it is (or
-            // already copied).
-            Ok(_) if reused.is_some() => {
-                let (known, def) = reused.expect("checked above");
-                let written = match copied {
-                    Some(copied) => {
-                        progress(copied.data_bytes);
-                        copied.clone()
-                    }
-                    None => copy_unchunked(&prefix, &known.model_file, progress)?,
-                };
-                Ok((written, Some(def)))
-            }
-            // Written whole; fingerprinted from the file written.
-            Ok(model) => write_pb(tmp, &model, progress),
-            // Chunked: fingerprinted from the split in memory while it is written (or once
-            // the verification allows, when it was written while the model was verified).
-            Err(split) => {
-                let cpb_file = tmp.join(ModelFormat::Cpb.file_name());
-                let canonical = known.is_some_and(|k| k.canonical);
-                let fingerprint = || {
-                    crate::fingerprint::fingerprint_split_as_cpb(&split, &cpb_file, 0, canonical)
-                };
-                let written = match written_ahead {
-                    Some(ahead) => Ok((ahead.written, Some(ahead.fingerprint))),
-                    None => writing_and_fingerprinting(fingerprint, || {
-                        Ok(write_chunked(&prefix, &split, options, progress)?)
-                    }),
-                };
-                drop_in_background(split);
-                written
-            }
-        }
-    })?;
-    if let Some(name) = written.path.file_name() {
-        written.path = out.join(name);
-    }
-    Ok(SplitReport {
-        written,
-        copied_files,
-        warnings,
-        model_bytes,
-    })
-}
 
-/// What [`merge_dir`] did.
-#[derive(Debug)]
-pub struct MergeReport {
-    /// Size of the `saved_model.pb` written.
-    pub model_bytes: u64,
-    /// Files carried over from the source directory.
-    pub copied_files: usize,
-}
-
-/// Writes `out` as a copy of `src` with its model as one `saved_model.pb`. Refuses when the
-/// merged model would exceed what protobuf can parse (2 GiB - 1): for a `.cpb`, from the
-/// chunk sizes its metadata declares, before any chunk is decoded. Refuses a directory
-/// `verify` rejects ([`crate::verify::verified_model`]). `progress` is called with (bytes
-/// written now, total bytes).
-pub fn merge_dir(
-    src: &Path,
-    out: &Path,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<MergeReport> {
-    refuse_existing(out)?;
-    let file = model_file(src)?;
-    refuse_inside(src, out)?;
-    if file.format == ModelFormat::Cpb {
-        let (chunks, _) = FileChunks::open(&file.path)?;
-        let declared = chunks.declared_bytes();
-        if declared > MAX_PROTO_SIZE {
-            return Err(SavedModelError::TooLargeToMerge {
-                dir: src.to_path_buf(),
-                size: declared,
-            });
-        }
-    }
-    let model = crate::verify::verified_model(src)?;
-    let size = model.encoded_len();
-    progress(0, size);
-    if size > MAX_PROTO_SIZE {
-        return Err(SavedModelError::TooLargeToMerge {
-            dir: src.to_path_buf(),
-            size,
-        });
-    }
-    // The output's fingerprint is computed from the file written (`write_pb`), never from
-    // what verify saw of the input: `fingerprint_check.sh` and `noncanonical_check.sh`
-    // compare it with TensorFlow's fingerprint of the written directory.
-    let (written, copied_files) =
-        write_dir_atomically(src, new_output_dir(src, out)?, move |tmp| {
-            let mut progress = |n| progress(n, size);
-            write_pb(tmp, &model, &mut progress)
-        })?;
-    let model_bytes = written.data_bytes;
-    Ok(MergeReport {
-        model_bytes,
-        copied_files,
-    })
-}
-
-/// Runs `write`, which writes the model file, while `fingerprint` computes that file's
-/// fingerprint from the model in memory on other threads (its checkpoint hash is left to
-/// [`write_dir_atomically`]): reading the file back once written was a third of a merge, and a
-/// fifth of a split, of a model of millions of nodes (issue 15).
-fn writing_and_fingerprinting<T>(
-    fingerprint: impl FnOnce() -> Result<FingerprintDef> + Send,
-    write: impl FnOnce() -> Result<T>,
-) -> Result<(T, Option<FingerprintDef>)> {
-    std::thread::scope(|s| {
-        let fingerprint = s.spawn(fingerprint);
-        let written = write();
-        let fingerprint = fingerprint
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Ok((written?, Some(fingerprint?)))
-    })
-}
-
-/// Writes `model` as `dir/saved_model.pb`, its fields as they are held (known fields in
-/// field-number order, unknown ones after them in the order read: lossless). No fingerprint
-/// is returned: [`write_dir_atomically`] computes it from the file written, so that it
-/// describes those bytes by construction (issue 29: a fingerprint computed from the model in
-/// memory, trusting that the file would parse back to it, did not describe a file whose
-/// fields were written in another order).
-fn write_pb(
-    dir: &Path,
-    model: &WireMessage,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(Written, Option<FingerprintDef>)> {
-    let path = dir.join(ModelFormat::Pb.file_name());
-    let data_bytes = write_message_with_progress(&path, model, progress)?;
-    let written = Written {
-        path,
-        chunked: false,
-        chunks: 0,
-        data_bytes,
-    };
-    Ok((written, None))
-}
-
-/// Fills the output directory begun as `tmp` ([`new_output_dir`]) and renames it into place:
-/// `write_model` writes the model file, every other file of `src` is copied, the fingerprint
-/// is written. The fingerprint is the one `write_model` returns when it computed it (its
-/// checkpoint hash is then filled in here), else one computed from the directory. Returns what
-/// `write_model` returned and the number of files copied.
-fn write_dir_atomically<T>(
-    src: &Path,
-    tmp: TempPath,
-    write_model: impl FnOnce(&Path) -> Result<(T, Option<FingerprintDef>)>,
-) -> Result<(T, usize)> {
-    let (value, computed) = write_model(tmp.path())?;
-    let copied = copy_tree(src, tmp.path(), true)?;
-    // A fresh fingerprint of the model just written (the old one is not carried over).
-    let fingerprint = match computed {
-        Some(def) => FingerprintDef {
-            checkpoint_hash: crate::fingerprint::checkpoint_hash(tmp.path()),
-            ..def
-        },
-        None => crate::fingerprint::fingerprint_dir(tmp.path())?,
-    };
-    crate::fingerprint::write_fingerprint(tmp.path(), &fingerprint)?;
-    tmp.persist()?;
-    Ok((value, copied))
-}
-
-/// The output directory `out` of a command reading `src`, begun: its temporary directory,
-/// created, to be filled and then persisted ([`write_dir_atomically`]). Refuses an `out` that
-/// exists or lies inside `src`.
-fn new_output_dir(src: &Path, out: &Path) -> Result<TempPath> {
-    refuse_existing(out)?;
-    refuse_inside(src, out)?;
-    let tmp = TempPath::new(out);
-    tmp.create_dir()
-        .map_err(|e| SavedModelError::io(tmp.path(), e))?;
-    Ok(tmp)
-}
-
-/// Where [`write_model_dir_reusing`] writes: a new directory, or one already begun.
-enum Output<'a> {
-    /// `out`, not begun yet.
-    New(&'a Path),
-    /// Begun by [`new_output_dir`] (something may already be in it).
-    Begun(TempPath),
-}
-
-/// Outputs are never overwritten: an existing `out` (even a dangling symlink) is refused.
-fn refuse_existing(out: &Path) -> Result<()> {
-    if fs::symlink_metadata(out).is_ok() {
-        return Err(SavedModelError::OutputExists {
-            path: out.to_path_buf(),
-        });
-    }
-    Ok(())
-}
-
-/// Refuses an `out` inside `src` (`split DIR DIR/sub`): the copy of `src` would take in its
-/// own temporary directory.
-fn refuse_inside(src: &Path, out: &Path) -> Result<()> {
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if let (Ok(src_real), Ok(parent_real)) = (fs::canonicalize(src), fs::canonicalize(parent)) {
-        if parent_real.starts_with(&src_real) {
-            return Err(SavedModelError::OutputInsideInput {
-                out: out.to_path_buf(),
-                dir: src.to_path_buf(),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Copies every file under `src` to `dst` (creating directories), skipping the model files and
-/// the fingerprint at the top level. Returns the number of files copied.
-fn copy_tree(src: &Path, dst: &Path, top: bool) -> Result<usize> {
-    let mut copied = 0;
-    let entries = fs::read_dir(src).map_err(|e| SavedModelError::io(src, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| SavedModelError::io(src, e))?;
-        let name = entry.file_name();
-        let name_str = name.to_string_lossy();
-        let is_model_file = ModelFormat::SEARCH_ORDER
+    #[test]
+    fn open_resolves_the_directory_and_maps_the_model_file_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("model");
+        copy_model(&dir);
+        fs::write(dir.join("saved_model.pbtxt"), "stale").unwrap();
+        let model = SavedModel::open(&dir).unwrap();
+        assert_eq!(model.format(), ModelFormat::Pb);
+        assert_eq!(model.model_file(), &model_file(&dir).unwrap());
+        let passed: Vec<&Path> = model
+            .passed_over()
             .iter()
-            .any(|f| f.file_name() == name_str);
-        if top && (is_model_file || name_str == FINGERPRINT_FILE) {
-            continue;
-        }
-        let from = entry.path();
-        let to = dst.join(&name);
-        let kind = entry
-            .file_type()
-            .map_err(|e| SavedModelError::io(&from, e))?;
-        if kind.is_dir() {
-            // `create_dir`, not `create_dir_all`: should an interrupt take the temporary
-            // directory away, this fails instead of bringing it back (`TempPath::create_dir`).
-            fs::create_dir(&to).map_err(|e| SavedModelError::io(&to, e))?;
-            copied += copy_tree(&from, &to, false)?;
-        } else if !fs::metadata(&from)
-            .map_err(|e| SavedModelError::io(&from, e))?
-            .is_file()
-        {
-            // A FIFO, socket or device would block or stream forever: refuse it.
-            return Err(SavedModelError::NotRegularFile { path: from });
-        } else {
-            fs::copy(&from, &to).map_err(|e| SavedModelError::io(&from, e))?;
-            copied += 1;
-        }
+            .map(|f| f.path.as_path())
+            .collect();
+        assert_eq!(passed, [dir.join("saved_model.pbtxt")]);
+        assert_eq!(unused_model_files(&dir), [dir.join("saved_model.pbtxt")]);
+        assert_eq!(
+            model.variables_index(),
+            Some(dir.join("variables/variables.index").as_path())
+        );
+        assert_eq!(model.assets_dir(), None);
+        assert_eq!(
+            model.fingerprint_file(),
+            Some(dir.join(FINGERPRINT_FILE).as_path())
+        );
+        // One mapping, the same bytes for every reader.
+        let (first, again) = (model.data().unwrap(), model.data().unwrap());
+        assert_eq!(first.as_ptr(), again.as_ptr());
+        assert_eq!(first, fs::read(dir.join("saved_model.pb")).unwrap());
+        let read = model.read().unwrap().message.to_vec().unwrap();
+        let desc = saved_model_descriptor().unwrap();
+        let alone = unbound_chunked::read_pb(&dir.join("saved_model.pb"), &desc).unwrap();
+        assert_eq!(read, alone.to_vec().unwrap());
+        // A `.cpb` wins over the `.pb`, which is then passed over.
+        fs::write(dir.join("saved_model.cpb"), b"").unwrap();
+        let model = SavedModel::open(&dir).unwrap();
+        assert_eq!(model.format(), ModelFormat::Cpb);
+        assert_eq!(model.passed_over().len(), 2);
     }
-    Ok(copied)
+
+    #[test]
+    fn open_refuses_what_model_file_refuses() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            SavedModel::open(tmp.path()),
+            Err(SavedModelError::NoModelFile { .. })
+        ));
+        assert!(matches!(
+            SavedModel::open(&tmp.path().join("missing")),
+            Err(SavedModelError::NotADirectory { .. })
+        ));
+        assert!(unused_model_files(tmp.path()).is_empty());
+    }
 }

@@ -2,7 +2,10 @@
 //! the layers below (chunked files, wire messages, Riegeli records, tensor bundles, the file
 //! system) are wrapped as they are; faults found here name the file and say what is wrong.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use unbound_bundle::BundleError;
 use unbound_chunked::ChunkedError;
@@ -10,7 +13,7 @@ use unbound_io::IoError;
 use unbound_records::RecordsError;
 use unbound_wire::{DecodeError, WireError};
 
-use crate::dir::MAX_PROTO_SIZE;
+use crate::format::MAX_PROTO_SIZE;
 
 /// Everything that can go wrong reading, checking, fingerprinting, splitting or writing a
 /// SavedModel directory.
@@ -183,7 +186,7 @@ pub enum SavedModelError {
         /// The SavedModel directory.
         dir: PathBuf,
         /// What `verify` found.
-        faults: Vec<crate::verify::Fault>,
+        faults: Vec<Fault>,
     },
     /// The output directory would be inside the directory being copied into it (its own
     /// temporary would be copied into itself).
@@ -264,6 +267,23 @@ impl SavedModelError {
             | Self::OutputInsideInput { out: p, .. } => Some(p),
             _ => None,
         }
+    }
+}
+
+/// One problem `verify` found in a SavedModel directory: the file at fault and what is wrong
+/// with it. Defined beside the error that carries a list of them
+/// ([`SavedModelError::Unverified`]), so that the errors need nothing from `verify`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fault {
+    /// The file at fault.
+    pub file: PathBuf,
+    /// What is wrong with it.
+    pub fault: String,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.fault)
     }
 }
 

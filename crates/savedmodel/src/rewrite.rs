@@ -1,7 +1,7 @@
 //! Rewriting the graphs of a SavedModel directory: read the model, hand each MetaGraphDef's
 //! graph to a rewrite (graph-optimizer plugins, TPU export, ...), splice the graph it returns
 //! back into the lossless copy of the model, and write the output directory with
-//! [`write_model_dir`](crate::dir::write_model_dir) (split when large, every other file
+//! [`write_model_dir`](crate::write::write_model_dir) (split when large, every other file
 //! carried over, a fresh fingerprint, atomically).
 //!
 //! Only `MetaGraphDef.graph_def` changes: every other field of the model (signatures, assets,
@@ -19,17 +19,16 @@ use bytes::Bytes;
 use prost::Message;
 use prost_reflect::MessageDescriptor;
 use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
-use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
-use crate::dir::{
-    message_descriptor, read_saved_model, write_model_dir_known, KnownFingerprint, SplitReport,
-};
+use crate::dir::{message_descriptor, SavedModel};
+use crate::write::{write_model_dir_known, KnownFingerprint, SplitReport, WriteOptions};
 use crate::SavedModelError;
 
 /// Reads the SavedModel in `src`, calls `rewrite` on each of its MetaGraphDefs in order, and
 /// writes the model with each MetaGraphDef's graph replaced by what `rewrite` returned to `out`
-/// (which must not exist), split into `saved_model.cpb` when it reaches `max_size`.
+/// (which must not exist) as `options` say (split into `saved_model.cpb` when it reaches
+/// `options.max_size`).
 ///
 /// `rewrite` gets the MetaGraphDef's tags and the MetaGraphDef itself, by value: its graph can
 /// be moved out rather than copied, and the model's own copy of the graph is freed before the
@@ -41,15 +40,14 @@ use crate::SavedModelError;
 pub fn rewrite_meta_graphs<E, F>(
     src: &Path,
     out: &Path,
-    max_size: u64,
-    options: WriterOptions,
+    options: &WriteOptions,
     mut rewrite: F,
 ) -> Result<SplitReport, E>
 where
     E: From<SavedModelError>,
     F: FnMut(&[String], MetaGraphDef) -> Result<GraphDef, E>,
 {
-    rewrite_graphs(src, out, max_size, options, false, |at, mut meta, graph| {
+    rewrite_graphs(src, out, options, false, |at, mut meta, graph| {
         // Decoding consumes the bytes: the only other holder is the model's own copy, which
         // `rewrite_graphs` has already given up, so the graph is held once, decoded.
         let graph =
@@ -79,8 +77,7 @@ where
 pub fn rewrite_serialized_graphs<E, F>(
     src: &Path,
     out: &Path,
-    max_size: u64,
-    options: WriterOptions,
+    options: &WriteOptions,
     mut rewrite: F,
 ) -> Result<SplitReport, E>
 where
@@ -88,7 +85,7 @@ where
     F: FnMut(&[String], &MetaGraphDef, Bytes) -> Result<Option<Vec<u8>>, E>,
 {
     // Plugins often return a graph unchanged: the source's fingerprint is computed alongside.
-    rewrite_graphs(src, out, max_size, options, true, |at, meta, graph| {
+    rewrite_graphs(src, out, options, true, |at, meta, graph| {
         // A clone of `Bytes` shares the buffer: kept for the case the rewrite keeps the graph.
         Ok(match rewrite(at.tags, &meta, graph.clone())? {
             None => NewGraph::Kept(graph),
@@ -136,8 +133,7 @@ enum NewGraph {
 fn rewrite_graphs<E, F>(
     src: &Path,
     out: &Path,
-    max_size: u64,
-    options: WriterOptions,
+    options: &WriteOptions,
     fingerprint_source: bool,
     mut rewrite: F,
 ) -> Result<SplitReport, E>
@@ -145,9 +141,10 @@ where
     E: From<SavedModelError>,
     F: FnMut(&MetaGraphAt<'_>, MetaGraphDef, Bytes) -> Result<NewGraph, E>,
 {
-    let mut model = read_saved_model(src)?.message;
+    let opened = SavedModel::open(src)?;
+    let mut model = opened.read()?.message;
     let (all_kept, known) = std::thread::scope(|s| {
-        let known = fingerprint_source.then(|| s.spawn(|| KnownFingerprint::of_pb_source(src)));
+        let known = fingerprint_source.then(|| s.spawn(|| KnownFingerprint::of_pb_source(&opened)));
         let all_kept = rewrite_each_graph(src, &mut model, &mut rewrite);
         let known = known.and_then(|t| {
             t.join()
@@ -161,9 +158,7 @@ where
         src,
         out,
         model,
-        max_size,
         options,
-        &mut |_| {},
         known.as_ref(),
     )?)
 }
@@ -305,6 +300,7 @@ mod tests {
     use unbound_proto::tensorflow::{NodeDef, SavedModel};
 
     use super::*;
+    use crate::dir::read_saved_model;
     use unbound_test_support::fingerprint_fields;
 
     fn testdata(name: &str) -> PathBuf {
@@ -327,8 +323,7 @@ mod tests {
         let report = rewrite_meta_graphs(
             &src,
             &out,
-            u64::MAX,
-            WriterOptions::default(),
+            &WriteOptions::default().with_max_size(u64::MAX),
             |tags, mut meta| {
                 seen.push(tags.to_vec());
                 let mut graph = meta.graph_def.take().unwrap_or_default();
@@ -375,8 +370,7 @@ mod tests {
         rewrite_serialized_graphs(
             &src,
             &kept,
-            u64::MAX,
-            WriterOptions::default(),
+            &WriteOptions::default().with_max_size(u64::MAX),
             |tags, meta, graph| {
                 assert!(meta.graph_def.is_none());
                 seen.push((tags.to_vec(), GraphDef::decode(graph).unwrap()));
@@ -410,8 +404,7 @@ mod tests {
         rewrite_serialized_graphs(
             &src,
             &replaced,
-            u64::MAX,
-            WriterOptions::default(),
+            &WriteOptions::default().with_max_size(u64::MAX),
             |_, _, _| Ok::<_, SavedModelError>(Some(small.encode_to_vec())),
         )
         .unwrap();
@@ -437,10 +430,12 @@ mod tests {
         }
         // Bytes that are not a message are refused, and nothing is written.
         let bad = tmp.path().join("bad");
-        let result =
-            rewrite_serialized_graphs(&src, &bad, u64::MAX, WriterOptions::default(), |_, _, _| {
-                Ok::<_, SavedModelError>(Some(vec![0xff; 5]))
-            });
+        let result = rewrite_serialized_graphs(
+            &src,
+            &bad,
+            &WriteOptions::default().with_max_size(u64::MAX),
+            |_, _, _| Ok::<_, SavedModelError>(Some(vec![0xff; 5])),
+        );
         assert!(result.is_err());
         assert!(!bad.exists());
     }
@@ -452,17 +447,22 @@ mod tests {
         let src = testdata("tf2_multi_sig");
         let tmp = tempfile::tempdir().unwrap();
         let split = tmp.path().join("split");
-        let options = WriterOptions::default();
-        let report = crate::dir::split_dir(&src, &split, 20_000, options, &|_| {}).unwrap();
+        let options = WriteOptions::default().with_max_size(20_000);
+        let report = crate::write::split_dir(&src, &split, &options, &|_| {}).unwrap();
         assert!(report.written.chunked);
         let before = saved_model(&src);
         let mut seen = Vec::new();
         let out = tmp.path().join("out");
-        rewrite_meta_graphs(&split, &out, u64::MAX, options, |_, mut meta| {
-            let graph = meta.graph_def.take().unwrap_or_default();
-            seen.push(graph.clone());
-            Ok::<_, SavedModelError>(graph)
-        })
+        rewrite_meta_graphs(
+            &split,
+            &out,
+            &options.with_max_size(u64::MAX),
+            |_, mut meta| {
+                let graph = meta.graph_def.take().unwrap_or_default();
+                seen.push(graph.clone());
+                Ok::<_, SavedModelError>(graph)
+            },
+        )
         .unwrap();
         let expected: Vec<_> = before
             .meta_graphs
@@ -488,15 +488,15 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("out");
         let src = testdata("tf2_multi_sig");
-        let options = WriterOptions::default();
-        let result = rewrite_meta_graphs(&src, &out, u64::MAX, options, |_, _| {
+        let options = WriteOptions::default().with_max_size(u64::MAX);
+        let result = rewrite_meta_graphs(&src, &out, &options, |_, _| {
             Err::<GraphDef, _>(Failed::Rewrite)
         });
         assert!(matches!(result, Err(Failed::Rewrite)));
         assert!(!out.exists());
         let missing = tmp.path().join("missing");
-        let options = WriterOptions::default();
-        let result = rewrite_meta_graphs(&missing, &out, u64::MAX, options, |_, meta| {
+        let options = WriteOptions::default().with_max_size(u64::MAX);
+        let result = rewrite_meta_graphs(&missing, &out, &options, |_, meta| {
             Ok::<_, Failed>(meta.graph_def.unwrap_or_default())
         });
         assert!(matches!(result, Err(Failed::Model)));

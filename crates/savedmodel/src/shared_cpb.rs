@@ -14,10 +14,12 @@
 //! 1.6 GB big-constants model merged in 34.7 s, five times its time before verification).
 //! Past that, BYTES chunks are not kept and stream as before, so memory stays bounded.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use unbound_chunked::FileChunks;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
+
+use crate::dir::SavedModel;
 
 /// The most decoded bytes of compressed chunks kept when every chunk is kept: 2 GiB, the
 /// largest model that merges into one `.pb`, so never more than a merge writes.
@@ -34,13 +36,14 @@ pub(crate) struct SharedCpb {
 }
 
 impl SharedCpb {
-    /// Opens `path` for sharing, or `None` when it cannot be: the file does not open, its
-    /// metadata does not fit its records, or its message chunks together declare more decoded
-    /// bytes than the reader may hold ([`FileChunks::keep_decoded`]). Each reader then opens
-    /// the file on its own, as without sharing, and reports what it finds there in its own
-    /// words.
-    pub(crate) fn open(path: &Path) -> Option<Self> {
-        let (mut chunks, metadata) = FileChunks::open(path).ok()?;
+    /// Opens the model file of `model` (a `.cpb`) for sharing, from its mapping, or `None` when
+    /// it cannot be: the file does not open, its metadata does not fit its records, or its
+    /// message chunks together declare more decoded bytes than the reader may hold
+    /// ([`FileChunks::keep_decoded`]). Each reader then opens the file on its own, as without
+    /// sharing, and reports what it finds there in its own words.
+    pub(crate) fn open(model: &SavedModel) -> Option<Self> {
+        let path = &model.model_file().path;
+        let (mut chunks, metadata) = model.chunks().ok()?;
         let all = 0..chunks.infos().len() as u64;
         let kept = chunks.keep_decoded_up_to(all, KEEP_ALL_MAX) || {
             let messages = chunks.message_chunks();

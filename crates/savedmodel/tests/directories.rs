@@ -5,8 +5,8 @@ use std::fs;
 use std::path::Path;
 
 use prost::Message;
-use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{merge_dir, read_saved_model, split_dir};
+use unbound_savedmodel::dir::read_saved_model;
+use unbound_savedmodel::write::{merge_dir, split_dir, WriteOptions};
 use unbound_test_support::testdata::model as testdata;
 
 fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
@@ -33,7 +33,13 @@ fn split_then_merge_restores_the_model_bytes_and_carries_files_over() {
     let tmp = tempfile::tempdir().unwrap();
     let split = tmp.path().join("split");
     let merged = tmp.path().join("merged");
-    let report = split_dir(&src, &split, 20_000, WriterOptions::default(), &|_| {}).unwrap();
+    let report = split_dir(
+        &src,
+        &split,
+        &WriteOptions::default().with_max_size(20_000),
+        &|_| {},
+    )
+    .unwrap();
     assert!(report.written.chunked);
     assert!(split.join("saved_model.cpb").is_file());
     assert!(!split.join("saved_model.pb").exists());
@@ -98,7 +104,13 @@ fn a_split_into_chunks_writes_the_fingerprint_a_fresh_computation_gives() {
             let tmp = tempfile::tempdir().unwrap();
             let out = tmp.path().join("out");
             let src = testdata(model);
-            split_dir(&src, &out, max_size, WriterOptions::default(), &|_| {}).unwrap();
+            split_dir(
+                &src,
+                &out,
+                &WriteOptions::default().with_max_size(max_size),
+                &|_| {},
+            )
+            .unwrap();
             assert!(out.join("saved_model.cpb").exists(), "{model} {max_size}");
             let mut written = read_fingerprint(&out).unwrap();
             let mut fresh = fingerprint_dir(&out).unwrap();
@@ -119,7 +131,13 @@ fn a_split_with_nothing_to_split_writes_the_fingerprint_a_fresh_computation_give
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("out");
         let src = testdata(model);
-        split_dir(&src, &out, 1 << 30, WriterOptions::default(), &|_| {}).unwrap();
+        split_dir(
+            &src,
+            &out,
+            &WriteOptions::default().with_max_size(1 << 30),
+            &|_| {},
+        )
+        .unwrap();
         assert_eq!(
             fs::read(out.join("saved_model.pb")).unwrap(),
             fs::read(src.join("saved_model.pb")).unwrap()
@@ -146,9 +164,21 @@ fn a_cpb_with_nothing_left_to_split_is_written_as_its_merged_model() {
         let tmp = tempfile::tempdir().unwrap();
         let (chunked, out) = (tmp.path().join("chunked"), tmp.path().join("out"));
         let src = testdata(model);
-        split_dir(&src, &chunked, 10_000, WriterOptions::default(), &|_| {}).unwrap();
+        split_dir(
+            &src,
+            &chunked,
+            &WriteOptions::default().with_max_size(10_000),
+            &|_| {},
+        )
+        .unwrap();
         assert!(chunked.join("saved_model.cpb").exists(), "{model}");
-        split_dir(&chunked, &out, 1 << 30, WriterOptions::default(), &|_| {}).unwrap();
+        split_dir(
+            &chunked,
+            &out,
+            &WriteOptions::default().with_max_size(1 << 30),
+            &|_| {},
+        )
+        .unwrap();
         assert_eq!(
             fs::read(out.join("saved_model.pb")).unwrap(),
             fs::read(src.join("saved_model.pb")).unwrap(),

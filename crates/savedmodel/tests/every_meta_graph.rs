@@ -10,13 +10,13 @@ use std::sync::Arc;
 use unbound_chunked::{Chunk, FileChunks, MemoryChunks, Merger, SplitOutput};
 use unbound_proto::tensorflow::proto_splitter::field_index::Kind;
 use unbound_proto::tensorflow::SavedModel;
-use unbound_savedmodel::dir::{
-    read_saved_model, saved_model_descriptor, write_model_dir_with, MAX_PROTO_SIZE,
-};
+use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor};
 use unbound_savedmodel::split::{
     message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext,
 };
+use unbound_savedmodel::write::{write_model_dir, WriteOptions};
 use unbound_savedmodel::SavedModelError;
+use unbound_savedmodel::MAX_PROTO_SIZE;
 use unbound_test_support::testdata::model;
 use unbound_wire::{Payload, RecordRef, WireField, WireMessage, WireValue};
 
@@ -183,14 +183,13 @@ fn the_writer_splits_every_graph_when_asked() {
         (MetaGraphSplitting::Every, "every"),
     ] {
         let out = tmp.path().join(dir);
-        let report = write_model_dir_with(
+        let report = write_model_dir(
             &src,
             &out,
             wire(&m),
-            2000,
-            Default::default(),
-            splitting,
-            &mut |_| {},
+            &WriteOptions::default()
+                .with_max_size(2000)
+                .with_splitting(splitting),
         )
         .unwrap();
         assert!(report.written.chunked);
@@ -284,14 +283,13 @@ fn a_message_chunk_past_2_gib_is_refused_before_writing() {
     );
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let err = write_model_dir_with(
+    let err = write_model_dir(
         &model("tf2_multi_sig"),
         &out,
         saved_model,
-        1 << 30,
-        Default::default(),
-        MetaGraphSplitting::Every,
-        &mut |_| {},
+        &WriteOptions::default()
+            .with_max_size(1 << 30)
+            .with_splitting(MetaGraphSplitting::Every),
     )
     .unwrap_err();
     match &err {

@@ -4,12 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{merge_dir, split_dir, write_model_dir};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
 use unbound_savedmodel::fingerprint::{
     fingerprint_dir, read_fingerprint, write_fingerprint, PRODUCER_CPB, PRODUCER_PB,
 };
+use unbound_savedmodel::write::{merge_dir, split_dir, write_model_dir, WriteOptions};
 use unbound_test_support::testdata::{copy_dir, model as testdata};
 use unbound_test_support::{descriptor, fingerprint_fields as hashes};
 use unbound_wire::{Payload, WireField, WireMessage, WireValue};
@@ -99,8 +98,8 @@ fn cpb_splits_match_tensorflow() {
     let tmp = tempfile::tempdir().unwrap();
     for (model, max, want) in cases {
         let out = tmp.path().join(format!("{model}.{max}"));
-        let options = WriterOptions::default();
-        split_dir(&testdata(model), &out, max, options, &|_| {}).unwrap();
+        let options = WriteOptions::default().with_max_size(max);
+        split_dir(&testdata(model), &out, &options, &|_| {}).unwrap();
         let ours = fingerprint_dir(&out).unwrap();
         assert_eq!(hashes(&ours), want, "{model} split at {max}");
         assert_eq!(hashes(&ours)[5], PRODUCER_CPB as u64);
@@ -147,7 +146,13 @@ fn split_and_merge_write_the_fingerprints_of_their_outputs_read_back() {
         for src in [testdata(model), canonical] {
             for max in [200, 500, 1000, 2000, 3500, 5000, 8000, 12000, 20000, 40000] {
                 let out = tmp.path().join(format!("{model}.{max}"));
-                split_dir(&src, &out, max, WriterOptions::default(), &|_| {}).unwrap();
+                split_dir(
+                    &src,
+                    &out,
+                    &WriteOptions::default().with_max_size(max),
+                    &|_| {},
+                )
+                .unwrap();
                 let written = read_fingerprint(&out).unwrap();
                 let read_back = fingerprint_dir(&out).unwrap();
                 assert_eq!(
@@ -206,9 +211,7 @@ fn a_built_node_with_a_non_canonical_attribute_fingerprints_as_its_file() {
         &src,
         &out,
         model,
-        1 << 30,
-        WriterOptions::default(),
-        &mut |_| {},
+        &WriteOptions::default().with_max_size(1 << 30),
     )
     .unwrap();
     let stored = read_fingerprint(&out).unwrap();
@@ -244,7 +247,13 @@ fn merge_writes_the_fingerprint_of_the_merged_model() {
     let split = tmp.path().join("split");
     let merged = tmp.path().join("merged");
     let src = testdata("tf2_multi_sig");
-    split_dir(&src, &split, 5000, WriterOptions::default(), &|_| {}).unwrap();
+    split_dir(
+        &src,
+        &split,
+        &WriteOptions::default().with_max_size(5000),
+        &|_| {},
+    )
+    .unwrap();
     merge_dir(&split, &merged, &mut |_, _| {}).unwrap();
     let written = read_fingerprint(&merged).unwrap();
     // The merged model is the original one: TensorFlow's own fingerprint.
@@ -327,17 +336,27 @@ fn models_tensorflow_cannot_fingerprint_are_refused_clearly() {
     );
     // split refuses too, and leaves nothing behind.
     let out = tmp.path().join("out");
-    let err = split_dir(&dir, &out, 1 << 30, WriterOptions::default(), &|_| {})
-        .unwrap_err()
-        .to_string();
+    let err = split_dir(
+        &dir,
+        &out,
+        &WriteOptions::default().with_max_size(1 << 30),
+        &|_| {},
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("cannot fingerprint"), "{err}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
     // So do a split into chunks and verify, whose checks skip the hashes of a canonical model
     // with no fingerprint.pb to compare, but not the ones that fail here.
     assert!(!dir.join("fingerprint.pb").exists());
-    let err = split_dir(&dir, &out, 1, WriterOptions::default(), &|_| {})
-        .unwrap_err()
-        .to_string();
+    let err = split_dir(
+        &dir,
+        &out,
+        &WriteOptions::default().with_max_size(1),
+        &|_| {},
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("cannot fingerprint"), "{err}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
     let faults = unbound_savedmodel::verify::verify_dir(&dir).faults;
@@ -375,9 +394,14 @@ fn a_call_node_without_its_function_is_refused_without_a_stored_fingerprint() {
         "{faults:?}"
     );
     let out = tmp.path().join("out");
-    let err = split_dir(&dir, &out, 1, WriterOptions::default(), &|_| {})
-        .unwrap_err()
-        .to_string();
+    let err = split_dir(
+        &dir,
+        &out,
+        &WriteOptions::default().with_max_size(1),
+        &|_| {},
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("has no attr \"f\""), "{err}");
     assert!(!out.exists());
 }

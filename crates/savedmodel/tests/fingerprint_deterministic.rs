@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor, split_dir};
+use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
+use unbound_savedmodel::write::{split_dir, WriteOptions};
 use unbound_test_support::testdata::model as testdata;
 
 fn check(harness: &Path, dir: &Path, work: &Path) {
@@ -56,8 +56,7 @@ fn deterministic_serialization_equals_protobuf_cpp() {
             split_dir(
                 &testdata(model),
                 &out,
-                max,
-                WriterOptions::default(),
+                &WriteOptions::default().with_max_size(max),
                 &|_| {},
             )
             .unwrap();

@@ -13,10 +13,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor, split_dir};
+use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor};
 use unbound_savedmodel::fingerprint::canonical::{Encoder, Source};
 use unbound_savedmodel::fingerprint::{fingerprint_dir, read_fingerprint};
+use unbound_savedmodel::write::{split_dir, WriteOptions};
 use unbound_test_support::fingerprint_fields as ours;
 
 /// A message under construction, field by field.
@@ -337,7 +337,13 @@ fn corner_cases_equal_tensorflow() {
         checked += 1;
         // Nothing to split: the `.pb` is carried over, with a fingerprint equal to TensorFlow's.
         let whole = tmp.path().join(format!("{name}.whole"));
-        split_dir(&dir, &whole, 1 << 30, WriterOptions::default(), &|_| {}).unwrap();
+        split_dir(
+            &dir,
+            &whole,
+            &WriteOptions::default().with_max_size(1 << 30),
+            &|_| {},
+        )
+        .unwrap();
         assert_eq!(
             std::fs::read(whole.join("saved_model.pb")).unwrap(),
             model.0,
@@ -350,7 +356,13 @@ fn corner_cases_equal_tensorflow() {
         );
         for max in [1000, 200, 60] {
             let out = tmp.path().join(format!("{name}.{max}"));
-            split_dir(&dir, &out, max, WriterOptions::default(), &|_| {}).unwrap();
+            split_dir(
+                &dir,
+                &out,
+                &WriteOptions::default().with_max_size(max),
+                &|_| {},
+            )
+            .unwrap();
             check_serialization(&harness, &out);
             let theirs = tf_fingerprint(&harness, &out);
             assert_eq!(

@@ -6,9 +6,9 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::Value;
-use unbound_records::{RecordReader, WriterOptions};
-use unbound_savedmodel::dir::split_dir;
+use unbound_records::RecordReader;
 use unbound_savedmodel::show::{show, text, SavedModelInfo};
+use unbound_savedmodel::write::{split_dir, WriteOptions};
 use unbound_test_support::testdata::model as testdata;
 
 fn expected(name: &str) -> Value {
@@ -180,8 +180,7 @@ fn cpb_shows_the_same_as_pb() {
             split_dir(
                 &testdata(name),
                 &out,
-                max,
-                WriterOptions::default(),
+                &WriteOptions::default().with_max_size(max),
                 &|_| {},
             )
             .unwrap();
@@ -298,7 +297,13 @@ fn cpb_large_tensor_chunks_are_not_read() {
     let src = tmp.path().join("model");
     let out = tmp.path().join("split");
     write_model_with_big_consts(&src, 2, 3 << 20);
-    split_dir(&src, &out, 2 << 20, WriterOptions::default(), &|_| {}).unwrap();
+    split_dir(
+        &src,
+        &out,
+        &WriteOptions::default().with_max_size(2 << 20),
+        &|_| {},
+    )
+    .unwrap();
     let cpb = out.join("saved_model.cpb");
     // Damage the Riegeli chunk holding the second constant's tensor content.
     let target = RecordReader::open(&cpb)

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use unbound_proto::fields::tensorflow::meta_graph_def;
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::SplitReport;
+use unbound_savedmodel::write::SplitReport;
 
 use crate::check::check_graph;
 use crate::error::{Result, TpuError};

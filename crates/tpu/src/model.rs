@@ -18,10 +18,9 @@ use unbound_proto::fields::tensorflow::{
 };
 use unbound_proto::tensorflow::{FunctionDef, MetaGraphDef, NodeDef, OpList};
 use unbound_records::WriterOptions;
-use unbound_savedmodel::dir::{
-    message_descriptor, read_saved_model, write_model_dir_with, SplitReport,
-};
+use unbound_savedmodel::dir::{message_descriptor, read_saved_model};
 use unbound_savedmodel::split::MetaGraphSplitting;
+use unbound_savedmodel::write::{write_model_dir, SplitReport, WriteOptions};
 use unbound_savedmodel::SavedModelError;
 use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
@@ -295,14 +294,14 @@ impl Model {
                 value: WireValue::Message(meta),
             });
         }
-        Ok(write_model_dir_with(
+        Ok(write_model_dir(
             &dir,
             out,
             message,
-            max_size,
-            options,
-            MetaGraphSplitting::Every,
-            &mut |_| {},
+            &WriteOptions::default()
+                .with_max_size(max_size)
+                .with_writer(options)
+                .with_splitting(MetaGraphSplitting::Every),
         )?)
     }
 

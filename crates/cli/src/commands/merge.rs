@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use unbound_savedmodel::dir;
+use unbound_savedmodel::write;
 
 use super::CmdResult;
 use crate::progress::bytes_bar;
@@ -20,7 +20,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     super::note_model_choice(&args.dir);
     let bar = bytes_bar(0, "merge");
-    let report = dir::merge_dir(&args.dir, &args.out, &mut |n, total| {
+    let report = write::merge_dir(&args.dir, &args.out, &mut |n, total| {
         if bar.length() != Some(total) {
             bar.set_length(total);
             if total >= crate::progress::MIN_BYTES_FOR_BAR {

@@ -22,18 +22,15 @@ pub type CmdResult = Result<(), Box<dyn std::error::Error>>;
 /// order: `saved_model.cpb`, then `.pb`, then `.pbtxt`), so a stale or damaged one beside it
 /// is not silently ignored. Every command reading a SavedModel directory calls this first.
 pub fn note_model_choice(dir: &std::path::Path) {
-    let unused = unbound_savedmodel::dir::unused_model_files(dir);
-    if unused.is_empty() {
+    let Ok(model) = unbound_savedmodel::SavedModel::open(dir) else {
         return;
-    }
-    if let Ok(used) = unbound_savedmodel::model_file(dir) {
-        for path in unused {
-            errln!(
-                "unbound: note: {} is not read: {} is preferred (as TensorFlow does)",
-                path.display(),
-                used.path.display()
-            );
-        }
+    };
+    for unused in model.passed_over() {
+        errln!(
+            "unbound: note: {} is not read: {} is preferred (as TensorFlow does)",
+            unused.path.display(),
+            model.model_file().path.display()
+        );
     }
 }
 

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use unbound_chunked::{read_pb, read_prefix, write_message, write_split};
 use unbound_savedmodel::verify::check_schema;
 use unbound_savedmodel::{
-    dir::{message_descriptor, MAX_PROTO_SIZE},
+    dir::message_descriptor,
     split::{split_message, SplitContext, DEFAULT_MAX_SIZE},
+    MAX_PROTO_SIZE,
 };
 
 use super::compression::CompressionArg;

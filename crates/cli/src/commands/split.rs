@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use unbound_savedmodel::write::{self, WriteOptions};
 use unbound_savedmodel::{dir, split::DEFAULT_MAX_SIZE};
 
 use super::compression::CompressionArg;
@@ -29,11 +30,12 @@ pub fn run(args: Args) -> CmdResult {
     let model_path = dir::model_file(&args.dir)?.path;
     let total = std::fs::metadata(&model_path).map(|m| m.len()).unwrap_or(0);
     let bar = bytes_bar(total, "split");
-    let report = dir::split_dir(
+    let report = write::split_dir(
         &args.dir,
         &args.out,
-        args.max_size,
-        args.compression.writer_options(),
+        &WriteOptions::default()
+            .with_max_size(args.max_size)
+            .with_writer(args.compression.writer_options()),
         &|n| bar.inc(n),
     )?;
     bar.finish_and_clear();

@@ -29,7 +29,8 @@ mod wire_values;
 
 use std::path::{Path, PathBuf};
 
-use crate::dir::{model_file, ModelFormat};
+use crate::dir::SavedModel;
+use crate::format::ModelFormat;
 use crate::shared_cpb::SharedCpb;
 use crate::{Result, SavedModelError};
 
@@ -42,8 +43,7 @@ use unbound_wire::WireMessage;
 use self::canonical::{Encoder, Source};
 pub(crate) use self::verdict::CanonicalVerdict;
 
-/// The file a SavedModel's fingerprint is stored in.
-pub const FINGERPRINT_FILE: &str = "fingerprint.pb";
+pub use crate::format::FINGERPRINT_FILE;
 
 /// `version.producer` TensorFlow 2.21 writes for a fingerprint computed from `saved_model.pb`.
 pub const PRODUCER_PB: i32 = 4;
@@ -69,73 +69,90 @@ pub(crate) struct Hashes {
 }
 
 /// Which model file TensorFlow fingerprints in `dir`: `saved_model.cpb` if it exists (even
-/// beside a `.pb`), otherwise `saved_model.pb` ([`model_file`]'s choice, with `.pbtxt`
+/// beside a `.pb`), otherwise `saved_model.pb` ([`crate::dir::model_file`]'s choice, with `.pbtxt`
 /// refused).
 pub fn fingerprinted_file(dir: &Path) -> Result<PathBuf> {
-    match model_file(dir) {
-        Ok(file) if file.format != ModelFormat::Pbtxt => Ok(file.path),
-        Ok(_)
-        | Err(SavedModelError::NotADirectory { .. } | SavedModelError::NoModelFile { .. }) => {
-            Err(SavedModelError::NotFingerprintable {
+    Ok(fingerprinted(&open_fingerprinted(dir)?)?.to_path_buf())
+}
+
+/// [`SavedModel::open`] of a directory to fingerprint: one without a model file is refused
+/// as TensorFlow refuses it ([`SavedModelError::NotFingerprintable`]).
+fn open_fingerprinted(dir: &Path) -> Result<SavedModel> {
+    SavedModel::open(dir).map_err(|e| match e {
+        SavedModelError::NotADirectory { .. } | SavedModelError::NoModelFile { .. } => {
+            SavedModelError::NotFingerprintable {
                 dir: dir.to_path_buf(),
-            })
+            }
         }
-        Err(e) => Err(e),
+        e => e,
+    })
+}
+
+/// The model file TensorFlow fingerprints of the opened `model`: its `.cpb` or `.pb`; a
+/// `.pbtxt` model is refused ([`SavedModelError::NotFingerprintable`]).
+pub fn fingerprinted(model: &SavedModel) -> Result<&Path> {
+    if model.format() == ModelFormat::Pbtxt {
+        return Err(SavedModelError::NotFingerprintable {
+            dir: model.dir().to_path_buf(),
+        });
     }
+    Ok(&model.model_file().path)
 }
 
 /// TensorFlow's `CreateFingerprintDef(dir)`: the fingerprint of the SavedModel in `dir`, with
 /// a fresh random `uuid`.
 pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
-    fingerprint_dir_sharing(dir, None, None)
+    fingerprint_model(&open_fingerprinted(dir)?)
 }
 
-/// [`fingerprint_dir`], reading the `.cpb` through `shared` when it is the file fingerprinted
-/// (`verify` hands it the file it checks and merges on another thread, so each chunk is
-/// decoded once for both). When the model fingerprinted is a `.pb`, whether it is canonical
-/// and valid is published to `verdict` (see [`CanonicalVerdict`]); "no" in every other case.
-pub(crate) fn fingerprint_dir_sharing(
-    dir: &Path,
+/// [`fingerprint_dir`] of a SavedModel already opened.
+pub fn fingerprint_model(model: &SavedModel) -> Result<FingerprintDef> {
+    fingerprint_model_sharing(model, None, None)
+}
+
+/// [`fingerprint_model`], reading the `.cpb` through `shared` when it is the file
+/// fingerprinted (`verify` hands it the file it checks and merges on another thread, so each
+/// chunk is decoded once for both). When the model fingerprinted is a `.pb`, whether it is
+/// canonical and valid is published to `verdict` (see [`CanonicalVerdict`]); "no" in every
+/// other case.
+pub(crate) fn fingerprint_model_sharing(
+    model: &SavedModel,
     shared: Option<&SharedCpb>,
     verdict: Option<&CanonicalVerdict>,
 ) -> Result<FingerprintDef> {
     let _answered = verdict.map(CanonicalVerdict::no_unless_answered);
-    let file = fingerprinted_file(dir)?;
-    let chunked = file
-        .extension()
-        .is_some_and(|e| e == ModelFormat::Cpb.as_str());
+    let file = fingerprinted(model)?;
+    let chunked = model.format() == ModelFormat::Cpb;
     let shared = shared.filter(|s| s.path == file);
     let hashes = if let (true, Some(shared)) = (chunked, shared) {
         let root = shared.metadata.message.clone().unwrap_or_default();
         cpb::hashes_of(&shared.chunks, &root)
     } else if chunked {
-        cpb::hashes(&file)
+        cpb::hashes(file)
     } else {
-        pb::hashes(&file, verdict)
+        pb::hashes(file, verdict)
     }
-    .map_err(|e| naming_file(&file, e))?;
-    Ok(definition(hashes, checkpoint_hash(dir), chunked))
+    .map_err(|e| naming_file(file, e))?;
+    Ok(definition(hashes, checkpoint_hash(model.dir()), chunked))
 }
 
-/// [`fingerprint_dir_sharing`] for a verification with no stored fingerprint to compare it
+/// [`fingerprint_model_sharing`] for a verification with no stored fingerprint to compare it
 /// with: what would make the computation fail is checked, but the hashes of a canonical
 /// `.pb`, which cannot fail, are skipped ([`pb::check`]; `None` then). A `.cpb` or a `.pb`
 /// that is not canonical is fingerprinted whole, and `verdict` answered as there.
-pub(crate) fn check_dir_sharing(
-    dir: &Path,
+pub(crate) fn check_model_sharing(
+    model: &SavedModel,
     shared: Option<&SharedCpb>,
     verdict: Option<&CanonicalVerdict>,
 ) -> Result<Option<FingerprintDef>> {
-    let file = fingerprinted_file(dir)?;
-    let pb = file
-        .extension()
-        .is_some_and(|e| e == ModelFormat::Pb.as_str());
+    let file = fingerprinted(model)?;
+    let pb = model.format() == ModelFormat::Pb;
     let Some(verdict) = verdict.filter(|_| pb) else {
-        return fingerprint_dir_sharing(dir, shared, verdict).map(Some);
+        return fingerprint_model_sharing(model, shared, verdict).map(Some);
     };
     let _answered = verdict.no_unless_answered();
-    let hashes = pb::check(&file, verdict).map_err(|e| naming_file(&file, e))?;
-    Ok(hashes.map(|hashes| definition(hashes, checkpoint_hash(dir), false)))
+    let hashes = pb::check(file, verdict).map_err(|e| naming_file(file, e))?;
+    Ok(hashes.map(|hashes| definition(hashes, checkpoint_hash(model.dir()), false)))
 }
 
 /// The fingerprint `fingerprint_dir` would compute for a directory whose `saved_model.cpb`
@@ -343,8 +360,9 @@ impl Fingerprint {
 /// The fingerprint of the SavedModel in `dir` ([`fingerprint_dir`]) with the file it was
 /// computed from.
 pub fn fingerprint_report(dir: &Path) -> Result<FingerprintReport> {
-    let model_file = fingerprinted_file(dir)?;
-    let def = fingerprint_dir(dir)?;
+    let model = open_fingerprinted(dir)?;
+    let model_file = fingerprinted(&model)?.to_path_buf();
+    let def = fingerprint_model(&model)?;
     Ok(FingerprintReport {
         model_file,
         fingerprint: Fingerprint::from(&def),

@@ -14,7 +14,7 @@ use unbound_proto::fields::tensorflow::{
 use unbound_wire::codec::{read_field, RawField, WireType};
 use unbound_wire::{DecodeError, Payload, WireMessage, WireValue};
 
-use super::load_order::load_order;
+use super::load_order::{load_order, NodeOps};
 use super::plain_entries::PlainEntries;
 use super::wire::{messages, string, varint};
 
@@ -32,17 +32,6 @@ pub struct GraphStats {
     pub function_nodes: u64,
     /// The library functions in the order TensorFlow's loader imports them.
     pub load_order: Vec<String>,
-}
-
-/// A node's op and the functions its attributes name.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct NodeOps {
-    /// The op.
-    pub op: String,
-    /// For `PartitionedCall` / `StatefulPartitionedCall`, `attr["f"]`'s function.
-    pub called: Option<String>,
-    /// Every function named by a `func` or `list.func` attribute (function body nodes only).
-    pub funcs: Vec<String>,
 }
 
 /// Statistics of the `graph_def` of `mg` (all its occurrences, as protobuf merges them).

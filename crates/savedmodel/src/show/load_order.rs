@@ -5,7 +5,17 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use super::graph::NodeOps;
+/// A node's op and the functions its attributes name: what the load order (and the op list
+/// `show` reports) needs of a node.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct NodeOps {
+    /// The op.
+    pub op: String,
+    /// For `PartitionedCall` / `StatefulPartitionedCall`, `attr["f"]`'s function.
+    pub called: Option<String>,
+    /// Every function named by a `func` or `list.func` attribute (function body nodes only).
+    pub funcs: Vec<String>,
+}
 
 /// Kahn's topological sort as TensorFlow does it: the functions without dependencies in library
 /// order form a stack; each popped function is output and frees the functions depending on it.

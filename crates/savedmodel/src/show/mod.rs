@@ -26,7 +26,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::dir::ModelFormat;
+use crate::dir::SavedModel;
+use crate::format::ModelFormat;
 use crate::Result;
 use unbound_wire::WireMessage;
 
@@ -221,20 +222,26 @@ pub struct CheckpointKey {
 
 /// Reads what `unbound show` reports about the SavedModel in `dir`.
 pub fn show(dir: &Path) -> Result<SavedModelInfo> {
-    show_parts(dir, read::read_model(dir)?)
+    show_model(&SavedModel::open(dir)?)
 }
 
-/// [`show`] of the SavedModel in `dir` whose `.cpb` model file was read already (whole, into
-/// `model`, with `chunks` chunks): what `verify` asks, so the chunks are not merged again.
+/// [`show`] of a SavedModel already opened.
+pub fn show_model(model: &SavedModel) -> Result<SavedModelInfo> {
+    show_parts(model.dir(), read::read_model(model)?)
+}
+
+/// [`show`] of the opened SavedModel `opened` whose `.cpb` model file was read already
+/// (whole, into `model`, with `chunks` chunks): what `verify` asks, so the chunks are not
+/// merged again.
 pub(crate) fn show_merged_cpb(
-    dir: &Path,
+    opened: &SavedModel,
     model: &WireMessage,
     chunks: u64,
 ) -> Result<SavedModelInfo> {
-    let path = dir.join(ModelFormat::Cpb.file_name());
+    let path = &opened.model_file().path;
     show_parts(
-        dir,
-        read::model_parts(&path, ModelFormat::Cpb, model, Some(chunks))?,
+        opened.dir(),
+        read::model_parts(path, ModelFormat::Cpb, model, Some(chunks))?,
     )
 }
 

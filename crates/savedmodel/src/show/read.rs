@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use unbound_chunked::{merger::MAX_NESTING, FileChunks, Merger};
+use unbound_chunked::{merger::MAX_NESTING, Merger};
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as ChunkType, ChunkInfo, ChunkedField, ChunkedMessage,
@@ -13,7 +13,8 @@ use unbound_proto::tensorflow::MetaGraphDef;
 use unbound_wire::{WireMessage, WireValue};
 
 use super::{graph, objects, signature, wire, AssetInfo, MetaGraphInfo};
-use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFormat};
+use crate::dir::{saved_model_descriptor, SavedModel};
+use crate::format::ModelFormat;
 use crate::{Result, SavedModelError};
 
 /// `BYTES` chunks larger than this are not read: they hold tensor contents (or other large
@@ -37,23 +38,24 @@ pub struct ModelParts<'a> {
     pub meta_graphs: Vec<Cow<'a, WireMessage>>,
 }
 
-/// Reads the model file of `dir` (`.cpb`, else `.pb`, else `.pbtxt`) as cheaply as possible.
-pub fn read_model(dir: &Path) -> Result<ModelParts<'static>> {
-    let file = model_file(dir)?;
-    let path = file.path;
+/// Reads the model file of `model` (its `.cpb`, else `.pb`, else `.pbtxt`) as cheaply as
+/// possible.
+pub fn read_model(model: &SavedModel) -> Result<ModelParts<'static>> {
+    let file = model.model_file();
+    let path = &file.path;
     let desc = saved_model_descriptor()?;
     let (root, chunks) = match file.format {
         ModelFormat::Cpb => {
-            let (chunks, metadata) = FileChunks::open(&path)?;
+            let (chunks, metadata) = model.chunks()?;
             let tree = metadata.message.clone().unwrap_or_default();
             let pruned = without_large_bytes(&tree, &metadata.chunks, 0);
             let root = Merger::new(&chunks).merge(&desc, &pruned)?;
             (root, Some(metadata.chunks.len() as u64))
         }
-        ModelFormat::Pb => (unbound_chunked::read_pb(&path, &desc)?, None),
-        ModelFormat::Pbtxt => (read_text(&path, &desc)?, None),
+        ModelFormat::Pb => (model.read_pb(&desc)?, None),
+        ModelFormat::Pbtxt => (model.read_text(&desc)?, None),
     };
-    let parts = model_parts(&path, file.format, &root, chunks)?;
+    let parts = model_parts(path, file.format, &root, chunks)?;
     Ok(ModelParts {
         meta_graphs: parts
             .meta_graphs

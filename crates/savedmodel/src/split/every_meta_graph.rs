@@ -126,7 +126,7 @@ pub fn split_every_meta_graph(
 }
 
 /// The first message chunk of `split` (the root included) larger than `limit` bytes: its
-/// position in the file and its size. With `limit` = [`crate::dir::MAX_PROTO_SIZE`], a chunk
+/// position in the file and its size. With `limit` = [`crate::format::MAX_PROTO_SIZE`], a chunk
 /// protobuf cannot parse (bytes chunks are not parsed, so their size is not checked). `None`
 /// when there is none.
 pub fn message_chunk_over(split: &SplitOutput, limit: u64) -> Option<(usize, u64)> {

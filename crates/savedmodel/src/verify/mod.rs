@@ -22,7 +22,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use prost::Message as _;
@@ -36,33 +36,19 @@ use unbound_proto::tensorflow::{saved_object::Kind as ObjectKind, FingerprintDef
 use unbound_records::RecordReader;
 use unbound_wire::WireMessage;
 
-use crate::dir::{model_file, read_text, saved_model_descriptor, ModelFile, ModelFormat};
-use crate::fingerprint::{
-    check_dir_sharing, fingerprint_dir_sharing, CanonicalVerdict, FINGERPRINT_FILE,
-};
+use crate::dir::{read_text, saved_model_descriptor, ModelFile, SavedModel};
+use crate::fingerprint::{check_model_sharing, fingerprint_model_sharing, CanonicalVerdict};
+use crate::format::{ModelFormat, FINGERPRINT_FILE};
 use crate::shared_cpb::SharedCpb;
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use crate::{Result, SavedModelError};
 use unbound_bundle::BundleReader;
 
+pub use crate::error::Fault;
+
 mod schema;
 
 use schema::Schema;
-
-/// One problem found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Fault {
-    /// The file at fault.
-    pub file: PathBuf,
-    /// What is wrong with it.
-    pub fault: String,
-}
-
-impl fmt::Display for Fault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.file.display(), self.fault)
-    }
-}
 
 /// What [`verify_dir`] found: the report `unbound verify` prints (each fault as a
 /// `FILE: FAULT` line, or `OK: DIR: ` and the `checked` phrases joined by `; `).
@@ -89,7 +75,19 @@ impl VerifyReport {
 
 /// Checks everything in the SavedModel directory `dir`.
 pub fn verify_dir(dir: &Path) -> VerifyReport {
-    verify_with_model(dir, Keep::Nothing).0
+    match SavedModel::open(dir) {
+        Ok(model) => verify_model(&model),
+        Err(e) => {
+            let mut report = VerifyReport::default();
+            report.fault(dir, e);
+            report
+        }
+    }
+}
+
+/// [`verify_dir`] of a SavedModel already opened.
+pub fn verify_model(model: &SavedModel) -> VerifyReport {
+    verify_with_model(model, Keep::Nothing).0
 }
 
 /// What a verification keeps of the model beyond its verdict.
@@ -98,7 +96,7 @@ pub(crate) enum Keep {
     /// The fingerprint of its model file, for a `split` that may write that file as it is.
     Fingerprint,
     /// No fingerprint: it is computed only as far as a stored `fingerprint.pb` needs comparing
-    /// and as the computation could fail ([`check_dir_sharing`]).
+    /// and as the computation could fail ([`check_model_sharing`]).
     Nothing,
 }
 
@@ -115,22 +113,21 @@ pub(crate) struct Verified {
     pub canonical: bool,
 }
 
-/// The SavedModel proto of `dir` (its `.cpb`, else `.pb`, else `.pbtxt`), read only when
-/// [`verify_dir`] finds no problem anywhere in the directory: what `split` and `merge` read,
-/// so they never write a model from a directory `verify` rejects
+/// The SavedModel proto of the opened `model` (its `.cpb`, else `.pb`, else `.pbtxt`), read
+/// only when [`verify_model`] finds no problem anywhere in the directory: what `split` and
+/// `merge` read, so they never write a model from a directory `verify` rejects
 /// ([`SavedModelError::Unverified`] lists what it found).
-pub fn verified_model(dir: &Path) -> Result<WireMessage> {
-    verified_model_keeping(dir, Keep::Nothing).map(|verified| verified.model)
+pub fn verified_model(model: &SavedModel) -> Result<WireMessage> {
+    verified_model_keeping(model, Keep::Nothing).map(|verified| verified.model)
 }
 
 /// [`verified_model`], with what `keep` asks for and whether the model file is canonical:
 /// `split` reuses the fingerprint when it writes the same bytes again ([`Keep::Fingerprint`];
 /// else [`Verified::fingerprint`] may be `None`), and trusts the canonical form of what it
 /// splits.
-pub(crate) fn verified_model_keeping(dir: &Path, keep: Keep) -> Result<Verified> {
-    // A missing directory or model file keeps its own error.
-    model_file(dir)?;
-    match verify_with_model(dir, keep) {
+pub(crate) fn verified_model_keeping(model: &SavedModel, keep: Keep) -> Result<Verified> {
+    let dir = model.dir();
+    match verify_with_model(model, keep) {
         (report, Some(verified)) if report.faults.is_empty() => Ok(verified),
         (report, _) => Err(SavedModelError::Unverified {
             dir: dir.to_path_buf(),
@@ -141,22 +138,16 @@ pub(crate) fn verified_model_keeping(dir: &Path, keep: Keep) -> Result<Verified>
 
 /// [`verify_dir`], also returning the model proto when it could be read, with what was
 /// learnt of it and what `keep` asks for ([`Verified`]).
-fn verify_with_model(dir: &Path, keep: Keep) -> (VerifyReport, Option<Verified>) {
+fn verify_with_model(opened: &SavedModel, keep: Keep) -> (VerifyReport, Option<Verified>) {
     let mut report = VerifyReport::default();
-    let file = match model_file(dir) {
-        Ok(file) => file,
-        Err(e) => {
-            report.fault(dir, e);
-            return (report, None);
-        }
-    };
+    let (dir, file) = (opened.dir(), opened.model_file());
     // The fingerprint is computed on a second thread while the model is read and checked:
     // both read the whole model, and neither needs the other (issue 15: it was about a fifth
     // of a merge). Used only if the model reads (see verify_fingerprint).
     // Both read a `.cpb` through one SharedCpb: each message chunk is decoded once for the
     // check, the merge and the fingerprint together.
     let shared = match file.format {
-        ModelFormat::Cpb => SharedCpb::open(&file.path),
+        ModelFormat::Cpb => SharedCpb::open(opened),
         _ => None,
     };
     // What `show` makes of the model is found on a third thread, while the model is checked
@@ -168,26 +159,31 @@ fn verify_with_model(dir: &Path, keep: Keep) -> (VerifyReport, Option<Verified>)
     // is canonical (see `CanonicalVerdict`); made here only when it is not.
     let verdict = (file.format == ModelFormat::Pb).then(CanonicalVerdict::default);
     // Without a stored fingerprint to compare, the fingerprint is only wanted if kept.
-    let compared = std::fs::symlink_metadata(dir.join(FINGERPRINT_FILE)).is_ok();
+    let compared = opened.fingerprint_file().is_some();
     let (model, fingerprint, shown) = std::thread::scope(|s| {
         let fingerprint = s.spawn(|| {
             let (shared, verdict) = (shared.as_ref(), verdict.as_ref());
             if keep == Keep::Nothing && !compared {
-                check_dir_sharing(dir, shared, verdict)
+                check_model_sharing(opened, shared, verdict)
             } else {
-                fingerprint_dir_sharing(dir, shared, verdict).map(Some)
+                fingerprint_model_sharing(opened, shared, verdict).map(Some)
             }
         });
         let shown_from_file =
-            (file.format != ModelFormat::Cpb).then(|| s.spawn(|| show_check(dir, &file, None)));
-        let model =
-            verify_model_file(&file, shared.as_ref(), verdict.as_ref(), &mut report).map(Arc::new);
+            (file.format != ModelFormat::Cpb).then(|| s.spawn(|| show_check(opened, None)));
+        let model = verify_model_file(
+            file,
+            Some(opened),
+            shared.as_ref(),
+            verdict.as_ref(),
+            &mut report,
+        )
+        .map(Arc::new);
         let shown = match shown_from_file {
             Some(shown) => Some(shown),
-            None => model.clone().map(|model| {
-                let file = &file;
-                s.spawn(move || show_check(dir, file, Some(&model)))
-            }),
+            None => model
+                .clone()
+                .map(|model| s.spawn(move || show_check(opened, Some(&model)))),
         };
         let fingerprint = joined(fingerprint);
         let shown = shown.map(joined);
@@ -197,23 +193,19 @@ fn verify_with_model(dir: &Path, keep: Keep) -> (VerifyReport, Option<Verified>)
     let model = model.map(|m| Arc::try_unwrap(m).unwrap_or_else(|m| (*m).clone()));
     // A model file TensorFlow ignores (a .pb beside the .cpb it prefers) is checked too: a
     // damaged one is a problem the next tool to read it would meet.
-    for format in ModelFormat::SEARCH_ORDER {
-        let path = dir.join(format.file_name());
-        if format != file.format && std::fs::symlink_metadata(&path).is_ok() {
-            let other = ModelFile { path, format };
-            let parsed = verify_model_file(&other, None, None, &mut report);
-            if parsed.as_ref().is_some_and(|m| !has_meta_graph(m)) {
-                report.fault(
-                    &other.path,
-                    "holds no MetaGraphDef (an unused model file, but an empty or stray one)",
-                );
-            } else if parsed.is_some() {
-                report.checked.push(format!(
-                    "{} parses too (unused: {} is preferred)",
-                    format.file_name(),
-                    file.format.file_name()
-                ));
-            }
+    for other in opened.passed_over() {
+        let parsed = verify_model_file(other, None, None, None, &mut report);
+        if parsed.as_ref().is_some_and(|m| !has_meta_graph(m)) {
+            report.fault(
+                &other.path,
+                "holds no MetaGraphDef (an unused model file, but an empty or stray one)",
+            );
+        } else if parsed.is_some() {
+            report.checked.push(format!(
+                "{} parses too (unused: {} is preferred)",
+                other.format.file_name(),
+                file.format.file_name()
+            ));
         }
     }
     let meta_graphs = match &model {
@@ -232,10 +224,10 @@ fn verify_with_model(dir: &Path, keep: Keep) -> (VerifyReport, Option<Verified>)
     };
     verify_variables(dir, &meta_graphs, &mut report);
     verify_assets(dir, &meta_graphs, &mut report);
-    verify_fingerprint(dir, &file, model.is_some(), &fingerprint, &mut report);
+    verify_fingerprint(opened, model.is_some(), &fingerprint, &mut report);
     if report.faults.is_empty() {
-        let shown = shown.unwrap_or_else(|| show_check(dir, &file, model.as_ref()));
-        verify_other_commands(dir, &file, shown, &mut report);
+        let shown = shown.unwrap_or_else(|| show_check(opened, model.as_ref()));
+        verify_other_commands(dir, file, shown, &mut report);
     }
     let fingerprint = fingerprint
         .ok()
@@ -265,18 +257,25 @@ fn has_meta_graph(root: &WireMessage) -> bool {
         .any(|f| f.number == saved_model::META_GRAPHS)
 }
 
-/// Checks one model file by its format (a `.cpb` through `shared` when it is that file).
+/// Checks one model file by its format: the model file of `opened` (read from its mapping), or
+/// without it one it passes over (read from its path); a `.cpb` through `shared` when it is
+/// that file.
 fn verify_model_file(
     file: &ModelFile,
+    opened: Option<&SavedModel>,
     shared: Option<&SharedCpb>,
     verdict: Option<&CanonicalVerdict>,
     report: &mut VerifyReport,
 ) -> Option<WireMessage> {
     match file.format {
         ModelFormat::Cpb => verify_cpb(&file.path, shared.filter(|s| s.path == file.path), report),
-        ModelFormat::Pb => verify_pb(&file.path, verdict, report),
+        ModelFormat::Pb => verify_pb(&file.path, opened, verdict, report),
         ModelFormat::Pbtxt => {
-            match saved_model_descriptor().and_then(|d| read_text(&file.path, &d)) {
+            let read = saved_model_descriptor().and_then(|d| match opened {
+                Some(opened) => opened.read_text(&d),
+                None => read_text(&file.path, &d),
+            });
+            match read {
                 Ok(m) => {
                     report
                         .checked
@@ -297,14 +296,14 @@ fn verify_model_file(
 /// computation itself must succeed for a `.pb` or `.cpb` model (`unbound fingerprint` would
 /// fail).
 fn verify_fingerprint(
-    dir: &Path,
-    file: &ModelFile,
+    opened: &SavedModel,
     model_ok: bool,
     computed: &Result<Option<FingerprintDef>>,
     report: &mut VerifyReport,
 ) {
+    let (dir, file) = (opened.dir(), opened.model_file());
     let path = dir.join(FINGERPRINT_FILE);
-    let stored = if std::fs::symlink_metadata(&path).is_ok() {
+    let stored = if opened.fingerprint_file().is_some() {
         match unbound_io::map_file(&path).map(FingerprintDef::decode) {
             Ok(Ok(def)) => Some(def),
             Ok(Err(e)) => {
@@ -393,15 +392,15 @@ fn verify_fingerprint(
 /// Whether `show` works on the directory. `model` is the model file as read and checked by
 /// verify: `show` of a `.cpb` works from it instead of merging the chunks again (its own merge
 /// leaves out large tensor contents, which it does not look at; the rest is the same message).
-fn show_check(dir: &Path, file: &ModelFile, model: Option<&WireMessage>) -> Result<()> {
+fn show_check(opened: &SavedModel, model: Option<&WireMessage>) -> Result<()> {
     match model {
-        Some(model) if file.format == ModelFormat::Cpb => FileChunks::open(&file.path)
-            .map_err(SavedModelError::from)
+        Some(model) if opened.format() == ModelFormat::Cpb => opened
+            .chunks()
             .and_then(|(_, metadata)| {
-                crate::show::show_merged_cpb(dir, model, metadata.chunks.len() as u64)
+                crate::show::show_merged_cpb(opened, model, metadata.chunks.len() as u64)
             })
             .map(drop),
-        _ => crate::show::show(dir).map(drop),
+        _ => crate::show::show_model(opened).map(drop),
     }
 }
 
@@ -431,16 +430,21 @@ fn verify_other_commands(
     }
 }
 
-/// A `.pb`: it must parse as a `SavedModel`. With `verdict` (the fingerprint of this same
-/// file, on another thread, says whether it is canonical and valid), a canonical model needs
-/// no schema check of its own.
+/// A `.pb`: it must parse as a `SavedModel`; read from the mapping of `opened` when it is its
+/// model file. With `verdict` (the fingerprint of this same file, on another thread, says
+/// whether it is canonical and valid), a canonical model needs no schema check of its own.
 fn verify_pb(
     path: &Path,
+    opened: Option<&SavedModel>,
     verdict: Option<&CanonicalVerdict>,
     report: &mut VerifyReport,
 ) -> Option<WireMessage> {
     let desc = saved_model_descriptor().ok()?;
-    let root = match unbound_chunked::read_pb(path, &desc) {
+    let read = match opened {
+        Some(opened) => opened.read_pb(&desc),
+        None => unbound_chunked::read_pb(path, &desc).map_err(SavedModelError::from),
+    };
+    let root = match read {
         Ok(m) => m,
         Err(e) => {
             report.fault(path, e);
@@ -728,7 +732,7 @@ fn file_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dir::split_dir;
+    use crate::write::{split_dir, WriteOptions};
     use unbound_records::WriterOptions;
     use unbound_test_support::testdata::model as testdata;
 
@@ -761,13 +765,15 @@ mod tests {
         split_dir(
             &testdata("tf2_multi_sig"),
             &dir,
-            5000,
-            one_record_per_chunk(),
+            &WriteOptions::default()
+                .with_max_size(5000)
+                .with_writer(one_record_per_chunk()),
             &|_| {},
         )
         .unwrap();
         let path = dir.join("saved_model.cpb");
-        let shared = SharedCpb::open(&path).expect("a small .cpb is shared");
+        let shared =
+            SharedCpb::open(&SavedModel::open(&dir).unwrap()).expect("a small .cpb is shared");
         let kept = shared.chunks.message_chunks();
         assert!(kept.len() >= 3, "{kept:?}");
         let cache = shared.chunks.cache().unwrap();
@@ -777,7 +783,9 @@ mod tests {
         );
         let mut report = VerifyReport::default();
         let (model, fingerprint) = std::thread::scope(|s| {
-            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None));
+            let fingerprint = s.spawn(|| {
+                fingerprint_model_sharing(&SavedModel::open(&dir).unwrap(), Some(&shared), None)
+            });
             let model = verify_cpb(&path, Some(&shared), &mut report);
             (model, fingerprint.join().unwrap())
         });
@@ -818,9 +826,18 @@ mod tests {
             store_incompressible: false,
             ..one_record_per_chunk()
         };
-        split_dir(&testdata("tf1_large_consts"), &dir, 20000, options, &|_| {}).unwrap();
+        split_dir(
+            &testdata("tf1_large_consts"),
+            &dir,
+            &WriteOptions::default()
+                .with_max_size(20000)
+                .with_writer(options),
+            &|_| {},
+        )
+        .unwrap();
         let path = dir.join("saved_model.cpb");
-        let shared = SharedCpb::open(&path).expect("a small .cpb is shared");
+        let shared =
+            SharedCpb::open(&SavedModel::open(&dir).unwrap()).expect("a small .cpb is shared");
         let all = shared.chunks.infos().len() as u64;
         let bytes_chunks = all - shared.chunks.message_chunks().len() as u64;
         assert!(bytes_chunks >= 1, "the split made no BYTES chunk");
@@ -828,7 +845,9 @@ mod tests {
         assert!((0..all).all(|i| cache.is_cached(i)), "every chunk is kept");
         let mut report = VerifyReport::default();
         let (model, fingerprint) = std::thread::scope(|s| {
-            let fingerprint = s.spawn(|| fingerprint_dir_sharing(&dir, Some(&shared), None));
+            let fingerprint = s.spawn(|| {
+                fingerprint_model_sharing(&SavedModel::open(&dir).unwrap(), Some(&shared), None)
+            });
             let model = verify_cpb(&path, Some(&shared), &mut report);
             (model, fingerprint.join().unwrap())
         });
@@ -867,8 +886,9 @@ mod tests {
         split_dir(
             &testdata("tf2_multi_sig"),
             &dir,
-            5000,
-            one_record_per_chunk(),
+            &WriteOptions::default()
+                .with_max_size(5000)
+                .with_writer(one_record_per_chunk()),
             &|_| {},
         )
         .unwrap();
@@ -879,13 +899,14 @@ mod tests {
             let mut damaged = original.clone();
             damaged[at] ^= 0x24;
             std::fs::write(&path, &damaged).unwrap();
-            let Some(shared) = SharedCpb::open(&path) else {
+            let Some(shared) = SharedCpb::open(&SavedModel::open(&dir).unwrap()) else {
                 continue;
             };
             shared_cases += 1;
             let mut report = VerifyReport::default();
             let model = verify_cpb(&path, Some(&shared), &mut report);
-            let fingerprint = fingerprint_dir_sharing(&dir, Some(&shared), None);
+            let fingerprint =
+                fingerprint_model_sharing(&SavedModel::open(&dir).unwrap(), Some(&shared), None);
             let mut alone = VerifyReport::default();
             let model_alone = verify_cpb(&path, None, &mut alone);
             let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir);

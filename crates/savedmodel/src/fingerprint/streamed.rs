@@ -14,8 +14,8 @@ use unbound_canonical::{CanonicalError, Schema};
 
 use super::canonical::Source;
 use super::farmhash;
-use super::hashes::descriptor;
 use super::{model_fault, Result};
+use crate::dir::message_descriptor as descriptor;
 use crate::SavedModelError;
 
 /// The compiled schema of `tensorflow.SavedModel` (and every type it reaches), built once.

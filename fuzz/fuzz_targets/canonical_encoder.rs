@@ -3,7 +3,9 @@
 //! `SavedModel` verify checks against its schema. Differential: the encoder with its
 //! already-canonical fast path gives exactly the bytes of the full re-encoding, or both fail;
 //! verify's schema check (scanned in place first) never panics, and accepts whatever the
-//! canonical check accepts in its validating mode (which verify takes in its place).
+//! canonical check accepts in its validating mode (which verify takes in its place); the byte
+//! encoder of `unbound-canonical` (streaming messages from a size the second byte picks, and in
+//! memory) writes exactly the full re-encoding's bytes, or both fail.
 //!
 //! Seed it with `testdata/models/*/saved_model.pb` (prefixed by a type byte, or not).
 
@@ -38,6 +40,16 @@ fuzz_target!(|data: &[u8]| {
     let fast = encode(Encoder::new());
     let full = encode(Encoder::without_fast_path());
     assert_eq!(fast, full, "the fast path changed the deterministic encoding");
+
+    let schema = unbound_canonical::Schema::new(&desc);
+    let big = [1, 16, 256, 1 << 20][usize::from(rest.first().copied().unwrap_or(0)) % 4];
+    let mut streamed = Vec::new();
+    let streamed = unbound_canonical::encode_streaming_from(big, &schema, schema.root(), &[rest], &mut streamed)
+        .ok()
+        .map(|_| streamed);
+    assert_eq!(streamed, full, "the byte encoder (streamed from {big}) differs");
+    let in_memory = unbound_canonical::encode_to_vec(&schema, schema.root(), &[rest]).ok();
+    assert_eq!(in_memory, full, "the byte encoder (in memory) differs");
 
     // verify skips its schema check of a `.pb` this accepts: the schema check must agree.
     let valid = Encoder::new().is_canonical_and_valid(&bytes, &desc);

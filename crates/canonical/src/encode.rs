@@ -9,11 +9,11 @@
 //! messages are done.
 //!
 //! A nested message is written after its length, which is only known once it is encoded.
-//! Messages read from fewer than [`BIG`] bytes are encoded into a buffer first (a length byte
-//! is reserved and the bytes moved in the rare case the length needs more). Larger ones (a
+//! Messages read from fewer than 64 KiB are encoded into a buffer first (their length is
+//! reserved as wide as their input's, and the bytes moved in the rare case it differs). Larger ones (a
 //! graph, its library: megabytes to gigabytes) are not buffered: a first pass works out the
 //! size of each of them, and the second writes them straight to the [`Sink`] after their
-//! sizes. So memory stays within a few buffers of [`BIG`] bytes whatever the input's size,
+//! sizes. So memory stays within a few buffers of 64 KiB whatever the input's size,
 //! and the two passes cost about twice the work of one.
 //!
 //! A message already in canonical form (its encoding is its bytes) is found so in the first

@@ -86,7 +86,10 @@ pub fn hash_message(
     if enc.trusts_children() || input < STREAMED_FROM || too_built {
         return enc.fingerprint64(sources, desc);
     }
-    super::streamed::fingerprint64(sources, desc)
+    match super::streamed::fingerprint64(sources, desc)? {
+        Some(hash) => Ok(hash),
+        None => enc.fingerprint64(sources, desc),
+    }
 }
 
 /// Serialized messages of at least this many bytes, not known canonical, are hashed by the encoder of

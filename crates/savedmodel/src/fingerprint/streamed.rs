@@ -11,6 +11,7 @@ use std::sync::Mutex;
 
 use prost_reflect::MessageDescriptor;
 use unbound_canonical::{CanonicalError, Schema};
+use unbound_wire::codec::read_field;
 
 use super::canonical::Source;
 use super::farmhash;
@@ -54,9 +55,18 @@ const IN_MEMORY_UP_TO: usize = 1 << 30;
 
 /// FarmHash `Fingerprint64` of the deterministic serialization of the message of type `desc`
 /// made of `sources`: slices are read where they lie, a split's chunk taken as the pieces it
-/// is written as, and a built message written out first (losslessly: as the bytes it was built
-/// from).
-pub fn fingerprint64(sources: &[Source<'_>], desc: &MessageDescriptor) -> Result<u64> {
+/// is written as when each is whole fields, and a built message written out first
+/// (losslessly: as the bytes it was built from). `None` when a chunk's pieces cut a field (a
+/// large value written as a piece of its own after its key): the byte encoder reads whole
+/// fields only, so the caller takes the general encoder.
+pub fn fingerprint64(sources: &[Source<'_>], desc: &MessageDescriptor) -> Result<Option<u64>> {
+    for source in sources {
+        if let Source::Written(_, pieces) = source {
+            if !pieces.iter().all(|piece| whole_fields(piece)) {
+                return Ok(None);
+            }
+        }
+    }
     let schema = schema_of(desc)?;
     let mut written: Vec<Vec<u8>> = Vec::new();
     for source in sources {
@@ -79,9 +89,24 @@ pub fn fingerprint64(sources: &[Source<'_>], desc: &MessageDescriptor) -> Result
     if input <= IN_MEMORY_UP_TO {
         let bytes =
             unbound_canonical::encode_to_vec(&schema, root, &parts).map_err(encoding_error)?;
-        return Ok(farmhash::fingerprint64(&bytes));
+        return Ok(Some(farmhash::fingerprint64(&bytes)));
     }
-    unbound_canonical::fingerprint64(&schema, root, &parts).map_err(encoding_error)
+    unbound_canonical::fingerprint64(&schema, root, &parts)
+        .map(Some)
+        .map_err(encoding_error)
+}
+
+/// Whether `piece` is a run of whole fields: its keys and lengths, read one after another,
+/// end exactly at its end. (A piece that cuts a field ends inside it: the field's length, or
+/// its varint, runs past the end.)
+fn whole_fields(piece: &[u8]) -> bool {
+    let mut pos = 0;
+    while pos < piece.len() {
+        if read_field(piece, &mut pos).is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// The compiled schema of message type `desc`, built once per type.
@@ -93,4 +118,21 @@ fn schema_of(desc: &MessageDescriptor) -> Result<std::sync::Arc<Schema>> {
         .entry(desc.full_name().to_string())
         .or_insert_with(|| std::sync::Arc::new(Schema::new(desc)))
         .clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_fields;
+
+    #[test]
+    fn pieces_that_cut_a_field_are_not_whole_fields() {
+        // Field 1 (length-delimited, 3 bytes), then field 2 (varint 150).
+        let fields = [0x0a, 0x03, b'a', b'b', b'c', 0x10, 0x96, 0x01];
+        assert!(whole_fields(&fields));
+        assert!(whole_fields(&fields[..5]) && whole_fields(&fields[5..]));
+        // A key and length without the value (a large value written as a piece of its own).
+        assert!(!whole_fields(&fields[..2]));
+        // A varint cut in the middle.
+        assert!(!whole_fields(&fields[..7]));
+    }
 }

@@ -19,7 +19,7 @@
 //! A message already in canonical form (its encoding is its bytes) is found so in the first
 //! pass and copied as it is in the second: canonical input is a scan and a copy.
 
-use unbound_wire::codec::{read_field, read_varint, varint_len, WireType};
+use unbound_wire::codec::{read_field, read_varint, varint_len, RawField, WireType};
 use unbound_wire::DecodeError;
 
 use crate::error::{CanonicalError, Result};
@@ -1292,15 +1292,9 @@ fn read_entry<'a>(
                         canonical &= head == 1 + varint_len(value_bytes.len() as u64) as usize;
                     }
                     class => {
-                        let raw_value = if wire == 0 {
-                            raw.varint
-                        } else {
-                            fixed(value_bytes)
-                        };
-                        e.key_wire = normalize(class, raw_value);
-                        canonical &= head == 1
-                            && e.key_wire == raw_value
-                            && (wire != 0 || value_bytes.len() as u64 == varint_len(raw.varint));
+                        let (value, shortest) = entry_scalar(class, &raw, value_bytes, head);
+                        e.key_wire = value;
+                        canonical &= shortest;
                     }
                 }
             }
@@ -1318,15 +1312,9 @@ fn read_entry<'a>(
                         canonical &= head == 1 + varint_len(value_bytes.len() as u64) as usize;
                     }
                     class => {
-                        let raw_value = if wire == 0 {
-                            raw.varint
-                        } else {
-                            fixed(value_bytes)
-                        };
-                        e.value = normalize(class, raw_value);
-                        canonical &= head == 1
-                            && e.value == raw_value
-                            && (wire != 0 || value_bytes.len() as u64 == varint_len(raw.varint));
+                        let (value, shortest) = entry_scalar(class, &raw, value_bytes, head);
+                        e.value = value;
+                        canonical &= shortest;
                     }
                 }
             }
@@ -1355,6 +1343,20 @@ fn read_entry<'a>(
 /// The bytes an entry was read from, about: its key and value (for [`Encoder::buffered`]).
 fn e_len(e: &Entry<'_>, value_parts: &[&[u8]]) -> usize {
     4 + e.key_bytes.len() + e.value_bytes.len() + value_parts.iter().map(|p| p.len()).sum::<usize>()
+}
+
+/// A map entry's scalar key or value of `class` (read as `raw`, its bytes `bytes`, `head`
+/// bytes of key before them): the value C++ holds, and whether it was written as C++ writes
+/// it (one-byte key, shortest varint, already normalized).
+fn entry_scalar(class: Class, raw: &RawField, bytes: &[u8], head: usize) -> (u64, bool) {
+    let read = if raw.wire_type == WireType::Varint {
+        raw.varint
+    } else {
+        fixed(bytes)
+    };
+    let value = normalize(class, read);
+    let shortest = raw.wire_type != WireType::Varint || bytes.len() as u64 == varint_len(read);
+    (value, head == 1 && value == read && shortest)
 }
 
 fn key_cmp(order: KeyOrder, a: &Entry<'_>, b: &Entry<'_>) -> std::cmp::Ordering {

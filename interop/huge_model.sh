@@ -18,7 +18,7 @@
 #   (without the variable a model that is not past 2 GiB fails the size check).
 #   --keep keeps the temporary directory and prints its path.
 #
-# Needs: ~5.2 GB free in ${TMPDIR:-/tmp}, ~13 GB of available memory (TensorFlow's Merger peaks
+# Needs: ~5.1 GB free in ${TMPDIR:-/tmp} (less: see below), ~13 GB of available memory (TensorFlow's Merger peaks
 # at ~6 GB on the default model, unbound optimize at ~12 GB), a few minutes (about 2.5 on 2 cores). Prints
 #   huge model: ok (N nodes, S bytes)
 # and exits 0, or prints what differs and exits 1.
@@ -41,7 +41,21 @@ fail() { echo "huge model: FAIL: $*" >&2; exit 1; }
 
 tmp_parent="${TMPDIR:-/tmp}"
 free_kb="$(df -Pk "$tmp_parent" | awk 'NR==2 {print $4}')"
-(( free_kb > 5500000 )) || fail "need ~5.2 GB free in $tmp_parent (have $((free_kb / 1024)) MiB)"
+# The disk needed is two models at once (the input and optimize's output) plus 400 MiB. A CI
+# machine's disk can be smaller: then the past-2 GiB size is skipped, saying so, and the same
+# checks (TensorFlow's Merger, unbound's reader, optimize with a plugin) run on a small chunked
+# model, so the script still tests something that can fail. UNBOUND_HUGE_REQUIRE_DISK=1 makes
+# the shortage a failure instead.
+if (( ${#example_args[@]} == 0 )); then
+  need_kb=$(( 2 * 20 * 120 * 1024 + 400 * 1024 ))
+  if (( free_kb < need_kb )); then
+    msg="only $((free_kb / 1024)) MiB free in $tmp_parent, the 2.34 GiB model needs $((need_kb / 1024)) MiB"
+    [[ "${UNBOUND_HUGE_REQUIRE_DISK:-0}" == 1 ]] && fail "$msg"
+    echo "huge model: SKIPPED past 2 GiB ($msg); the same checks on a small chunked model" >&2
+    export UNBOUND_HUGE_ALLOW_SMALL=1
+    example_args=(--consts 3 --mib 4 --max-size 8000000)
+  fi
+fi
 avail_kb="$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)"
 if (( avail_kb > 0 && avail_kb < 7000000 )); then
   echo "huge_model.sh: warning: only $((avail_kb / 1024)) MiB of memory available;" \

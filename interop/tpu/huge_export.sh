@@ -11,7 +11,7 @@
 #   saved_model_checksum hashes every chunk, the second graph's included).
 #
 # usage: interop/tpu/huge_export.sh UNBOUND PYTHON MERGER_HARNESS
-# Needs ~7 GB free in ${TMPDIR:-/tmp}, ~8 GB of memory (TensorFlow's Merger), about 2.5 minutes on 2 cores.
+# Needs ~6.8 GB free in ${TMPDIR:-/tmp}, ~8 GB of memory (TensorFlow's Merger), about 2.5 minutes on 2 cores.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 unbound="$1"
@@ -19,7 +19,17 @@ py="$2"
 harness="$3"
 fail() { echo "FAIL tpu huge export: $*"; exit 1; }
 free_kb="$(df -Pk "${TMPDIR:-/tmp}" | awk 'NR==2 {print $4}')"
-(( free_kb > 7500000 )) || fail "need ~7 GB free in ${TMPDIR:-/tmp}"
+# Three graphs of 2.13 GiB are on disk at once (the input, then the output's two MetaGraphDefs)
+# plus 400 MiB. A CI machine's disk can be smaller: then this check says it was skipped and why
+# (UNBOUND_HUGE_REQUIRE_DISK=1 makes that a failure); the small TPU exports of tpu/check.sh
+# still run.
+need_kb=$(( 3 * 17 * 128 * 1024 + 400 * 1024 ))
+if (( free_kb < need_kb )); then
+  msg="only $((free_kb / 1024)) MiB free in ${TMPDIR:-/tmp}, needs $((need_kb / 1024)) MiB"
+  [[ "${UNBOUND_HUGE_REQUIRE_DISK:-0}" == 1 ]] && fail "$msg"
+  echo "SKIPPED tpu huge export: $msg"
+  exit 0
+fi
 (cd "$root" && cargo build --release --quiet -p unbound-tpu --example make_tpu_bench_model)
 work="$(mktemp -d "${TMPDIR:-/tmp}/unbound-tpu-huge.XXXXXX")"
 trap 'rm -rf "$work"' EXIT

@@ -177,7 +177,7 @@ impl WireMessage {
         let mut found = None;
         for &pos in positions.iter().rev() {
             let entry = self.expand_at(pos, &entry_desc)?;
-            if entry_key(entry)
+            if entry_key(entry, &entry_desc)
                 .map(|k| same_scalar(&k, key))
                 .unwrap_or_else(|| is_default(key))
             {
@@ -203,12 +203,16 @@ impl WireMessage {
         self.expand_at(pos, &entry_desc)
     }
 
-    /// `SetX` for a singular scalar field: replaces every occurrence with `value`.
+    /// `SetX` for a singular scalar field: replaces every occurrence of its wire type with
+    /// `value`.
     pub fn set_scalar(&mut self, fd: &FieldDescriptor, value: WireValue) {
         self.drop_superseded_oneof_members(fd);
         let number = fd.number();
-        let first = self.fields.iter().position(|f| f.number == number);
-        self.fields.retain(|f| f.number != number);
+        // Occurrences of another wire type are unknown fields to protobuf C++: kept.
+        let replaced =
+            |f: &WireField| f.number == number && crate::message::wire_type_fits(fd, &f.value);
+        let first = self.fields.iter().position(replaced);
+        self.fields.retain(|f| !replaced(f));
         let field = WireField { number, value };
         match first {
             Some(p) => self.fields.insert(p.min(self.fields.len()), field),
@@ -283,17 +287,24 @@ impl WireMessage {
         let Some(oneof) = fd.containing_oneof().filter(|o| !o.is_synthetic()) else {
             return;
         };
-        let members: Vec<u32> = oneof.fields().map(|f| f.number()).collect();
+        let members: Vec<FieldDescriptor> = oneof.fields().collect();
+        // An occurrence of a member with another wire type than the member's is an unknown
+        // field to protobuf C++: it neither sets the oneof nor is dropped with it.
+        let is_member = |f: &WireField| {
+            members
+                .iter()
+                .any(|m| m.number() == f.number && crate::message::wire_type_fits(m, &f.value))
+        };
         let last_other = self
             .fields
             .iter()
-            .rposition(|f| f.number != fd.number() && members.contains(&f.number));
+            .rposition(|f| f.number != fd.number() && is_member(f));
         let Some(last_other) = last_other else {
             return;
         };
         let mut i = 0;
         self.fields.retain(|f| {
-            let keep = !members.contains(&f.number) || (f.number == fd.number() && i > last_other);
+            let keep = !is_member(f) || (f.number == fd.number() && i > last_other);
             i += 1;
             keep
         });
@@ -328,13 +339,16 @@ fn parse_payload(payload: &Payload, desc: &MessageDescriptor, number: u32) -> Re
     })
 }
 
-/// The key of an expanded map entry (its last field 1), if set.
-fn entry_key(entry: &WireMessage) -> Option<WireValue> {
+/// The key of map entry `entry` (of type `entry_desc`): its last occurrence of field 1 of the
+/// key's wire type (one of another wire type is an unknown field to protobuf C++, which drops
+/// it with the entry's other unknown fields).
+fn entry_key(entry: &WireMessage, entry_desc: &MessageDescriptor) -> Option<WireValue> {
+    let key_fd = entry_desc.map_entry_key_field();
     entry
         .fields
         .iter()
         .rev()
-        .find(|f| f.number == 1)
+        .find(|f| f.number == 1 && crate::message::wire_type_fits(&key_fd, &f.value))
         .map(|f| f.value.clone())
 }
 
@@ -436,5 +450,54 @@ mod tests {
             meta.to_vec().unwrap(),
             [0x0a, 0x06, 0x0a, 0x01, b'a', 0x22, 0x01, b't', 0x08, 0x05]
         );
+    }
+
+    /// `AttrValue { tensor { dtype: DT_FLOAT } }` followed by field 6 (`type`, an enum of the
+    /// same oneof) sent length-delimited: protobuf C++ keeps that as an unknown field, so the
+    /// oneof still holds the tensor. Reaching into the tensor (as the Merger does to put a
+    /// chunk's `tensor_content` there) keeps it and the unknown field; setting a scalar of the
+    /// tensor replaces only the occurrences of its own wire type.
+    #[test]
+    fn a_oneof_member_of_another_wire_type_does_not_supersede_the_member_set() {
+        let pool = unbound_proto::descriptor_pool();
+        let attr = pool.get_message_by_name("tensorflow.AttrValue").unwrap();
+        let tensor_fd = attr.get_field(8).unwrap();
+        let bytes = Bytes::from_static(&[0x42, 0x02, 0x08, 0x01, 0x32, 0x01, b'x']);
+        let mut value = WireMessage::parse(&bytes, Some(attr)).unwrap();
+        let tensor = value.singular_message_mut(&tensor_fd).unwrap();
+        // tensor_content (field 4, bytes) beside a dtype... and an unknown varint field 4.
+        let content_fd = tensor_fd.kind().as_message().unwrap().get_field(4).unwrap();
+        tensor.fields.push(WireField {
+            number: 4,
+            value: WireValue::Varint(7),
+        });
+        tensor.set_scalar(
+            &content_fd,
+            WireValue::Bytes(Payload::Inline(Bytes::from_static(b"ab"))),
+        );
+        assert_eq!(
+            value.to_vec().unwrap(),
+            [0x42, 0x08, 0x08, 0x01, 0x22, 0x02, b'a', b'b', 0x20, 0x07, 0x32, 0x01, b'x']
+        );
+    }
+
+    /// A map entry `{ key: "k", value: 5, 1: fixed64 8 }`: the last field 1 has another wire
+    /// type than the key's (an unknown field to protobuf C++), so the entry's key is still
+    /// "k" and a change reaches that entry rather than a new one that would supersede it.
+    #[test]
+    fn a_map_key_of_another_wire_type_is_not_the_key() {
+        let pool = unbound_proto::descriptor_pool();
+        let node = pool.get_message_by_name("tensorflow.NodeDef").unwrap();
+        let attr_fd = node.get_field(5).unwrap();
+        let entry: &[u8] = &[
+            0x0a, 0x01, b'k', 0x12, 0x02, 0x18, 0x05, 0x09, 8, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        let mut bytes = vec![0x2a, entry.len() as u8];
+        bytes.extend_from_slice(entry);
+        let mut message = WireMessage::parse(&Bytes::from(bytes), Some(node)).unwrap();
+        let key = WireValue::Bytes(Payload::Inline(Bytes::from_static(b"k")));
+        let found = message.map_entry_mut(&attr_fd, &key).unwrap();
+        assert_eq!(found.fields.len(), 3, "the entry that was there");
+        assert_eq!(message.fields.len(), 1, "no entry added");
     }
 }

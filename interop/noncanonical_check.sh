@@ -26,7 +26,9 @@
 #   function), `export-tpu --to-cpu` of that export, `optimize` with the prune-identity
 #   plugin: the fingerprint.pb it wrote equals TensorFlow's CreateFingerprintDef of the output
 #   directory (hash fields and producer; the uuid is random), and `unbound verify` accepts the
-#   output.
+#   output; the `.pb` that `merge`, `tags` and `optimize` write is byte for byte protobuf C++'s
+#   deterministic serialization of its message (for `merge`: of what TensorFlow's Merger reads
+#   from the input).
 #
 # usage: interop/noncanonical_check.sh [--quick]
 #   (prints "noncanonical check: N passed, M failed"; exits 1 if any failed)
@@ -104,6 +106,25 @@ check_write() {
   check_verify "$name" "$out"
 }
 
+# check_canonical NAME OUT [SRC]: OUT's saved_model.pb is byte for byte what protobuf C++ writes
+# for its message (merger_harness read: TensorFlow's Merger::Read, then its deterministic
+# serialization), and with SRC, what TensorFlow's Merger makes of SRC's model: every .pb a
+# command writes from a model it changed or merged is canonical, whatever the input's encoding
+# (a `split` with nothing to split copies its input as it is, and is not checked here).
+check_canonical() {
+  local name="$1" out="$2" src="${3:-$2}"
+  [ -f "$out/saved_model.pb" ] || return 0  # not written: reported by check_write
+  if ! "$harness" read --type tensorflow.SavedModel "$src/saved_model" "$work/tf_written.pb" \
+      2>"$work/harness.err"; then
+    fail "$name canonical: merger_harness read: $(tail_of "$work/harness.err" 1)"; return
+  fi
+  if cmp -s "$out/saved_model.pb" "$work/tf_written.pb"; then
+    ok "$name saved_model.pb is TensorFlow's serialization"
+  else
+    fail "$name saved_model.pb differs from TensorFlow's deterministic serialization of $(basename "$src")"
+  fi
+}
+
 # check_variant NAME DIR KIND: every check of a variant. KIND: tf2 (every command), tf1
 # (export-tpu needs --function), nodes (no export-tpu), tpu (a TPU export: --to-cpu only).
 check_variant() {
@@ -113,24 +134,31 @@ check_variant() {
   check_verify "$name" "$dir"
   if [ "$kind" = tpu ]; then
     check_write "$name to-cpu" "$dir.cpu" "$unbound" export-tpu --to-cpu "$dir" "$dir.cpu"
+    check_canonical "$name to-cpu" "$dir.cpu"
     return
   fi
   check_write "$name split $small" "$dir.split" "$unbound" split "$dir" "$dir.split" --max-size "$small"
   check_write "$name split" "$dir.split_pb" "$unbound" split "$dir" "$dir.split_pb"
   if [ -d "$dir.split" ]; then
     check_write "$name merge of split $small" "$dir.merged" "$unbound" merge "$dir.split" "$dir.merged"
+    check_canonical "$name merge of split $small" "$dir.merged" "$dir.split"
   fi
   check_write "$name merge" "$dir.merged_pb" "$unbound" merge "$dir" "$dir.merged_pb"
+  check_canonical "$name merge" "$dir.merged_pb" "$dir"
   check_write "$name tags --duplicate" "$dir.tags" "$unbound" tags "$dir" "$dir.tags" --duplicate serve=serve,tpu
+  check_canonical "$name tags --duplicate" "$dir.tags"
   case "$kind" in
     tf2) check_write "$name export-tpu" "$dir.tpu" "$unbound" export-tpu "$dir" "$dir.tpu" ;;
     tf1) check_write "$name export-tpu" "$dir.tpu" "$unbound" export-tpu "$dir" "$dir.tpu" \
       --function __inference_scale_and_shift_350 ;;
   esac
   if [ -d "$dir.tpu" ]; then
+    check_canonical "$name export-tpu" "$dir.tpu"
     check_write "$name export-tpu --to-cpu" "$dir.cpu" "$unbound" export-tpu --to-cpu "$dir.tpu" "$dir.cpu"
+    check_canonical "$name export-tpu --to-cpu" "$dir.cpu"
   fi
   check_write "$name optimize" "$dir.opt" "$unbound" optimize "$dir" "$dir.opt" --plugin "$plugin" --device-type CPU
+  check_canonical "$name optimize" "$dir.opt"
   # Outputs are checked: drop them (the many-node model's add up).
   rm -rf "$dir".split* "$dir".merged* "$dir.tags" "$dir.tpu" "$dir.cpu" "$dir.opt"
 }

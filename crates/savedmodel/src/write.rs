@@ -10,8 +10,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::io::Write as _;
 use unbound_chunked::{copy_unchunked, write_chunked, write_message_with_progress, Written};
-use unbound_io::TempPath;
+use unbound_io::{write_atomically, TempPath};
 use unbound_proto::tensorflow::FingerprintDef;
 use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
@@ -592,12 +593,12 @@ fn write_pb(
 /// is written. The fingerprint is the one `write_model` returns when it computed it (its
 /// checkpoint hash is then filled in here), else one computed from the directory. Returns what
 /// `write_model` returned and the number of files copied.
-fn write_dir_atomically<T>(
+fn write_dir_atomically(
     src: &Path,
     tmp: TempPath,
-    write_model: impl FnOnce(&Path) -> Result<(T, Option<FingerprintDef>)>,
-) -> Result<(T, usize)> {
-    let (value, computed) = write_model(tmp.path())?;
+    write_model: impl FnOnce(&Path) -> Result<(Written, Option<FingerprintDef>)>,
+) -> Result<(Written, usize)> {
+    let (mut written, computed) = write_model(tmp.path())?;
     let copied = copy_tree(src, tmp.path(), true)?;
     // A fresh fingerprint of the model just written (the old one is not carried over).
     let fingerprint = match computed {
@@ -605,11 +606,31 @@ fn write_dir_atomically<T>(
             checkpoint_hash: crate::fingerprint::checkpoint_hash(tmp.path()),
             ..def
         },
-        None => crate::fingerprint::fingerprint_dir(tmp.path())?,
+        None => {
+            let (def, canonical) = crate::fingerprint::fingerprint_written(tmp.path())?;
+            if let Some((path, bytes)) = canonical {
+                written.data_bytes = write_canonical_form(&path, &bytes)?;
+            }
+            def
+        }
     };
     crate::fingerprint::write_fingerprint(tmp.path(), &fingerprint)?;
     tmp.persist()?;
-    Ok((value, copied))
+    Ok((written, copied))
+}
+
+/// Writes `bytes`, the canonical form of the `.pb` at `path` (found while it was fingerprinted),
+/// in its place, atomically: a model held as read keeps its fields' encodings (map entries
+/// without their default keys, packed or not, fields sent in parts), which protobuf C++ would
+/// have written otherwise. Every `.pb` unbound writes is then byte for byte what TensorFlow
+/// writes for the same message (a `merge` equals the Merger's output), and reads back on the
+/// fast paths of a canonical model. Returns the size written.
+fn write_canonical_form(path: &Path, bytes: &[u8]) -> Result<u64> {
+    write_atomically(path, |out| {
+        out.write_all(bytes)
+            .map_err(|e| SavedModelError::io(path, e))?;
+        Ok::<_, SavedModelError>(bytes.len() as u64)
+    })
 }
 
 /// The output directory `out` of a command reading `src`, begun: its temporary directory,

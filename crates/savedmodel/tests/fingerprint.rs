@@ -237,8 +237,43 @@ fn merge_of_a_model_with_a_known_number_of_another_wire_type_fingerprints_what_i
     let stored = read_fingerprint(&merged).unwrap();
     assert_eq!(hashes(&stored), hashes(&fingerprint_dir(&merged).unwrap()));
     assert_eq!(hashes(&stored), hashes(&fingerprint_dir(&src).unwrap()));
-    // Written losslessly: the unknown fields keep their order.
-    assert_eq!(std::fs::read(merged.join("saved_model.pb")).unwrap(), bytes);
+    // Written losslessly, in canonical form: the unknown fields keep their order, after the
+    // known ones.
+    let written = std::fs::read(merged.join("saved_model.pb")).unwrap();
+    assert_eq!(written, canonical(&bytes));
+    assert!(written.ends_with(&[0x1a, 0x00, 0x0a, 0x00]));
+}
+
+/// The canonical form (protobuf C++'s deterministic serialization) of the SavedModel `bytes`.
+fn canonical(bytes: &[u8]) -> Vec<u8> {
+    let desc = unbound_savedmodel::dir::saved_model_descriptor().unwrap();
+    let schema = unbound_canonical::Schema::new(&desc);
+    unbound_canonical::encode_to_vec(&schema, schema.root(), &[bytes]).unwrap()
+}
+
+/// A `.pb` whose fields come out of field-number order (the schema version after the meta
+/// graphs, as another writer may put it) is merged to its canonical form, the one its
+/// original's fields in order have too, fingerprinted as TensorFlow fingerprinted the original.
+#[test]
+fn merge_writes_the_canonical_form_of_a_model_out_of_field_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    copy_dir(&testdata("tf2_multi_sig"), &src);
+    std::fs::remove_file(src.join("fingerprint.pb")).unwrap();
+    let original = std::fs::read(src.join("saved_model.pb")).unwrap();
+    // saved_model_schema_version = 1 (field 1, a varint) comes first.
+    assert_eq!(&original[..2], &[0x08, 0x01]);
+    let mut moved = original[2..].to_vec();
+    moved.extend_from_slice(&[0x08, 0x01]);
+    std::fs::write(src.join("saved_model.pb"), &moved).unwrap();
+    let merged = tmp.path().join("merged");
+    merge_dir(&src, &merged, &mut |_, _| {}).unwrap();
+    let written = std::fs::read(merged.join("saved_model.pb")).unwrap();
+    assert_eq!(written, canonical(&original));
+    assert_ne!(written, moved);
+    let stored = read_fingerprint(&merged).unwrap();
+    let tensorflows = read_fingerprint(&testdata("tf2_multi_sig")).unwrap();
+    assert_eq!(hashes(&stored), hashes(&tensorflows));
 }
 
 #[test]

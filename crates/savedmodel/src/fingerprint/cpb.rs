@@ -215,15 +215,27 @@ fn hashes_with(
     let meta_graph = [first_meta_graph(&model)?];
     let mut enc = Encoder::new();
 
+    // A chunk not held built (a file's) is read as its bytes: serialized GraphDef fields,
+    // which the Merger would parse and append to the graph; the byte encoder reads them
+    // where they lie instead (issue 29: merged, they went to the general encoder, which a
+    // non-canonical model made ten times slower).
+    let raw = graph_chunks
+        .iter()
+        .filter(|(_, chunk)| chunk.is_none())
+        .map(|&(index, _)| {
+            let bytes = chunks.bytes(index)?;
+            chunks.check_len(index, bytes.len() as u64)?;
+            Ok((index, bytes))
+        })
+        .collect::<Result<HashMap<u64, Bytes>>>()?;
     let mut graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
-    graph.extend(
-        graph_chunks
-            .iter()
-            .map(|&(index, chunk)| match pieces.get(&index) {
-                Some(pieces) => Source::Written(chunk, pieces),
-                None => Source::Ref(chunk),
-            }),
-    );
+    for &(index, chunk) in &graph_chunks {
+        graph.push(match (chunk, pieces.get(&index)) {
+            (Some(chunk), Some(pieces)) => Source::Written(chunk, pieces),
+            (Some(chunk), None) => Source::Ref(chunk),
+            (None, _) => Source::Raw(raw[&index].clone()),
+        });
+    }
     enc.trust_children(trust == Trust::CanonicalChildren);
     enc.write_out_built(trust == Trust::InMemory);
     let graph_hash = hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?);
@@ -260,17 +272,18 @@ fn hashes_with(
 }
 
 /// The pruned tree `pruned` without the chunks merged whole into the graph (chunked fields at
-/// exactly `graph_tags`, each a chunk held built, with nothing chunked below it), and those
-/// chunks in merge order ([`sort_for_merge`]) with their indices: the graph is hashed from them as they are
-/// held, after what the rest merges into it, instead of having their fields copied into the
-/// merged graph first (issue 15: the copy of millions of nodes, and its freeing, were a tenth
-/// of the fingerprint of a split). `None` when there are no such chunks, or when another chunked field leads into the
-/// graph (a whole meta graph in a chunk, say): the graph is then merged as a whole.
+/// exactly `graph_tags`, each a chunk with nothing chunked below it), and those chunks in merge
+/// order ([`sort_for_merge`]) with their indices and, when the source holds them built (a
+/// split), the messages: the graph is hashed from them as they are held or written, after what
+/// the rest merges into it, instead of having their fields copied into the merged graph first
+/// (issue 15: the copy of millions of nodes, and its freeing, were a tenth of the fingerprint
+/// of a split). `None` when there are no such chunks, or when another chunked field leads into
+/// the graph (a whole meta graph in a chunk, say): the graph is then merged as a whole.
 fn graph_chunks_apart<'c>(
     pruned: &ChunkedMessage,
     graph_tags: &[FieldIndex],
     chunks: &'c dyn ChunkSource,
-) -> Option<(ChunkedMessage, Vec<(u64, &'c WireMessage)>)> {
+) -> Option<(ChunkedMessage, Vec<(u64, Option<&'c WireMessage>)>)> {
     let mut rest = ChunkedMessage {
         chunk_index: pruned.chunk_index,
         chunked_fields: Vec::new(),
@@ -284,7 +297,7 @@ fn graph_chunks_apart<'c>(
                 return None;
             }
             let index = below.chunk_index?;
-            graph_chunks.push((index, chunks.built(index)?));
+            graph_chunks.push((index, chunks.built(index)));
         } else if matches(graph_tags, &field.field_tag) == field.field_tag.len() {
             return None;
         } else {

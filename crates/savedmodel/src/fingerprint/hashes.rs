@@ -83,7 +83,11 @@ pub fn hash_message(
     // of them. Mostly built sources stay with the general encoder, which reads them where
     // they are.
     let too_built = built * 4 > input && !enc.writes_out_built();
-    if enc.trusts_children() || input < STREAMED_FROM || too_built {
+    if enc.trusts_children()
+        || input < STREAMED_FROM
+        || too_built
+        || looks_canonical(enc, sources, desc)
+    {
         return enc.fingerprint64(sources, desc);
     }
     match super::streamed::fingerprint64(sources, desc)? {
@@ -91,6 +95,32 @@ pub fn hash_message(
         None => enc.fingerprint64(sources, desc),
     }
 }
+
+/// Whether the first [`PROBED`] bytes of whole fields of the first serialized source in
+/// `sources` are canonical: the general encoder, which takes canonical messages as they are
+/// without a copy, is then the faster and leaner of the two (a `.cpb` written by protobuf
+/// C++ or unbound), else the byte encoder (issue 29). Only the choice of path rests on it:
+/// both give the same hash for any input.
+fn looks_canonical(enc: &mut Encoder, sources: &[Source<'_>], desc: &MessageDescriptor) -> bool {
+    let first = sources.iter().find_map(|source| match source {
+        Source::Raw(buf) => Some(buf.clone()),
+        Source::Slice(buf, start, end) => Some(buf.slice(*start..*end)),
+        _ => None,
+    });
+    let Some(first) = first else {
+        return false;
+    };
+    let mut end = 0;
+    while end < first.len().min(PROBED) {
+        if unbound_wire::codec::read_field(&first, &mut end).is_err() {
+            return false;
+        }
+    }
+    enc.is_canonical(&first.slice(..end), desc)
+}
+
+/// How much of a source [`looks_canonical`] reads.
+const PROBED: usize = 256 << 10;
 
 /// Serialized messages of at least this many bytes, not known canonical, are hashed by the encoder of
 /// `unbound_canonical` (issue 29: the general encoder lists every field of every message, ten

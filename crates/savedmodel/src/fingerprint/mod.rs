@@ -29,6 +29,8 @@ mod wire_values;
 
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
+
 use crate::dir::SavedModel;
 use crate::format::ModelFormat;
 use crate::shared_cpb::SharedCpb;
@@ -108,6 +110,24 @@ pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
 /// [`fingerprint_dir`] of a SavedModel already opened.
 pub fn fingerprint_model(model: &SavedModel) -> Result<FingerprintDef> {
     fingerprint_model_sharing(model, None, None)
+}
+
+/// [`fingerprint_dir`] of a directory just written, and, when its model file is a `.pb` whose
+/// bytes are not canonical, that file's path and canonical form, for the writer to put in its
+/// place: the fingerprint is that form's (a `.pb`'s fingerprint is the same for any encoding of
+/// its message), so it describes the file either way.
+pub(crate) fn fingerprint_written(
+    dir: &Path,
+) -> Result<(FingerprintDef, Option<(PathBuf, Bytes)>)> {
+    let model = open_fingerprinted(dir)?;
+    if model.format() != ModelFormat::Pb {
+        return Ok((fingerprint_model(&model)?, None));
+    }
+    let file = fingerprinted(&model)?;
+    let (hashes, canonical) =
+        pb::hashes_and_canonical_form(file).map_err(|e| naming_file(file, e))?;
+    let def = definition(hashes, checkpoint_hash(dir), false);
+    Ok((def, canonical.map(|bytes| (file.to_path_buf(), bytes))))
 }
 
 /// [`fingerprint_model`], reading the `.cpb` through `shared` when it is the file

@@ -32,7 +32,16 @@ use super::{CanonicalVerdict, Hashes, Result};
 /// The whole-model canonical check is made in the mode that also checks what protobuf C++
 /// checks when it parses when `verdict` is given, and its answer published there.
 pub fn hashes(pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hashes> {
-    hashes_unless_canonical(pb_file, verdict, true).map(|hashes| hashes.expect("asked for"))
+    hashes_unless_canonical(pb_file, verdict, true).map(|(hashes, _)| hashes.expect("asked for"))
+}
+
+/// [`hashes`], and the model's canonical form when its bytes are not canonical (made on the
+/// way: the hashes are those of that form). A writer puts it in place of the file it wrote
+/// (see `write.rs`), so that every `.pb` unbound writes is what protobuf C++ writes, byte for
+/// byte, and its fingerprint, computed from those bytes, describes the file.
+pub fn hashes_and_canonical_form(pb_file: &Path) -> Result<(Hashes, Option<bytes::Bytes>)> {
+    hashes_unless_canonical(pb_file, None, true)
+        .map(|(hashes, canonical)| (hashes.expect("asked for"), canonical))
 }
 
 /// What [`hashes`] would refuse, refused the same way, without hashing when it can be
@@ -46,7 +55,7 @@ pub fn hashes(pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hash
 /// what protobuf C++ checks when it parses, whose answer `verdict` gets: only a model valid
 /// that way is known not to fail where it is not hashed.
 pub fn check(pb_file: &Path, verdict: &CanonicalVerdict) -> Result<Option<Hashes>> {
-    hashes_unless_canonical(pb_file, Some(verdict), false)
+    hashes_unless_canonical(pb_file, Some(verdict), false).map(|(hashes, _)| hashes)
 }
 
 /// [`hashes`], or with `!hash_canonical` (and a `verdict`) [`check`].
@@ -54,7 +63,7 @@ fn hashes_unless_canonical(
     pb_file: &Path,
     verdict: Option<&CanonicalVerdict>,
     hash_canonical: bool,
-) -> Result<Option<Hashes>> {
+) -> Result<(Option<Hashes>, Option<bytes::Bytes>)> {
     let desc = descriptor("tensorflow.SavedModel")?;
     let bytes = map_file(pb_file)?;
     let model = WireMessage::parse(&bytes, Some(desc.clone()))
@@ -94,11 +103,12 @@ fn hashes_unless_canonical(
             None if hash_canonical => graph_program_hash(&meta_graph, true)?,
             None => {
                 small_hashes(&meta_graph, 0, 0)?;
-                return Ok(None);
+                return Ok((None, None));
             }
         };
         let saved_model_checksum = fingerprint64(&bytes);
-        return small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash).map(Some);
+        let hashes = small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash)?;
+        return Ok((Some(hashes), None));
     }
     // Not canonical: its canonical form, made in memory, is hashed as a canonical model is.
     let canonical = bytes::Bytes::from(streamed::canonical_model(&bytes)?);
@@ -110,12 +120,12 @@ fn hashes_unless_canonical(
         Some(hash) => hash,
         None => graph_program_hash(&meta_graph, true)?,
     };
-    small_hashes(
+    let hashes = small_hashes(
         &meta_graph,
         fingerprint64(&canonical),
         graph_def_program_hash,
-    )
-    .map(Some)
+    )?;
+    Ok((Some(hashes), Some(canonical)))
 }
 
 /// The hashes of `meta_graph`'s signatures and object graph, with the two large ones.

@@ -4,6 +4,9 @@
 //! [`write_model_dir`](crate::write::write_model_dir) (split when large, every other file
 //! carried over, a fresh fingerprint, atomically).
 //!
+//! The source is read only when `verify` accepts it ([`crate::verify::verified_model`]), the
+//! rule of every command that writes a model.
+//!
 //! Only `MetaGraphDef.graph_def` changes: every other field of the model (signatures, assets,
 //! object graph, fields this schema does not know) is written back byte for byte as read.
 //!
@@ -142,7 +145,9 @@ where
     F: FnMut(&MetaGraphAt<'_>, MetaGraphDef, Bytes) -> Result<NewGraph, E>,
 {
     let opened = SavedModel::open(src)?;
-    let mut model = opened.read()?.message;
+    // Only a model `verify` accepts is rewritten, as `split` and `merge` do: a damaged one is
+    // refused, never written out as broken. The verification is the one reading of the model.
+    let mut model = crate::verify::verified_model(&opened)?;
     let (all_kept, known) = std::thread::scope(|s| {
         let known = fingerprint_source.then(|| s.spawn(|| KnownFingerprint::of_pb_source(&opened)));
         let all_kept = rewrite_each_graph(src, &mut model, &mut rewrite);

@@ -16,6 +16,10 @@ use unbound_tpu::tags::parse_tag_set;
 use super::compression::CompressionArg;
 use super::CmdResult;
 
+/// The largest `--topology` file read: a TopologyProto holds a mesh shape and four
+/// coordinates per TPU device, a few hundred kilobytes for the largest pods.
+const MAX_TOPOLOGY_BYTES: u64 = 64 << 20;
+
 /// Arguments of `unbound export-tpu`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -60,8 +64,14 @@ pub struct Args {
     /// One _tpu_replicate cluster name for all functions (default: one per function).
     #[arg(long)]
     shared_cluster_name: bool,
-    /// Reverse: turn a TPU model back into one that runs on CPU (every MetaGraphDef).
-    #[arg(long, conflicts_with_all = ["functions", "batch", "tpu_only", "list_functions"])]
+    /// Reverse: turn a TPU model back into one that runs on CPU (every MetaGraphDef, each
+    /// keeping its tag-set). The options that choose or shape the TPU MetaGraphDef (--tags,
+    /// --source-tags, --function, --batch, --topology, ...) do not apply and are refused.
+    #[arg(long, conflicts_with_all = [
+        "functions", "batch", "tpu_only", "keep_cpu", "list_functions", "tags", "source_tags",
+        "num_cores_per_replica", "no_spmd", "topology", "device_assignment",
+        "shared_cluster_name",
+    ])]
     to_cpu: bool,
     /// With --to-cpu: also turn BatchFunction into plain calls.
     #[arg(long, requires = "to_cpu")]
@@ -116,8 +126,11 @@ pub fn run(args: Args) -> CmdResult {
         return Ok(());
     }
     let topology = match &args.topology {
+        // The one input rule: a regular file (a FIFO or /dev/zero is refused, not read), of a
+        // bounded size, read whole.
         Some(path) => Some(Bytes::from(
-            std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?,
+            unbound_io::read_file(path, MAX_TOPOLOGY_BYTES)
+                .map_err(|e| format!("--topology: {e}"))?,
         )),
         None => None,
     };

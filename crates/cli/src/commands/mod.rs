@@ -34,6 +34,16 @@ pub fn note_model_choice(dir: &std::path::Path) {
     }
 }
 
+/// Warns on standard error, naming the file and the fault, when `dir/variables/variables.index`
+/// is there but cannot be read (a FIFO, a device, a link to nothing): a command that goes on
+/// without it says so, and `consequence` says what it gives instead. TensorFlow does the same
+/// for the fingerprint's `checkpoint_hash`: 0, with a warning.
+pub fn warn_unreadable_index(dir: &std::path::Path, consequence: &str) {
+    if let Some(fault) = unbound_savedmodel::fingerprint::checkpoint_index_fault(dir) {
+        errln!("unbound: warning: {fault}: the checkpoint index cannot be read; {consequence}");
+    }
+}
+
 /// The one overwrite rule of every command that writes (`split`, `merge`, `optimize`, `proto
 /// split`/`merge`, `vars --npy`, `layout pack`; `layout unpack`/`relayout` also accept an
 /// empty OUTDIR): an output path that exists (file, directory or symlink) is refused, never

@@ -167,7 +167,7 @@ fn inside(len: u64, offset: u64, size: u64, what: &str) -> Result<(), String> {
     match offset.checked_add(size) {
         Some(end) if end <= len => Ok(()),
         _ => Err(format!(
-            "truncated or damaged: {what} (bytes {offset}..{}) run past the end of the file \
+            "truncated or damaged: {what} at bytes {offset}..{}, past the end of the file \
              ({len} bytes)",
             offset.saturating_add(size)
         )),

@@ -98,7 +98,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let out = args.out.clone().unwrap_or_default();
     if args.list_functions {
-        let source = args.source_tags.as_deref().map(parse_tag_set).transpose()?;
+        let source = source_tags(&args)?;
         let (tags, list) = functions(&args.dir, source.as_deref())?;
         if args.json {
             let json = serde_json::json!({ "tags": tags, "functions": list });
@@ -125,19 +125,11 @@ pub fn run(args: Args) -> CmdResult {
         printed.map_err(|e| e.after_writing(&out))?;
         return Ok(());
     }
-    let topology = match &args.topology {
-        // The one input rule: a regular file (a FIFO or /dev/zero is refused, not read), of a
-        // bounded size, read whole.
-        Some(path) => Some(Bytes::from(
-            unbound_io::read_file(path, MAX_TOPOLOGY_BYTES)
-                .map_err(|e| format!("--topology: {e}"))?,
-        )),
-        None => None,
-    };
+    let topology = args.topology.as_deref().map(read_topology).transpose()?;
     let options = ExportOptions {
         functions: args.functions.clone(),
-        tags: parse_tag_set(&args.tags)?,
-        source_tags: args.source_tags.as_deref().map(parse_tag_set).transpose()?,
+        tags: parse_tag_set(&args.tags).map_err(|e| format!("--tags: {e}"))?,
+        source_tags: source_tags(&args)?,
         tpu_only: args.tpu_only,
         tpu: TpuOptions {
             num_cores_per_replica: args.num_cores_per_replica,
@@ -163,6 +155,31 @@ pub fn run(args: Args) -> CmdResult {
     };
     printed.map_err(|e| e.after_writing(&out))?;
     Ok(())
+}
+
+/// The `--topology` file: by the one input rule, a regular file (a FIFO or /dev/zero is
+/// refused, not read) of a bounded size, read whole; it must be a protobuf message (its
+/// fields are TensorFlow's to read: TopologyProto is not among our schemas).
+fn read_topology(path: &std::path::Path) -> Result<Bytes, String> {
+    let bytes = Bytes::from(
+        unbound_io::read_file(path, MAX_TOPOLOGY_BYTES).map_err(|e| format!("--topology: {e}"))?,
+    );
+    unbound_wire::WireMessage::parse(&bytes, None).map_err(|e| {
+        format!(
+            "--topology: {}: not a serialized TopologyProto: {e}",
+            path.display()
+        )
+    })?;
+    Ok(bytes)
+}
+
+/// `--source-tags`, parsed; an error names the option.
+fn source_tags(args: &Args) -> Result<Option<Vec<String>>, String> {
+    args.source_tags
+        .as_deref()
+        .map(parse_tag_set)
+        .transpose()
+        .map_err(|e| format!("--source-tags: {e}"))
 }
 
 fn set(tags: &[String]) -> String {

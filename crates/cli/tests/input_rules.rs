@@ -208,9 +208,23 @@ fn symlinks_to_files_and_directories_are_followed_by_every_command() {
     let store = tmp.path().join("store");
     std::fs::rename(m.join("variables"), &store).unwrap();
     symlink(&store, m.join("variables")).unwrap();
+    let shard = tmp.path().join("shard");
+    let shard_name = "variables.data-00000-of-00001";
+    std::fs::rename(store.join(shard_name), &shard).unwrap();
+    symlink(&shard, store.join(shard_name)).unwrap();
     let model_file = tmp.path().join("model.pb");
     std::fs::rename(m.join("saved_model.pb"), &model_file).unwrap();
     symlink(&model_file, m.join("saved_model.pb")).unwrap();
+    // What show reports of the variables is what it reports of the original.
+    let show_json = |dir: &Path| {
+        let out = unbound(["show".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+        assert!(out.status.success(), "{}", describe(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (linked, original) = (show_json(&m), show_json(&model("tf2_multi_sig")));
+    for field in ["variables_bytes", "variables_files"] {
+        assert_eq!(linked[field], original[field], "{field}");
+    }
     for command in ["verify", "show", "fingerprint", "vars"] {
         let out = unbound([command.as_ref(), m.as_os_str()]);
         assert!(out.status.success(), "{command}: {}", describe(&out));

@@ -55,7 +55,13 @@ pub(crate) fn check_shared_object(path: &Path) -> Result<(), PluginFault> {
         unbound_io::IoError::NotRegularFile { kind, .. } => PluginFault::NotRegularFile(kind),
         other => PluginFault::Unreadable(other.to_string()),
     })?;
-    check_elf(&bytes).map_err(PluginFault::NotSharedObject)
+    check_shared_object_bytes(&bytes)
+}
+
+/// The checks of [`check_shared_object`] on the bytes of a plugin file already read: `Ok`, or
+/// [`PluginFault::NotSharedObject`] saying what is wrong.
+pub fn check_shared_object_bytes(bytes: &[u8]) -> Result<(), PluginFault> {
+    check_elf(bytes).map_err(PluginFault::NotSharedObject)
 }
 
 /// The checks of [`check_shared_object`] on the file's bytes; the fault as a phrase.

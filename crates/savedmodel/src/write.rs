@@ -263,13 +263,12 @@ pub(crate) struct KnownFingerprint {
 }
 
 impl KnownFingerprint {
-    /// The fingerprint of the opened model `src`, when its model file is a `saved_model.pb`
-    /// that fingerprints (a `.cpb` is never written back as the same bytes).
-    pub(crate) fn of_pb_source(src: &SavedModel) -> Option<Self> {
+    /// `def`, the fingerprint of the opened model `src` (computed by its verification), when
+    /// its model file is a `saved_model.pb` (a `.cpb` is never written back as the same bytes).
+    pub(crate) fn of_pb_source(src: &SavedModel, def: FingerprintDef) -> Option<Self> {
         if src.format() != ModelFormat::Pb {
             return None;
         }
-        let def = crate::fingerprint::fingerprint_model(src).ok()?;
         Some(Self {
             model_file: src.model_file().path.clone(),
             def: Some(def),

@@ -47,7 +47,7 @@ const MACHINE: Option<u16> = if cfg!(target_arch = "x86_64") {
 /// Refuses the plugin file at `path` unless it is a regular file (symbolic links followed)
 /// holding an ELF shared object for this machine whose headers, sections and loadable
 /// segments all lie inside the file. Says what is wrong; the caller names the file.
-pub(crate) fn check_shared_object(path: &Path) -> Result<(), PluginFault> {
+pub fn check_shared_object(path: &Path) -> Result<(), PluginFault> {
     let bytes = unbound_io::map_file(path).map_err(|e| match e {
         unbound_io::IoError::Os { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             PluginFault::NoSuchFile

@@ -42,7 +42,18 @@ pub fn read_file(path: &Path, max: u64) -> Result<Vec<u8>, IoError> {
             max,
         });
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    // Reserved, not allocated blindly: a sparse file of a terabyte is an error naming it, not
+    // an abort on a failed allocation.
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
+        .map_err(|_| {
+            let fault = format!("{len} bytes do not fit in memory");
+            IoError::os(
+                path,
+                std::io::Error::new(std::io::ErrorKind::OutOfMemory, fault),
+            )
+        })?;
     file.take(len)
         .read_to_end(&mut bytes)
         .map_err(|e| IoError::os(path, e))?;

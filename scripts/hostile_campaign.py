@@ -12,17 +12,27 @@ Each mutant is a copy of a SavedModel directory from testdata/models (as .pb, an
   special    one file replaced by a FIFO, a symlink to /dev/zero, a directory, a dangling link
   delete     one file removed (variables.index, a data shard, fingerprint.pb)
   shadow     a garbage saved_model.pb beside a valid saved_model.cpb
+  symlink    a file or directory (variables/, a shard, the model file) moved out of the model
+             and replaced by a symbolic link to it: every command must treat it as the original
 
 On each, every read command runs (inspect, inspect --json, verify, show, show --json,
-fingerprint, vars, vars --json, split, merge) under `prlimit --as=4000000000` with a 20 s
-timeout, and these must hold:
+fingerprint, vars, vars --json, split, merge) and every writer (tags --duplicate, export-tpu
+--to-cpu, and optimize with the example plugin built beside the binary, when it is) under
+`prlimit --as=4000000000` with a 20 s timeout, and these must hold:
 
   - no command is killed by a signal, panics (exit 101 or "panicked"), exits other than 0/1,
     runs 20 s or more, or peaks at 1 GB of memory or more (getrusage of the child);
-  - split and merge never exit 0 on a mutant verify rejects;
+  - no writer (split, merge, tags, export-tpu, optimize) exits 0 on a mutant verify rejects;
   - verify never exits 0 on a mutant another command rejects;
   - what split writes, verify and merge accept;
-  - every error line names a file (a path inside the mutant's directory).
+  - every error line names a file (a path inside the mutant's directory);
+  - fingerprint and show of a mutant whose variables.index is there but unreadable (a FIFO,
+    /dev/zero, a directory, a dangling link) warn on stderr, naming it.
+
+Once per run, the other inputs commands read are tried as special and damaged files (see
+`surfaces`): export-tpu --topology and optimize --plugin as a FIFO, /dev/zero, a directory, a
+missing path, garbage, and the example plugin cut short (the loader would die of SIGBUS on it);
+each must exit 1 promptly with an error naming the file.
 
 Usage: scripts/hostile_campaign.py [--unbound target/release/unbound] [--mutants 3000]
        [--seed 1] [--jobs 2] [--kinds flip,lie,...] [--report out.json]
@@ -47,7 +57,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ["tf2_multi_sig", "tf1_large_consts"]
-KINDS = ["flip", "truncate", "append", "lie", "special", "delete", "shadow"]
+KINDS = ["flip", "truncate", "append", "lie", "special", "delete", "shadow", "symlink"]
+# The example plugin `optimize` runs with, beside the binary when CI built it.
+PLUGIN = "libunbound_plugin_prune_identity.so"
+# Commands that write a model: each must refuse what verify rejects.
+WRITERS = ("split", "merge", "tags", "export-tpu", "optimize")
 TIMEOUT_S = 20
 MEMORY_LIMIT = 4_000_000_000
 PEAK_LIMIT = 1_000_000_000
@@ -184,6 +198,17 @@ def mutate(kind, rng, base, d, lie_tool):
         junk = bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 64, 1000])))
         (d / "saved_model.pb").write_bytes(junk)
         return f"garbage saved_model.pb ({len(junk)} bytes) beside the .cpb"
+    if kind == "symlink":
+        # Outside the mutant (its sibling), so the copy of the tree cannot take it in.
+        store = d.parent / "linked"
+        store.mkdir(exist_ok=True)
+        target = rng.choice([d / "variables"] + files)
+        if not target.exists():
+            return None
+        moved = store / target.name
+        shutil.move(str(target), str(moved))
+        os.symlink(moved, target)
+        return f"{target.relative_to(d)} moved out and replaced by a symlink to it"
     raise ValueError(kind)
 
 
@@ -197,12 +222,87 @@ def commands(unbound, d, out_root):
         "vars --json": [unbound, "vars", d, "--json"],
         "split": [unbound, "split", d, out_root / "split", "--max-size", "2000"],
         "merge": [unbound, "merge", d, out_root / "merge"],
+        "tags": [unbound, "tags", d, out_root / "tags", "--duplicate", "serve=serve,tpu"],
+        "export-tpu": [unbound, "export-tpu", d, out_root / "cpu", "--to-cpu"],
     }
+    plugin = Path(unbound).parent / PLUGIN
+    if plugin.exists():
+        cmds["optimize"] = [unbound, "optimize", d, out_root / "optimize", "--plugin", plugin]
     cpb = d / "saved_model.cpb"
     if os.path.lexists(cpb):
         cmds["inspect"] = [unbound, "inspect", cpb]
         cmds["inspect --json"] = [unbound, "inspect", cpb, "--json"]
     return cmds
+
+
+def unreadable_index(d):
+    """Whether d's variables/variables.index is there (perhaps a dangling link) but is not a
+    regular file once links are followed."""
+    index = d / "variables" / "variables.index"
+    return os.path.lexists(index) and not index.is_file()
+
+
+def check_exit_1(where, cmd, named):
+    """Runs cmd, which must exit 1 promptly, without a signal or panic, with an error naming
+    `named`; returns the violations."""
+    code, out, err, peak, secs = run(cmd)
+    if code == 1 and "panicked" not in err and any(
+        line.startswith("unbound: error:") and str(named) in line for line in err.splitlines()
+    ):
+        return []
+    shown = "timeout" if code == "timeout" else f"exit {code}" if code >= 0 else f"signal {-code}"
+    return [f"{where}: {shown}, not exit 1 with an error naming {named}: {err.strip()[-300:]}"]
+
+
+def surfaces(args):
+    """The inputs commands read beside a model, each tried as special and damaged files:
+    export-tpu --topology and optimize --plugin. Returns the violations."""
+    work = Path(tempfile.mkdtemp(dir=args.work))
+    model = ROOT / "testdata" / "models" / "tf2_multi_sig"
+    bad = {}
+    fifo = work / "fifo"
+    os.mkfifo(fifo)
+    bad["a FIFO"] = fifo
+    bad["/dev/zero"] = Path("/dev/zero")
+    bad["a directory"] = work
+    bad["a missing path"] = work / "missing"
+    garbage = work / "garbage.so"
+    garbage.write_bytes(random.Random(args.seed).randbytes(5000))
+    bad["garbage"] = garbage
+    link = work / "zero-link"
+    os.symlink("/dev/zero", link)
+    bad["a symlink to /dev/zero"] = link
+    violations = []
+    cuts = 0
+    for what, path in bad.items():
+        out = work / "out"
+        violations += check_exit_1(
+            f"export-tpu --topology on {what}",
+            [args.unbound, "export-tpu", model, out, "--topology", path],
+            path,
+        )
+        violations += check_exit_1(
+            f"optimize --plugin on {what}", [args.unbound, "optimize", model, out, "--plugin", path], path
+        )
+    plugin = Path(args.unbound).parent / PLUGIN
+    if plugin.exists():
+        data = plugin.read_bytes()
+        rng = random.Random(args.seed)
+        for cut in sorted({1000, 64, 63, len(data) // 2, len(data) - 1, rng.randrange(len(data))}):
+            cut_plugin = work / f"cut-{cut}.so"
+            cut_plugin.write_bytes(data[:cut])
+            for isolate in ([], ["--isolate"]):
+                cuts += 1
+                violations += check_exit_1(
+                    f"optimize {' '.join(isolate)} --plugin {PLUGIN} cut to {cut} of {len(data)} bytes",
+                    [args.unbound, "optimize", model, work / "out", "--plugin", cut_plugin] + isolate,
+                    cut_plugin,
+                )
+    else:
+        print(f"note: {plugin} is not built: optimize is not tried with it", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"surfaces: {len(bad) * 2 + cuts} runs (--topology, --plugin), {len(violations)} violations", flush=True)
+    return violations
 
 
 def check_mutant(args, index):
@@ -241,9 +341,13 @@ def check_mutant(args, index):
                 str(d) not in line for line in err.splitlines() if line.startswith("unbound: error:")
             ):
                 violations.append(f"{where}: an error names no input file: {err.strip()[-300:]}")
+            if name in ("fingerprint", "show") and code == 0 and unreadable_index(d):
+                index_path = str(d / "variables" / "variables.index")
+                if not any("warning" in line and index_path in line for line in err.splitlines()):
+                    violations.append(f"{where}: an unreadable variables.index gives no warning naming it")
         rejected = [n for n, c in results.items() if c != 0]
         if results.get("verify") != 0:
-            for n in ("split", "merge"):
+            for n in WRITERS:
                 if results.get(n) == 0:
                     violations.append(f"mutant {index} ({base_name}, {what}): {n} exits 0 on a model verify rejects")
         elif rejected:
@@ -289,6 +393,9 @@ def main():
     try:
         args.bases = base_models(args.unbound, work)
         records, violations = [], []
+        for line in surfaces(args):
+            violations.append(line)
+            print(line, flush=True)
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             for record, v in pool.map(lambda i: check_mutant(args, i), range(args.mutants)):
                 records.append(record)

@@ -249,7 +249,8 @@ impl<'a> BoxReader<'a> {
         if let Some(f) = files.get(&shard) {
             return Ok((path, f.clone()));
         }
-        let f = Arc::new(File::open(&path).map_err(|e| BundleError::io(&path, e))?);
+        // The one input rule: a regular file (symlinks followed), never a FIFO that blocks.
+        let f = Arc::new(unbound_io::open_regular(&path)?.0);
         files.insert(shard, f.clone());
         Ok((path, f))
     }

@@ -265,12 +265,7 @@ pub fn parse_npy_header(bytes: &[u8], path: &Path) -> Result<(String, Vec<i64>, 
 /// Reads a whole `.npy` file. The data size is checked against the header before it is
 /// used; object arrays (`|O`, pickled Python objects) are refused.
 pub fn read_npy(path: &Path) -> Result<NpyArray, NpyError> {
-    let io = |e| NpyError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    };
-    unbound_io::regular_file_len(path)?;
-    let bytes = std::fs::read(path).map_err(io)?;
+    let bytes = unbound_io::read_file(path, u64::MAX)?;
     let (descr, shape, start) = parse_npy_header(&bytes, path)?;
     let bad = |what: String| NpyError::Malformed {
         path: path.to_path_buf(),

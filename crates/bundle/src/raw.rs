@@ -63,7 +63,9 @@ impl BundleReader {
         let (path, bytes) = self.checked_bytes(key, entry)?;
         let (start, len) = (entry.offset as u64, bytes.len() as u64);
         drop(bytes);
-        let file = File::open(&path).map_err(|e| BundleError::io(&path, e))?;
+        let file = unbound_io::open_regular(&path)
+            .map_err(BundleError::from)?
+            .0;
         let mut buf = vec![0u8; CHUNK_SIZE.min(len as usize)];
         let mut c = 0;
         let mut done = 0u64;

@@ -90,6 +90,16 @@ pub enum PluginFault {
     /// The path is not a file.
     #[error("no such file")]
     NoSuchFile,
+    /// The path is a FIFO, a device, a socket or a directory (after symbolic links).
+    #[error("not a regular file (a {0})")]
+    NotRegularFile(&'static str),
+    /// The file could not be read.
+    #[error("cannot read: {0}")]
+    Unreadable(String),
+    /// The file is not an ELF shared object for this machine, or its headers or segments run
+    /// past its end: refused before the dynamic loader maps it (which would crash on it).
+    #[error("not a loadable shared object: {0}")]
+    NotSharedObject(String),
     /// `dlopen` refused it.
     #[error("cannot load: {0}")]
     CannotLoad(libloading::Error),

@@ -24,6 +24,7 @@
 pub use unbound_grappler_abi as abi;
 pub mod buffer;
 pub mod configs;
+pub mod elf;
 pub mod error;
 pub mod exports;
 pub mod host;

@@ -69,9 +69,7 @@ pub(crate) fn open_plugin(path: &Path) -> Result<LoadedPlugin, PluginFault> {
     if let Err(e) = crate::shims::ensure_loaded() {
         eprintln!("unbound: warning: {e}; plugins linked against TensorFlow will not load");
     }
-    if !path.is_file() {
-        return Err(PluginFault::NoSuchFile);
-    }
+    crate::elf::check_shared_object(path)?;
     // SAFETY: loading a plugin runs its initializers; that is the point of a plugin, and the
     // user named it. RTLD_NOW|RTLD_LOCAL as TensorFlow's Env::LoadDynamicLibrary does.
     let library = unsafe {

@@ -416,8 +416,7 @@ pub fn copy_atomically(
     to: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, IoError> {
-    let expected = crate::regular_file_len(from)?;
-    let mut source = File::open(from).map_err(|e| IoError::os(from, e))?;
+    let (mut source, expected) = crate::open_regular(from)?;
     let tmp = TempPath::new(to);
     let mut out = tmp.create_file().map_err(|e| IoError::os(to, e))?;
     let mut copied = 0;

@@ -23,6 +23,16 @@ pub enum IoError {
         /// What it is instead.
         kind: &'static str,
     },
+    /// `path` is larger than the caller reads whole: refused before anything is read.
+    #[error("{}: {len} bytes, more than the {max} bytes read from such a file", path.display())]
+    TooLarge {
+        /// The file involved.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+        /// The most the caller reads.
+        max: u64,
+    },
 }
 
 impl IoError {
@@ -37,7 +47,9 @@ impl IoError {
     /// The path the error concerns.
     pub fn path(&self) -> &Path {
         match self {
-            Self::Os { path, .. } | Self::NotRegularFile { path, .. } => path,
+            Self::Os { path, .. }
+            | Self::NotRegularFile { path, .. }
+            | Self::TooLarge { path, .. } => path,
         }
     }
 }

@@ -5,7 +5,9 @@
 //! - **Input is memory-mapped** ([`map_file`]): a model file becomes a [`bytes::Bytes`] whose
 //!   slices are handed out without copying. Only regular files are mapped; a FIFO, a device or a
 //!   directory is refused by name before it is opened, so a command never blocks on a pipe or
-//!   reads `/dev/zero` forever.
+//!   reads `/dev/zero` forever. Every other input follows the same rule ([`open_regular`], and
+//!   [`read_file`] for small files read whole, with a bound on their size): symbolic links are
+//!   followed, and only a regular file at the end of them is read.
 //! - **Output is atomic** ([`write_atomically`], [`TempPath`]): bytes go to a temporary name
 //!   beside the target, are synced, then renamed into place. A crash, a signal or an error never
 //!   leaves a partial file under the final name. Temporaries in progress are registered, so a
@@ -29,6 +31,7 @@
 mod atomic;
 mod error;
 mod map;
+mod open;
 
 pub use atomic::{
     cancel_token, copy_atomically, remove_stale_temporaries, remove_temporaries, set_cancel_token,
@@ -36,4 +39,5 @@ pub use atomic::{
     MAX_FILE_NAME,
 };
 pub use error::{io_err, IoError};
-pub use map::{map_file, regular_file_len, release_pages};
+pub use map::{map_file, release_pages};
+pub use open::{open_regular, read_file, regular_file_len};

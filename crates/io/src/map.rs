@@ -1,52 +1,18 @@
 //! Read-only memory maps of input files.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 
 use crate::error::IoError;
-
-/// The length of the regular file at `path` (symbolic links followed), or an error naming it
-/// when it is missing or not a regular file. Looked up before opening, because opening a FIFO
-/// for reading blocks until a writer appears.
-pub fn regular_file_len(path: &Path) -> Result<u64, IoError> {
-    let meta = std::fs::metadata(path).map_err(|e| IoError::os(path, e))?;
-    let file_type = meta.file_type();
-    if file_type.is_file() {
-        return Ok(meta.len());
-    }
-    let kind = if file_type.is_dir() {
-        "directory"
-    } else if is_fifo(&file_type) {
-        "FIFO"
-    } else {
-        "device or socket"
-    };
-    Err(IoError::NotRegularFile {
-        path: path.to_path_buf(),
-        kind,
-    })
-}
-
-#[cfg(unix)]
-fn is_fifo(file_type: &std::fs::FileType) -> bool {
-    std::os::unix::fs::FileTypeExt::is_fifo(file_type)
-}
-
-#[cfg(not(unix))]
-fn is_fifo(_: &std::fs::FileType) -> bool {
-    false
-}
+use crate::open::open_regular;
 
 /// Maps the whole regular file at `path` read-only as [`Bytes`]; slices of it are zero-copy
 /// views that keep the map alive. An empty file gives empty bytes (nothing to map). Special
-/// files are refused ([`regular_file_len`]).
+/// files are refused ([`open_regular`]).
 pub fn map_file(path: &Path) -> Result<Bytes, IoError> {
-    regular_file_len(path)?;
-    let file = File::open(path).map_err(|e| IoError::os(path, e))?;
-    let len = file.metadata().map_err(|e| IoError::os(path, e))?.len();
+    let (file, len) = open_regular(path)?;
     if len == 0 {
         return Ok(Bytes::new());
     }

@@ -162,7 +162,7 @@ impl ToPyErr for unbound_savedmodel::SavedModelError {
             | E::NotAModelOrCheckpoint { .. } => raise(Kind::NotFound, self),
             E::TooLargeToMerge { .. } => raise(Kind::TooLarge, self),
             E::OutputExists { .. } => raise(Kind::Exists, self),
-            E::NotRegularFile { .. } => raise(Kind::File, self),
+            E::NotRegularFile { .. } | E::SymlinkLoop { .. } => raise(Kind::File, self),
             E::OutputInsideInput { .. } | E::UnknownType(_) => raise(Kind::InvalidArgument, self),
             _ => raise(Kind::Format, self),
         }

@@ -127,10 +127,22 @@ fn verify(py: Python<'_>, dir: PathBuf) -> PyResult<String> {
 /// `unbound fingerprint DIR --json`: the `FingerprintDef` fields, plus the model file read.
 #[pyfunction]
 fn fingerprint(py: Python<'_>, dir: PathBuf) -> PyResult<(String, String)> {
-    let report = background::run(py, move || {
-        unbound_savedmodel::fingerprint::fingerprint_report(&dir)
+    let (report, index_fault) = background::run(py, move || {
+        let report = unbound_savedmodel::fingerprint::fingerprint_report(&dir)?;
+        let fault = unbound_savedmodel::fingerprint::checkpoint_index_fault(&dir);
+        Ok::<_, unbound_savedmodel::SavedModelError>((report, fault))
     })?
     .map_err(py_err)?;
+    if let Some(fault) = index_fault {
+        // As the CLI and TensorFlow: checkpoint_hash 0, and a warning naming the index.
+        let message = std::ffi::CString::new(format!(
+            "{fault}: the checkpoint index cannot be read, so checkpoint_hash is 0 (TensorFlow \
+             also gives 0, warning \"Failed to read checkpoint file\")"
+        ))
+        .unwrap_or_default();
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        PyErr::warn(py, category.as_any(), &message, 1)?;
+    }
     Ok((
         to_json(&report.fingerprint)?,
         report.model_file.display().to_string(),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import filecmp
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,19 @@ def test_fingerprint_equals_cli_json(name, split_dirs):
         text = cli("fingerprint", model).stdout
         assert f"singleprint: {report.singleprint}\n" in text
         assert f"model: {report.model_file}\n" in text
+
+
+def test_fingerprint_warns_of_an_unreadable_index(tmp_path):
+    """checkpoint_hash is 0 for an index that cannot be read, as in TensorFlow, which warns:
+    so does unbound, naming the file (the CLI on stderr, Python as a UserWarning)."""
+    model = tmp_path / "model"
+    shutil.copytree(MODELS / "tf2_multi_sig", model)
+    index = model / "variables" / "variables.index"
+    index.unlink()
+    os.mkfifo(index)
+    with pytest.warns(UserWarning, match="variables.index: not a regular file"):
+        report = unbound.fingerprint(model)
+    assert report.to_dict()["checkpoint_hash"] == 0
 
 
 @pytest.mark.parametrize("name", SAVED_MODELS)

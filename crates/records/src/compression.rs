@@ -380,7 +380,7 @@ fn brotli_stream(stream: &ChunkBytes, sink: &mut LimitedSink<'_>) -> Result<(), 
             }
             let r = decoder
                 .decompress(input, &mut buf)
-                .map_err(|e| DecodeFault::Decompression(format!("invalid Brotli stream: {e:?}")))?;
+                .map_err(|e| DecodeFault::Decompression(format!("invalid Brotli stream: {e}")))?;
             input = &input[r.bytes_read..];
             sink.write_all(&buf[..r.bytes_written])
                 .map_err(|e| classify(e, true))?;
@@ -399,7 +399,7 @@ fn brotli_stream(stream: &ChunkBytes, sink: &mut LimitedSink<'_>) -> Result<(), 
     while !finished {
         let r = decoder
             .decompress(&[], &mut buf)
-            .map_err(|e| DecodeFault::Decompression(format!("invalid Brotli stream: {e:?}")))?;
+            .map_err(|e| DecodeFault::Decompression(format!("invalid Brotli stream: {e}")))?;
         sink.write_all(&buf[..r.bytes_written])
             .map_err(|e| classify(e, true))?;
         match r.info {

@@ -151,8 +151,8 @@ pub enum SavedModelError {
         /// The output path.
         path: PathBuf,
     },
-    /// A FIFO, socket or device inside a SavedModel directory (it would block or stream
-    /// forever).
+    /// A FIFO, socket or device inside a SavedModel directory, or a symbolic link to one or to
+    /// nothing (it would block or stream forever).
     #[error(
         "{}: not a regular file; a SavedModel directory holds only files and directories",
         path.display()
@@ -160,6 +160,19 @@ pub enum SavedModelError {
     NotRegularFile {
         /// The offending path.
         path: PathBuf,
+    },
+    /// A symbolic link inside a SavedModel directory that leads back to a directory holding
+    /// it: copying it would never end.
+    #[error(
+        "{}: a symbolic link to {}, a directory that holds it (a loop)",
+        path.display(),
+        target.display()
+    )]
+    SymlinkLoop {
+        /// The link.
+        path: PathBuf,
+        /// The directory it leads to.
+        target: PathBuf,
     },
     /// `unbound vars` was given a path that is neither a SavedModel directory nor a
     /// checkpoint prefix.
@@ -260,6 +273,7 @@ impl SavedModelError {
             | Self::BadFingerprintFile { path: p, .. }
             | Self::OutputExists { path: p }
             | Self::NotRegularFile { path: p }
+            | Self::SymlinkLoop { path: p, .. }
             | Self::NotAModelOrCheckpoint { path: p }
             | Self::NoVariables { dir: p, .. }
             | Self::Unverified { dir: p, .. }

@@ -67,6 +67,7 @@
 
 #![forbid(unsafe_code)]
 
+mod carry_over;
 pub mod dir;
 pub mod error;
 pub mod fingerprint;

@@ -4,6 +4,9 @@
 //! [`write_model_dir`](crate::write::write_model_dir) (split when large, every other file
 //! carried over, a fresh fingerprint, atomically).
 //!
+//! The source is read only when `verify` accepts it ([`crate::verify::verified_model`]), the
+//! rule of every command that writes a model.
+//!
 //! Only `MetaGraphDef.graph_def` changes: every other field of the model (signatures, assets,
 //! object graph, fields this schema does not know) is written back byte for byte as read.
 //!
@@ -22,6 +25,7 @@ use unbound_proto::tensorflow::{GraphDef, MetaGraphDef};
 use unbound_wire::WireMessage;
 
 use crate::dir::{message_descriptor, SavedModel};
+use crate::verify::Keep;
 use crate::write::{write_model_dir_known, KnownFingerprint, SplitReport, WriteOptions};
 use crate::SavedModelError;
 
@@ -125,11 +129,13 @@ enum NewGraph {
 /// both to `rewrite` by value, splices what it returns back where the graph was, and writes
 /// the model directory.
 ///
-/// With `fingerprint_source`, the fingerprint of a `.pb` source is computed on another thread
-/// while the rewrites run (they leave a core idle: a plugin runs on one thread): when every
-/// rewrite keeps its graph, the model written is the source's bytes again, and that fingerprint
-/// is reused instead of computing the output's (issue 15: a third of an `optimize` whose
-/// plugins change nothing, on a model of millions of nodes).
+/// Only a model `verify` accepts is rewritten, as `split` and `merge` do: a damaged one is
+/// refused, never written out as broken. The verification is the one reading of the model, and
+/// with `fingerprint_source` it keeps the fingerprint it computes of a `.pb` source (on a
+/// thread of its own, beside its other checks): when every rewrite keeps its graph, the model
+/// written is the source's bytes again, and that fingerprint is reused instead of computing the
+/// output's (issue 15: a third of an `optimize` whose plugins change nothing, on a model of
+/// millions of nodes).
 fn rewrite_graphs<E, F>(
     src: &Path,
     out: &Path,
@@ -142,17 +148,17 @@ where
     F: FnMut(&MetaGraphAt<'_>, MetaGraphDef, Bytes) -> Result<NewGraph, E>,
 {
     let opened = SavedModel::open(src)?;
-    let mut model = opened.read()?.message;
-    let (all_kept, known) = std::thread::scope(|s| {
-        let known = fingerprint_source.then(|| s.spawn(|| KnownFingerprint::of_pb_source(&opened)));
-        let all_kept = rewrite_each_graph(src, &mut model, &mut rewrite);
-        let known = known.and_then(|t| {
-            t.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
-        (all_kept, known)
-    });
-    let all_kept = all_kept?;
+    let keep = if fingerprint_source {
+        Keep::Fingerprint
+    } else {
+        Keep::Nothing
+    };
+    let verified = crate::verify::verified_model_keeping(&opened, keep)?;
+    let known = verified
+        .fingerprint
+        .and_then(|def| KnownFingerprint::of_pb_source(&opened, def));
+    let mut model = verified.model;
+    let all_kept = rewrite_each_graph(src, &mut model, &mut rewrite)?;
     let known = known.filter(|_| all_kept);
     Ok(write_model_dir_known(
         src,

@@ -17,9 +17,10 @@ use unbound_proto::tensorflow::FingerprintDef;
 use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
+use crate::carry_over::copy_tree;
 use crate::dir::{saved_model_descriptor, SavedModel};
 use crate::error::{Result, SavedModelError};
-use crate::format::{ModelFormat, FINGERPRINT_FILE, MAX_PROTO_SIZE};
+use crate::format::{ModelFormat, MAX_PROTO_SIZE};
 use crate::split::{
     message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext, DEFAULT_MAX_SIZE,
 };
@@ -263,13 +264,12 @@ pub(crate) struct KnownFingerprint {
 }
 
 impl KnownFingerprint {
-    /// The fingerprint of the opened model `src`, when its model file is a `saved_model.pb`
-    /// that fingerprints (a `.cpb` is never written back as the same bytes).
-    pub(crate) fn of_pb_source(src: &SavedModel) -> Option<Self> {
+    /// `def`, the fingerprint of the opened model `src` (computed by its verification), when
+    /// its model file is a `saved_model.pb` (a `.cpb` is never written back as the same bytes).
+    pub(crate) fn of_pb_source(src: &SavedModel, def: FingerprintDef) -> Option<Self> {
         if src.format() != ModelFormat::Pb {
             return None;
         }
-        let def = crate::fingerprint::fingerprint_model(src).ok()?;
         Some(Self {
             model_file: src.model_file().path.clone(),
             def: Some(def),
@@ -599,7 +599,7 @@ fn write_dir_atomically(
     write_model: impl FnOnce(&Path) -> Result<(Written, Option<FingerprintDef>)>,
 ) -> Result<(Written, usize)> {
     let (mut written, computed) = write_model(tmp.path())?;
-    let copied = copy_tree(src, tmp.path(), true)?;
+    let copied = copy_tree(src, tmp.path())?;
     // A fresh fingerprint of the model just written (the old one is not carried over).
     let fingerprint = match computed {
         Some(def) => FingerprintDef {
@@ -679,43 +679,4 @@ fn refuse_inside(src: &Path, out: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Copies every file under `src` to `dst` (creating directories), skipping the model files and
-/// the fingerprint at the top level. Returns the number of files copied.
-fn copy_tree(src: &Path, dst: &Path, top: bool) -> Result<usize> {
-    let mut copied = 0;
-    let entries = fs::read_dir(src).map_err(|e| SavedModelError::io(src, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| SavedModelError::io(src, e))?;
-        let name = entry.file_name();
-        let name_str = name.to_string_lossy();
-        let is_model_file = ModelFormat::SEARCH_ORDER
-            .iter()
-            .any(|f| f.file_name() == name_str);
-        if top && (is_model_file || name_str == FINGERPRINT_FILE) {
-            continue;
-        }
-        let from = entry.path();
-        let to = dst.join(&name);
-        let kind = entry
-            .file_type()
-            .map_err(|e| SavedModelError::io(&from, e))?;
-        if kind.is_dir() {
-            // `create_dir`, not `create_dir_all`: should an interrupt take the temporary
-            // directory away, this fails instead of bringing it back (`TempPath::create_dir`).
-            fs::create_dir(&to).map_err(|e| SavedModelError::io(&to, e))?;
-            copied += copy_tree(&from, &to, false)?;
-        } else if !fs::metadata(&from)
-            .map_err(|e| SavedModelError::io(&from, e))?
-            .is_file()
-        {
-            // A FIFO, socket or device would block or stream forever: refuse it.
-            return Err(SavedModelError::NotRegularFile { path: from });
-        } else {
-            fs::copy(&from, &to).map_err(|e| SavedModelError::io(&from, e))?;
-            copied += 1;
-        }
-    }
-    Ok(copied)
 }

@@ -133,7 +133,7 @@ pub struct ExportReport {
 
 /// Exports the model in `src` for TPU inference into `out` (which must not exist).
 pub fn export_tpu(src: &Path, out: &Path, options: &ExportOptions) -> Result<ExportReport> {
-    let model = Model::open(src)?;
+    let model = Model::open_verified(src)?;
     let tag_sets = model.tag_sets()?;
     let index = source_index(src, &tag_sets, options.source_tags.as_deref())?;
     let except = options.tpu_only.then_some(index);
@@ -261,7 +261,7 @@ pub fn export_cpu(
     max_size: u64,
     writer: WriterOptions,
 ) -> Result<CpuReport> {
-    let model = Model::open(src)?;
+    let model = Model::open_verified(src)?;
     let tag_sets = model.tag_sets()?;
     if tag_sets.is_empty() {
         return Err(TpuError::NoMetaGraph {

@@ -20,8 +20,9 @@ use unbound_proto::tensorflow::{FunctionDef, MetaGraphDef, NodeDef, OpList};
 use unbound_records::WriterOptions;
 use unbound_savedmodel::dir::{message_descriptor, read_saved_model};
 use unbound_savedmodel::split::MetaGraphSplitting;
+use unbound_savedmodel::verify::verified_model;
 use unbound_savedmodel::write::{write_model_dir, SplitReport, WriteOptions};
-use unbound_savedmodel::SavedModelError;
+use unbound_savedmodel::{SavedModel, SavedModelError};
 use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
 use crate::error::{Result, TpuError};
@@ -41,9 +42,24 @@ pub struct Model {
 }
 
 impl Model {
-    /// Reads the SavedModel in `dir` (`.cpb`, `.pb` or `.pbtxt`).
+    /// Reads the SavedModel in `dir` (`.cpb`, `.pb` or `.pbtxt`), for a report (listing its
+    /// tag-sets or functions). A model to be written again is opened with [`Self::open_verified`].
     pub fn open(dir: &Path) -> Result<Self> {
-        let message = read_saved_model(dir)?.message;
+        Self::from_message(dir, read_saved_model(dir)?.message)
+    }
+
+    /// Reads the SavedModel in `dir` only when `verify` finds nothing wrong anywhere in the
+    /// directory ([`unbound_savedmodel::verify::verified_model`]): the rule of every command
+    /// that writes a model (`split`, `merge`, `optimize`, `tags`, `export-tpu`), so a damaged
+    /// model (strings that are not UTF-8, a broken `variables/`) is refused rather than written
+    /// out as broken. The model is read once, by the verification.
+    pub fn open_verified(dir: &Path) -> Result<Self> {
+        let opened = SavedModel::open(dir)?;
+        Self::from_message(dir, verified_model(&opened)?)
+    }
+
+    /// The model `message` read from `dir`, split into its MetaGraphDefs and the rest.
+    fn from_message(dir: &Path, message: WireMessage) -> Result<Self> {
         let meta_desc = message_descriptor("tensorflow.MetaGraphDef")?;
         let mut meta_graphs = Vec::new();
         let mut rest = Vec::new();

@@ -80,7 +80,7 @@ pub fn edit_tags(
     max_size: u64,
     options: WriterOptions,
 ) -> Result<TagsReport> {
-    let model = Model::open(src)?;
+    let model = Model::open_verified(src)?;
     let mut metas = model.meta_graphs.clone();
     let mut tag_sets = model.tag_sets()?;
     for edit in edits {

@@ -16,6 +16,10 @@ use unbound_tpu::tags::parse_tag_set;
 use super::compression::CompressionArg;
 use super::CmdResult;
 
+/// The largest `--topology` file read: a TopologyProto holds a mesh shape and four
+/// coordinates per TPU device, a few hundred kilobytes for the largest pods.
+const MAX_TOPOLOGY_BYTES: u64 = 64 << 20;
+
 /// Arguments of `unbound export-tpu`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -60,8 +64,14 @@ pub struct Args {
     /// One _tpu_replicate cluster name for all functions (default: one per function).
     #[arg(long)]
     shared_cluster_name: bool,
-    /// Reverse: turn a TPU model back into one that runs on CPU (every MetaGraphDef).
-    #[arg(long, conflicts_with_all = ["functions", "batch", "tpu_only", "list_functions"])]
+    /// Reverse: turn a TPU model back into one that runs on CPU (every MetaGraphDef, each
+    /// keeping its tag-set). The options that choose or shape the TPU MetaGraphDef (--tags,
+    /// --source-tags, --function, --batch, --topology, ...) do not apply and are refused.
+    #[arg(long, conflicts_with_all = [
+        "functions", "batch", "tpu_only", "keep_cpu", "list_functions", "tags", "source_tags",
+        "num_cores_per_replica", "no_spmd", "topology", "device_assignment",
+        "shared_cluster_name",
+    ])]
     to_cpu: bool,
     /// With --to-cpu: also turn BatchFunction into plain calls.
     #[arg(long, requires = "to_cpu")]
@@ -88,7 +98,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let out = args.out.clone().unwrap_or_default();
     if args.list_functions {
-        let source = args.source_tags.as_deref().map(parse_tag_set).transpose()?;
+        let source = source_tags(&args)?;
         let (tags, list) = functions(&args.dir, source.as_deref())?;
         if args.json {
             let json = serde_json::json!({ "tags": tags, "functions": list });
@@ -115,16 +125,11 @@ pub fn run(args: Args) -> CmdResult {
         printed.map_err(|e| e.after_writing(&out))?;
         return Ok(());
     }
-    let topology = match &args.topology {
-        Some(path) => Some(Bytes::from(
-            std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?,
-        )),
-        None => None,
-    };
+    let topology = args.topology.as_deref().map(read_topology).transpose()?;
     let options = ExportOptions {
         functions: args.functions.clone(),
-        tags: parse_tag_set(&args.tags)?,
-        source_tags: args.source_tags.as_deref().map(parse_tag_set).transpose()?,
+        tags: parse_tag_set(&args.tags).map_err(|e| format!("--tags: {e}"))?,
+        source_tags: source_tags(&args)?,
         tpu_only: args.tpu_only,
         tpu: TpuOptions {
             num_cores_per_replica: args.num_cores_per_replica,
@@ -150,6 +155,31 @@ pub fn run(args: Args) -> CmdResult {
     };
     printed.map_err(|e| e.after_writing(&out))?;
     Ok(())
+}
+
+/// The `--topology` file: by the one input rule, a regular file (a FIFO or /dev/zero is
+/// refused, not read) of a bounded size, read whole; it must be a protobuf message (its
+/// fields are TensorFlow's to read: TopologyProto is not among our schemas).
+fn read_topology(path: &std::path::Path) -> Result<Bytes, String> {
+    let bytes = Bytes::from(
+        unbound_io::read_file(path, MAX_TOPOLOGY_BYTES).map_err(|e| format!("--topology: {e}"))?,
+    );
+    unbound_wire::WireMessage::parse(&bytes, None).map_err(|e| {
+        format!(
+            "--topology: {}: not a serialized TopologyProto: {e}",
+            path.display()
+        )
+    })?;
+    Ok(bytes)
+}
+
+/// `--source-tags`, parsed; an error names the option.
+fn source_tags(args: &Args) -> Result<Option<Vec<String>>, String> {
+    args.source_tags
+        .as_deref()
+        .map(parse_tag_set)
+        .transpose()
+        .map_err(|e| format!("--source-tags: {e}"))
 }
 
 fn set(tags: &[String]) -> String {

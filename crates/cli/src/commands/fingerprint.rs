@@ -20,6 +20,10 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     super::note_model_choice(&args.dir);
+    super::warn_unreadable_index(
+        &args.dir,
+        "checkpoint_hash is 0 (TensorFlow also gives 0, warning \"Failed to read checkpoint file\")",
+    );
     let report = fingerprint_report(&args.dir)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report.fingerprint)?)?;

@@ -28,7 +28,8 @@ pub fn run(args: Args) -> CmdResult {
             }
         }
         bar.inc(n);
-    })?;
+    })
+    .map_err(|e| super::with_model_only_hint(e, super::DirCopy::Merge, &args.dir))?;
     bar.finish_and_clear();
     outln!(
         "wrote {} ({} bytes) and {} other files",

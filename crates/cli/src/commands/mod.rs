@@ -34,6 +34,65 @@ pub fn note_model_choice(dir: &std::path::Path) {
     }
 }
 
+/// Warns on standard error, naming the file and the fault, when `dir/variables/variables.index`
+/// is there but cannot be read (a FIFO, a device, a link to nothing): a command that goes on
+/// without it says so, and `consequence` says what it gives instead. TensorFlow does the same
+/// for the fingerprint's `checkpoint_hash`: 0, with a warning.
+pub fn warn_unreadable_index(dir: &std::path::Path, consequence: &str) {
+    if let Some(fault) = unbound_savedmodel::fingerprint::checkpoint_index_fault(dir) {
+        errln!("unbound: warning: {fault}: the checkpoint index cannot be read; {consequence}");
+    }
+}
+
+/// The commands that copy a whole SavedModel directory, variables included.
+#[derive(Clone, Copy)]
+pub enum DirCopy {
+    /// `unbound split`.
+    Split,
+    /// `unbound merge`.
+    Merge,
+}
+
+/// `error` of `split` or `merge` (`command`) on `dir`, with a way out when the directory is
+/// refused for its variables (missing or damaged): `unbound proto split`/`merge --type
+/// tensorflow.SavedModel` converts the model file alone, without them.
+pub fn with_model_only_hint(
+    error: unbound_savedmodel::SavedModelError,
+    command: DirCopy,
+    dir: &std::path::Path,
+) -> Box<dyn std::error::Error> {
+    let variables = dir.join("variables");
+    let about_variables = match &error {
+        unbound_savedmodel::SavedModelError::Unverified { faults, .. } => {
+            faults.iter().any(|f| f.file.starts_with(&variables))
+        }
+        _ => false,
+    };
+    if !about_variables {
+        return error.into();
+    }
+    let how = match command {
+        DirCopy::Split => format!(
+            "unbound proto split --type tensorflow.SavedModel {} OUT_PREFIX (and back: unbound \
+             proto merge --type tensorflow.SavedModel OUT_PREFIX OUT.pb)",
+            dir.join("saved_model.pb").display()
+        ),
+        DirCopy::Merge => format!(
+            "unbound proto merge --type tensorflow.SavedModel {} OUT.pb",
+            dir.join("saved_model").display()
+        ),
+    };
+    let command = match command {
+        DirCopy::Split => "split",
+        DirCopy::Merge => "merge",
+    };
+    format!(
+        "{error}\n  {command} copies a whole SavedModel, variables included; to convert the model \
+         file alone, without them: {how}"
+    )
+    .into()
+}
+
 /// The one overwrite rule of every command that writes (`split`, `merge`, `optimize`, `proto
 /// split`/`merge`, `vars --npy`, `layout pack`; `layout unpack`/`relayout` also accept an
 /// empty OUTDIR): an output path that exists (file, directory or symlink) is refused, never

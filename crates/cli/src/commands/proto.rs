@@ -60,7 +60,7 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
                 path.push(format!(".{ext}"));
                 super::refuse_existing(Path::new(&path))?;
             }
-            let desc = message_descriptor(&type_name)?;
+            let desc = message_descriptor(&type_name).map_err(|e| format!("--type: {e}"))?;
             let message = read_pb(&input, &desc)?;
             check_schema(&message, &desc, &input.display().to_string())?;
             let total = message.encoded_len();
@@ -89,7 +89,7 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
             output,
         } => {
             super::refuse_existing(&output)?;
-            let desc = message_descriptor(&type_name)?;
+            let desc = message_descriptor(&type_name).map_err(|e| format!("--type: {e}"))?;
             let read = read_prefix(&prefix, &desc)?;
             check_schema(&read.message, &desc, &prefix.display().to_string())?;
             let size = read.message.encoded_len();

@@ -20,6 +20,10 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     super::note_model_choice(&args.dir);
+    super::warn_unreadable_index(
+        &args.dir,
+        "variables are shown without their checkpoint keys",
+    );
     let info = show(&args.dir)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&info)?)?;

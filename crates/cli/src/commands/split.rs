@@ -37,7 +37,8 @@ pub fn run(args: Args) -> CmdResult {
             .with_max_size(args.max_size)
             .with_writer(args.compression.writer_options()),
         &|n| bar.inc(n),
-    )?;
+    )
+    .map_err(|e| super::with_model_only_hint(e, super::DirCopy::Split, &args.dir))?;
     bar.finish_and_clear();
     for w in &report.warnings {
         errln!("unbound: warning: {w}");

@@ -42,16 +42,16 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let mut edits = Vec::new();
     for text in &args.duplicate {
-        let (from, to) = pair(text)?;
+        let (from, to) = pair("--duplicate", text)?;
         edits.push(TagEdit::Duplicate { from, to });
     }
     for text in &args.retag {
-        let (from, to) = pair(text)?;
+        let (from, to) = pair("--retag", text)?;
         edits.push(TagEdit::Replace { from, to });
     }
     for text in &args.remove {
         edits.push(TagEdit::Remove {
-            tags: parse_tag_set(text)?,
+            tags: parse_tag_set(text).map_err(|e| format!("--remove: {e}"))?,
         });
     }
     let tag_sets = if edits.is_empty() {
@@ -90,10 +90,11 @@ pub fn run(args: Args) -> CmdResult {
     Ok(())
 }
 
-/// `FROM=TO` as two tag-sets.
-fn pair(text: &str) -> Result<(Vec<String>, Vec<String>), Box<dyn std::error::Error>> {
+/// `FROM=TO`, given to `option`, as two tag-sets; errors name the option.
+fn pair(option: &str, text: &str) -> Result<(Vec<String>, Vec<String>), String> {
     let (from, to) = text
         .split_once('=')
-        .ok_or_else(|| format!("{text:?} is not FROM=TO (e.g. serve=serve,tpu)"))?;
-    Ok((parse_tag_set(from)?, parse_tag_set(to)?))
+        .ok_or_else(|| format!("{option} {text:?}: not FROM=TO (e.g. serve=serve,tpu)"))?;
+    let parse = |set: &str| parse_tag_set(set).map_err(|e| format!("{option} {text:?}: {e}"));
+    Ok((parse(from)?, parse(to)?))
 }

@@ -245,13 +245,31 @@ fn naming_file(file: &Path, e: SavedModelError) -> SavedModelError {
 }
 
 /// TensorFlow's `HashCheckpointIndexFile`: `Fingerprint64` of `variables/variables.index`,
-/// or 0 when it cannot be read.
+/// or 0 when it cannot be read (TensorFlow then logs a warning: [`checkpoint_index_fault`]
+/// says why, for the caller to print).
 pub fn checkpoint_hash(dir: &Path) -> u64 {
     // Mapped, not read: a FIFO or a device (a symlink to /dev/zero) is refused, not read
     // forever.
-    unbound_io::map_file(&dir.join("variables").join("variables.index"))
+    unbound_io::map_file(&checkpoint_index(dir))
         .map(|data| farmhash::fingerprint64(&data))
         .unwrap_or(0)
+}
+
+/// Why [`checkpoint_hash`] of `dir` is 0 although something is at `variables/variables.index`
+/// (a FIFO, a device, a directory, a link to nothing, a file it may not read): the fault,
+/// naming the file. TensorFlow's `CreateFingerprintDef` gives 0 too and logs a warning ("Failed
+/// to read checkpoint file"), which a command printing the hash repeats. `None` when the index
+/// reads, or when nothing is there (a model without variables, the usual case, warned of by
+/// no one).
+pub fn checkpoint_index_fault(dir: &Path) -> Option<unbound_io::IoError> {
+    let index = checkpoint_index(dir);
+    std::fs::symlink_metadata(&index).ok()?;
+    unbound_io::map_file(&index).err()
+}
+
+/// `dir/variables/variables.index`.
+fn checkpoint_index(dir: &Path) -> PathBuf {
+    dir.join("variables").join("variables.index")
 }
 
 /// TensorFlow's `CreateRandomUUID`: two random 64-bit numbers `a`, `b` as the decimal

@@ -22,7 +22,7 @@ pub mod text;
 pub(crate) mod wire;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -274,16 +274,33 @@ fn show_parts(dir: &Path, model: read::ModelParts<'_>) -> Result<SavedModelInfo>
     })
 }
 
-/// Total size and number of the regular files under `dir` (recursively); zeros when absent.
+/// Total size and number of the regular files under `dir` (recursively, symbolic links
+/// followed as every command follows them; a link back to a directory being counted is
+/// counted once); zeros when absent.
 fn dir_size(dir: &Path) -> (u64, u64) {
+    let mut ancestors = Vec::new();
+    dir_size_within(dir, &mut ancestors)
+}
+
+/// [`dir_size`] of `dir`, inside the directories `ancestors` (their real paths).
+fn dir_size_within(dir: &Path, ancestors: &mut Vec<PathBuf>) -> (u64, u64) {
+    let Ok(real) = std::fs::canonicalize(dir) else {
+        return (0, 0);
+    };
+    if ancestors.contains(&real) {
+        return (0, 0);
+    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return (0, 0);
     };
+    ancestors.push(real);
     let (mut bytes, mut files) = (0, 0);
     for entry in entries.flatten() {
-        let Ok(meta) = entry.metadata() else { continue };
+        let Ok(meta) = std::fs::metadata(entry.path()) else {
+            continue;
+        };
         if meta.is_dir() {
-            let (b, f) = dir_size(&entry.path());
+            let (b, f) = dir_size_within(&entry.path(), ancestors);
             bytes += b;
             files += f;
         } else if meta.is_file() {
@@ -291,5 +308,6 @@ fn dir_size(dir: &Path) -> (u64, u64) {
             files += 1;
         }
     }
+    ancestors.pop();
     (bytes, files)
 }

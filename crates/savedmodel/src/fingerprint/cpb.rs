@@ -271,6 +271,10 @@ fn hashes_with(
     })
 }
 
+/// The graph's own chunks, in merge order: each index, and the message when the source holds
+/// it built.
+type GraphChunks<'c> = Vec<(u64, Option<&'c WireMessage>)>;
+
 /// The pruned tree `pruned` without the chunks merged whole into the graph (chunked fields at
 /// exactly `graph_tags`, each a chunk with nothing chunked below it), and those chunks in merge
 /// order ([`sort_for_merge`]) with their indices and, when the source holds them built (a
@@ -283,7 +287,7 @@ fn graph_chunks_apart<'c>(
     pruned: &ChunkedMessage,
     graph_tags: &[FieldIndex],
     chunks: &'c dyn ChunkSource,
-) -> Option<(ChunkedMessage, Vec<(u64, Option<&'c WireMessage>)>)> {
+) -> Option<(ChunkedMessage, GraphChunks<'c>)> {
     let mut rest = ChunkedMessage {
         chunk_index: pruned.chunk_index,
         chunked_fields: Vec::new(),

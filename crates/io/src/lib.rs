@@ -11,7 +11,8 @@
 //!   leaves a partial file under the final name. Temporaries in progress are registered, so a
 //!   signal handler can remove them ([`remove_temporaries`]). Temporaries a killed writer left
 //!   behind are removed by the next writer of the same target ([`remove_stale_temporaries`],
-//!   reported by [`take_removed_stale`]); a temporary's name never passes the 255-byte limit.
+//!   reported by [`take_removed_stale`]; for many targets in one directory, one listing:
+//!   [`remove_stale_temporaries_of`]); a temporary's name never passes the 255-byte limit.
 //!
 //! ```
 //! use std::io::Write;
@@ -29,11 +30,12 @@
 mod atomic;
 mod error;
 mod map;
+mod stale;
 
 pub use atomic::{
-    cancel_token, copy_atomically, remove_stale_temporaries, remove_temporaries, set_cancel_token,
-    sync_parent, take_removed_stale, temp_path_for, write_atomically, TempPath, BUFFER_SIZE,
-    MAX_FILE_NAME,
+    cancel_token, copy_atomically, remove_temporaries, set_cancel_token, sync_parent,
+    temp_path_for, write_atomically, TempPath, BUFFER_SIZE, MAX_FILE_NAME,
 };
 pub use error::{io_err, IoError};
 pub use map::{map_file, regular_file_len, release_pages};
+pub use stale::{remove_stale_temporaries, remove_stale_temporaries_of, take_removed_stale};

@@ -215,7 +215,7 @@ fn refuse_unlisted_slices(src: &Variables) -> Result<()> {
     Err(ReshardError::Variable {
         key: display_key(first),
         fault: format!(
-            "{} index {} of {} ({}{}) {} no tensor lists: TensorFlow lists them as \
+            "{} index {} of {} ({}{}) {} no tensor lists: TensorFlow lists such keys as \
              variables of their own, which reshard cannot place (rewrite the checkpoint with \
              TensorFlow, or remove them)",
             unlisted.len(),

@@ -31,11 +31,13 @@ mod atomic;
 mod error;
 mod map;
 mod stale;
+mod temp_name;
 
 pub use atomic::{
     cancel_token, copy_atomically, remove_temporaries, set_cancel_token, sync_parent,
-    temp_path_for, write_atomically, TempPath, BUFFER_SIZE, MAX_FILE_NAME,
+    write_atomically, TempPath, BUFFER_SIZE,
 };
 pub use error::{io_err, IoError};
 pub use map::{map_file, regular_file_len, release_pages};
 pub use stale::{remove_stale_temporaries, remove_stale_temporaries_of, take_removed_stale};
+pub use temp_name::{temp_path_for, MAX_FILE_NAME};

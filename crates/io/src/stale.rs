@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::atomic::{name_bytes, temp_prefix, TEMP_MARK};
+use crate::temp_name::{name_bytes, temp_prefix, TEMP_MARK};
 
 /// Temporaries of dead writers removed by this process, not yet taken by
 /// [`take_removed_stale`].
@@ -25,7 +25,7 @@ fn process_alive(pid: u32) -> bool {
 }
 
 /// Removes the temporaries that writers of `target` left beside it when they were killed
-/// (`kill -9`, a power cut): names `temp_path_for` would give `target`, whose writer's process
+/// (`kill -9`, a power cut): names [`crate::temp_path_for`] would give `target`, whose writer's process
 /// is no longer alive. A temporary of a live process (another writer at work) is left alone.
 /// Returns what was removed (also kept for [`take_removed_stale`]). Every
 /// [`crate::TempPath::new`] (so every [`crate::write_atomically`]) calls it. Errors (an

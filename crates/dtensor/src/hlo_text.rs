@@ -187,6 +187,10 @@ impl<'a> Parser<'a> {
         s.tile_assignment_dimensions = self.list("[", "]")?;
         if self.eat("<=") {
             s.iota_reshape_dims = self.list("[", "]")?;
+            if s.iota_reshape_dims.is_empty() {
+                // `<=[]` would print as a tile assignment without devices, which is no text.
+                return Err(self.fail("an iota tile assignment without dimensions"));
+            }
             if self.eat("T") {
                 s.iota_transpose_perm = self
                     .list("(", ")")?
@@ -276,6 +280,7 @@ mod tests {
             "{devices=[2]0,1 junk}",
             "{devices=[a]}",
             "{x}",
+            "{devices=[4,2]<=[]T(1,5)}",
         ] {
             if bad == "{devices=[2]0}" {
                 continue; // syntactically fine; the count is checked where it is used

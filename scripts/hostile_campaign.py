@@ -34,8 +34,13 @@ Once per run, the other inputs commands read are tried as special and damaged fi
 missing path, garbage, and the example plugin cut short (the loader would die of SIGBUS on it);
 each must exit 1 promptly with an error naming the file.
 
+Then issue 30's surfaces (scripts/hostile_surfaces.py: layouts, HLO text, .npy headers checked
+against NumPy when it is importable, reshard to a 2,048-device mesh, safetensors device files,
+deeply nested .pbtxt), `--surfaces` cases of them, under the same contract, each error line
+naming the input or the argument.
+
 Usage: scripts/hostile_campaign.py [--unbound target/release/unbound] [--mutants 3000]
-       [--seed 1] [--jobs 2] [--kinds flip,lie,...] [--report out.json]
+       [--surfaces 40] [--seed 1] [--jobs 2] [--kinds flip,lie,...] [--report out.json]
 Exits 1 if any check fails (each failure is printed with the mutant's seed and kind, which
 recreate it).
 """
@@ -54,6 +59,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hostile_surfaces  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ["tf2_multi_sig", "tf1_large_consts"]
@@ -367,12 +375,51 @@ def check_mutant(args, index):
         return record, violations
 
 
+def check_surface(where, cmd, inputs):
+    """The contract for one command of a surface case: returns (code, stderr, violations);
+    every error line must name one of `inputs` (paths or argument names)."""
+    code, out, err, peak, secs = run(cmd)
+    v = []
+    if code == "timeout":
+        v.append(f"{where}: ran {TIMEOUT_S} s or more")
+        return code, err, v
+    if code < 0:
+        v.append(f"{where}: killed by signal {-code}: {err.strip()[-300:]}")
+    elif code == 101 or "panicked" in err:
+        v.append(f"{where}: panicked: {err.strip()[-300:]}")
+    elif code not in (0, 1):
+        v.append(f"{where}: exit code {code}: {err.strip()[-300:]}")
+    if peak is not None and peak >= PEAK_LIMIT:
+        v.append(f"{where}: peak memory {peak} bytes")
+    if code == 1:
+        lines = [line for line in err.splitlines() if line.startswith("unbound: error:")]
+        if not lines:
+            v.append(f"{where}: exit 1 without an error message: {err.strip()[-300:]}")
+        elif any(not any(i in line for i in inputs) for line in lines):
+            v.append(f"{where}: an error names neither input nor argument: {err.strip()[-300:]}")
+    return code, err, v
+
+
+def run_surfaces(args, pool):
+    """Issue 30's surfaces: `args.surfaces` cases; returns (cases run, violations)."""
+    fx = hostile_surfaces.Fixtures(args.unbound, Path(tempfile.mkdtemp(dir=args.work)), run)
+    picked = hostile_surfaces.cases(random.Random(f"{args.seed}-surfaces"), args.surfaces)
+    violations = []
+    for v in pool.map(lambda c: hostile_surfaces.run_case(c, args.unbound, fx, run, check_surface), picked):
+        violations.extend(v)
+        for line in v:
+            print(line, flush=True)
+    return len(picked), violations
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--unbound", default=str(ROOT / "target" / "release" / "unbound"))
     ap.add_argument("--lie", default=str(ROOT / "target" / "debug" / "examples" / "lie_metadata"),
                     help="the lie_metadata example (cargo build -p unbound-chunked --example lie_metadata)")
     ap.add_argument("--mutants", type=int, default=300)
+    ap.add_argument("--surfaces", type=int, default=40,
+                    help="cases of issue 30's surfaces (scripts/hostile_surfaces.py) run after the mutants")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--kinds", default=",".join(KINDS))
@@ -402,6 +449,10 @@ def main():
                 violations.extend(v)
                 for line in v:
                     print(line, flush=True)
+            surface_started = time.monotonic()
+            surfaces, sv = run_surfaces(args, pool)
+            violations.extend(sv)
+            surface_secs = time.monotonic() - surface_started
     finally:
         shutil.rmtree(work, ignore_errors=True)
     ran = [r for r in records if not r.get("skipped")]
@@ -417,6 +468,8 @@ def main():
     )
     for k, v in sorted(by_kind.items()):
         print(f"  {k:9} {v['mutants']:5} mutants, verify rejects {v['verify_rejects']}")
+    numpy_note = "compared with NumPy" if hostile_surfaces.HAVE_NUMPY else "NumPy not importable: not compared"
+    print(f"  surfaces  {surfaces:5} cases of issue 30's surfaces in {surface_secs:.0f} s (.npy {numpy_note})")
     if args.report:
         Path(args.report).write_text(json.dumps({"records": records, "violations": violations}, indent=1))
     return 1 if violations else 0

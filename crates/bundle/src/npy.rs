@@ -25,6 +25,7 @@ use bytes::Bytes;
 use unbound_proto::tensorflow::DataType;
 
 use crate::dtype::tf_name;
+use crate::npy_header::parse_header_dict;
 use crate::{display_key, BundleError, BundleReader, Fault, TensorData, CHUNK_SIZE};
 
 /// Choices for types NumPy has no dtype for.
@@ -147,6 +148,15 @@ pub fn header(descr: &str, shape: &[i64]) -> Result<Vec<u8>, Fault> {
 }
 
 fn header_impl(descr: &str, shape: &[i64]) -> Result<Vec<u8>, String> {
+    // Written between single quotes, unescaped: anything else would not read back.
+    if !descr
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b'\'' && b != b'\\')
+    {
+        return Err(format!(
+            "descr {descr:?} cannot be written in a .npy header"
+        ));
+    }
     let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
     let shape = match dims.len() {
         1 => format!("({},)", dims[0]),
@@ -190,8 +200,8 @@ pub fn descr_itemsize(descr: &str) -> Option<usize> {
     }
 }
 
-/// Reads the header of `.npy` bytes: descriptor, shape and where the data starts. `path`
-/// names the file in errors.
+/// Reads the header of `.npy` bytes: descriptor, shape and where the data starts, as NumPy
+/// reads them or refused ([`parse_header_dict`]). `path` names the file in errors.
 pub fn parse_npy_header(bytes: &[u8], path: &Path) -> Result<(String, Vec<i64>, usize), NpyError> {
     let bad = |what: String| NpyError::Malformed {
         path: path.to_path_buf(),
@@ -217,48 +227,13 @@ pub fn parse_npy_header(bytes: &[u8], path: &Path) -> Result<(String, Vec<i64>, 
                 bytes.len()
             ))
         })?;
-    let dict =
-        std::str::from_utf8(&bytes[start..end]).map_err(|_| bad("header is not text".into()))?;
-    let value_of = |key: &str| -> Result<&str, NpyError> {
-        let at = dict
-            .find(&format!("'{key}'"))
-            .ok_or_else(|| bad(format!("header has no '{key}': {}", dict.trim())))?;
-        let rest = dict[at + key.len() + 2..].trim_start();
-        Ok(rest.strip_prefix(':').unwrap_or(rest).trim_start())
-    };
-    let descr_text = value_of("descr")?;
-    let descr = descr_text
-        .strip_prefix('\'')
-        .and_then(|r| r.split('\'').next())
-        .ok_or_else(|| {
-            bad(format!(
-                "structured or unreadable descr in header: {}",
-                dict.trim()
-            ))
-        })?
-        .to_string();
-    if value_of("fortran_order")?.starts_with("True") {
+    let header = parse_header_dict(&bytes[start..end], bytes[6]).map_err(bad)?;
+    if header.fortran_order {
         return Err(bad(
             "Fortran-order arrays are not supported; save with C order".into(),
         ));
     }
-    let shape_text = value_of("shape")?;
-    let inner = shape_text
-        .strip_prefix('(')
-        .and_then(|r| r.split(')').next())
-        .ok_or_else(|| bad(format!("unreadable shape in header: {}", dict.trim())))?;
-    let shape = inner
-        .split(',')
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-        .map(|d| {
-            d.trim_end_matches('L')
-                .parse::<i64>()
-                .ok()
-                .filter(|&v| v >= 0)
-        })
-        .collect::<Option<Vec<i64>>>()
-        .ok_or_else(|| bad(format!("unreadable shape {inner:?}")))?;
+    let (descr, shape) = (header.descr, header.shape);
     Ok((descr, shape, end))
 }
 

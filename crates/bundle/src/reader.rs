@@ -134,6 +134,25 @@ impl BundleReader {
         self.keys().filter(|k| !is_slice_key(k))
     }
 
+    /// The slice keys no entry lists among its slices: what TensorFlow's `list_variables`
+    /// (`CheckpointReader`, which hides only the slice keys some entry lists) shows as
+    /// variables of their own. A key that looks like a slice key but does not decode, and a
+    /// slice of a tensor with no entry of its own, are such keys; TensorFlow never writes one.
+    pub fn unlisted_slice_keys(&self) -> Vec<&[u8]> {
+        let listed: std::collections::HashSet<Vec<u8>> = self
+            .entries
+            .iter()
+            .flat_map(|(key, entry)| {
+                entry.slices.iter().map(move |s| {
+                    crate::encode_tensor_name_slice(key, &crate::SliceSpec::from_proto(s))
+                })
+            })
+            .collect();
+        self.keys()
+            .filter(|k| is_slice_key(k) && !listed.contains(*k))
+            .collect()
+    }
+
     /// The index entry of `key`.
     pub fn entry(&self, key: impl AsRef<[u8]>) -> Option<&BundleEntryProto> {
         self.entries.get(key.as_ref())

@@ -51,6 +51,39 @@ impl EntrySink<'_> {
     }
 }
 
+/// Refuses a shard number outside `0..num_shards` or a count outside 1 to 99,999.
+fn check_shard(shard: i32, num_shards: i32) -> Result<()> {
+    if !(1..=99_999).contains(&num_shards) || !(0..num_shards).contains(&shard) {
+        return Err(BundleError::Invalid(format!(
+            "shard {shard} of {num_shards} (1 to 99999 shards)"
+        )));
+    }
+    Ok(())
+}
+
+/// Creates the directory of `prefix` if needed.
+fn create_parent(prefix: &Path) -> Result<()> {
+    if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| BundleError::io(dir, e))?;
+    }
+    Ok(())
+}
+
+/// Prepares the writing of all `num_shards` data shards of the bundle at `prefix` (then
+/// [`ShardWriter::create_prepared`] for each): creates the prefix's directory and removes,
+/// in one listing of it, the temporaries killed writers left of any of its shards or its
+/// index.
+pub fn prepare_shards(prefix: &Path, num_shards: i32) -> Result<()> {
+    check_shard(0, num_shards)?;
+    create_parent(prefix)?;
+    let mut targets: Vec<_> = (0..num_shards)
+        .map(|i| data_path(prefix, i, num_shards))
+        .collect();
+    targets.push(index_path(prefix));
+    unbound_io::remove_stale_temporaries_of(&targets);
+    Ok(())
+}
+
 /// A shard written and synced, still under its temporary name.
 pub struct FinishedShard(TempPath);
 
@@ -59,6 +92,12 @@ impl FinishedShard {
     pub fn persist(self) -> Result<()> {
         Ok(self.0.persist()?)
     }
+
+    /// Renames the shard to its final name without syncing its directory: a writer of many
+    /// shards syncs it once after the last ([`unbound_io::sync_parent`]).
+    pub fn persist_unsynced(self) -> Result<()> {
+        Ok(self.0.persist_unsynced()?)
+    }
 }
 
 impl ShardWriter {
@@ -66,15 +105,23 @@ impl ShardWriter {
     /// (`PREFIX.data-0000i-of-N`, under a temporary name until persisted), creating the
     /// prefix's directory if needed.
     pub fn create(prefix: &Path, shard: i32, num_shards: i32) -> Result<Self> {
-        if !(1..=99_999).contains(&num_shards) || !(0..num_shards).contains(&shard) {
-            return Err(BundleError::Invalid(format!(
-                "shard {shard} of {num_shards} (1 to 99999 shards)"
-            )));
-        }
-        if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| BundleError::io(dir, e))?;
-        }
-        let tmp = TempPath::new(&data_path(prefix, shard, num_shards));
+        check_shard(shard, num_shards)?;
+        create_parent(prefix)?;
+        Self::open(TempPath::new(&data_path(prefix, shard, num_shards)), shard)
+    }
+
+    /// [`ShardWriter::create`] for a writer of many shards that called [`prepare_shards`]
+    /// once before: neither the directory nor stale temporaries are looked at again, so
+    /// writing N shards costs N files, not N listings of the directory.
+    pub fn create_prepared(prefix: &Path, shard: i32, num_shards: i32) -> Result<Self> {
+        check_shard(shard, num_shards)?;
+        Self::open(
+            TempPath::new_cleaned(&data_path(prefix, shard, num_shards)),
+            shard,
+        )
+    }
+
+    fn open(tmp: TempPath, shard: i32) -> Result<Self> {
         let file = tmp
             .create_file()
             .map_err(|e| BundleError::io(tmp.path(), e))?;

@@ -4,7 +4,7 @@
 //! (removed if the writer is dropped unfinished, or by the CLI's signal handler).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -53,16 +53,14 @@ impl BundleWriter {
                 "{num_shards} shards (1 to 99999)"
             )));
         }
-        if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|e| BundleError::io(dir, e))?;
-        }
+        crate::shard_writer::prepare_shards(prefix, num_shards)?;
         let mut writer = Self {
             prefix: prefix.to_path_buf(),
             shards: Vec::new(),
             entries: BTreeMap::new(),
         };
         for i in 0..num_shards {
-            let tmp = TempPath::new(&data_path(prefix, i, num_shards));
+            let tmp = TempPath::new_cleaned(&data_path(prefix, i, num_shards));
             let file = tmp
                 .create_file()
                 .map_err(|e| BundleError::io(tmp.path(), e))?;

@@ -6,7 +6,7 @@ use unbound_proto::xla::op_sharding::Type as ShardingType;
 use unbound_proto::xla::OpSharding;
 
 use crate::error::{DTensorError, Result};
-use crate::hlo_text::to_hlo_text;
+use crate::hlo_text::{to_hlo_text, MAX_SHARDING_DEPTH};
 use crate::layout::{Layout, LayoutType};
 use crate::mesh::{Mesh, MeshDim};
 use crate::op_sharding::{
@@ -101,8 +101,11 @@ fn convert(
     out: &mut OpShardingLayouts,
     depth: usize,
 ) -> Result<()> {
-    if depth > 64 {
-        return Err(fail(s, "tuple shardings nested more than 64 deep"));
+    if depth > MAX_SHARDING_DEPTH {
+        return Err(fail(
+            s,
+            format!("tuple shardings nested more than {MAX_SHARDING_DEPTH} deep"),
+        ));
     }
     match ShardingType::try_from(s.r#type) {
         Ok(ShardingType::Replicated) => {

@@ -77,6 +77,10 @@ pub fn to_hlo_text(s: &OpSharding) -> String {
     body_braced(s)
 }
 
+/// How deep tuple shardings may nest, in HLO text and in an `OpSharding` converted to layouts:
+/// the parser stops at this depth while parsing, so no input reaches the stack's end.
+pub const MAX_SHARDING_DEPTH: usize = 64;
+
 struct Parser<'a> {
     text: &'a str,
     input: &'a str,
@@ -133,7 +137,14 @@ impl<'a> Parser<'a> {
             self.expect(",")?;
         }
     }
-    fn sharding(&mut self) -> Result<OpSharding> {
+    /// A sharding nested in `depth` tuples; past [`MAX_SHARDING_DEPTH`] refused before
+    /// going deeper.
+    fn sharding(&mut self, depth: usize) -> Result<OpSharding> {
+        if depth > MAX_SHARDING_DEPTH {
+            return Err(self.fail(format!(
+                "tuple shardings nested more than {MAX_SHARDING_DEPTH} deep"
+            )));
+        }
         self.expect("{")?;
         let mut s = OpSharding::default();
         if self.eat("}") {
@@ -144,7 +155,7 @@ impl<'a> Parser<'a> {
         if self.text.starts_with('{') {
             s.r#type = ShardingType::Tuple as i32;
             loop {
-                s.tuple_shardings.push(self.sharding()?);
+                s.tuple_shardings.push(self.sharding(depth + 1)?);
                 if self.eat("}") {
                     return Ok(s);
                 }
@@ -176,6 +187,10 @@ impl<'a> Parser<'a> {
         s.tile_assignment_dimensions = self.list("[", "]")?;
         if self.eat("<=") {
             s.iota_reshape_dims = self.list("[", "]")?;
+            if s.iota_reshape_dims.is_empty() {
+                // `<=[]` would print as a tile assignment without devices, which is no text.
+                return Err(self.fail("an iota tile assignment without dimensions"));
+            }
             if self.eat("T") {
                 s.iota_transpose_perm = self
                     .list("(", ")")?
@@ -230,7 +245,7 @@ impl<'a> Parser<'a> {
 /// Parses HLO sharding text into an `OpSharding` (the forms [`to_hlo_text`] writes).
 pub fn parse_hlo_text(text: &str) -> Result<OpSharding> {
     let mut p = Parser { text, input: text };
-    let s = p.sharding()?;
+    let s = p.sharding(0)?;
     p.skip_ws();
     if !p.text.is_empty() {
         return Err(p.fail(format!("unexpected text after the sharding: {:?}", p.text)));
@@ -265,11 +280,23 @@ mod tests {
             "{devices=[2]0,1 junk}",
             "{devices=[a]}",
             "{x}",
+            "{devices=[4,2]<=[]T(1,5)}",
         ] {
             if bad == "{devices=[2]0}" {
                 continue; // syntactically fine; the count is checked where it is used
             }
             assert!(parse_hlo_text(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nesting_stops_at_the_limit_while_parsing() {
+        let nested = |n: usize| format!("{}{{replicated}}{}", "{".repeat(n), "}".repeat(n));
+        assert!(parse_hlo_text(&nested(MAX_SHARDING_DEPTH)).is_ok());
+        // Far past the limit (and past what the stack would hold): refused, never a crash.
+        for n in [MAX_SHARDING_DEPTH + 1, 1_000_000] {
+            let err = parse_hlo_text(&nested(n)).unwrap_err().to_string();
+            assert!(err.contains("nested more than 64 deep"), "{err}");
         }
     }
 }

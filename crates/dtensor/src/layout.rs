@@ -55,6 +55,10 @@ impl Default for Layout {
     }
 }
 
+/// The most dimensions a tensor has in TensorFlow (`TensorShape::MaxDimensions()`): a rank
+/// given on its own (not read from the data) is refused past it.
+pub const MAX_RANK: usize = 254;
+
 impl Layout {
     /// The empty layout.
     pub fn empty() -> Layout {
@@ -143,8 +147,15 @@ impl Layout {
         )
     }
 
-    /// The replicated layout of rank `rank` on `mesh`.
+    /// The replicated layout of rank `rank` on `mesh`; a rank past [`MAX_RANK`] is refused
+    /// before anything is allocated for it.
     pub fn replicated(mesh: &Mesh, rank: usize) -> Result<Layout> {
+        if rank > MAX_RANK {
+            return Err(layout_err(
+                &format!("replicated, rank {rank}, mesh:{mesh}"),
+                format!("rank {rank} is more than TensorFlow's {MAX_RANK} dimensions"),
+            ));
+        }
         Layout::new(
             LayoutType::Static,
             vec![UNSHARDED.to_string(); rank],

@@ -67,9 +67,9 @@ pub use buffer::ByteBuffer;
 pub use device::DeviceName;
 pub use error::{DTensorError, DeviceListFault, Result};
 pub use from_op_sharding::{op_sharding_to_layouts, OpShardingLayouts};
-pub use hlo_text::{parse_hlo_text, to_hlo_text};
+pub use hlo_text::{parse_hlo_text, to_hlo_text, MAX_SHARDING_DEPTH};
 pub use jax::{parse_partition_spec, to_partition_spec};
-pub use layout::{Layout, LayoutType};
+pub use layout::{Layout, LayoutType, MAX_RANK};
 pub use mesh::{Mesh, MeshDim, MeshKind, EMPTY_MESH, USE_XLA_SPMD};
 pub use op_sharding::{
     decode_op_sharding, expanded_devices, layout_to_op_sharding, layout_to_op_sharding_bytes,

@@ -199,6 +199,13 @@ pub fn pack(
         what: "components".into(),
         fault: "none given (the mesh has no local devices)".into(),
     })?;
+    // Checked before allocating: the shape's rank against the layout, the components
+    // against their boxes, and their cover of the whole (so the components, which were read,
+    // bound the size of what is allocated).
+    refuse_partial(sharding)?;
+    let boxes = sharding.local_boxes(global_shape)?;
+    check_components(components, &boxes, sharding)?;
+    check_cover(&boxes, &distinct(&boxes), global_shape, sharding)?;
     let mut global = HostArray::zeros_like_kind(first.elements(), global_shape.to_vec())?;
     pack_into(components, sharding, &mut global)?;
     Ok(global)

@@ -2,21 +2,22 @@
 //! interrupted run never leaves a partial file or directory under the final name.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use crate::error::IoError;
+use crate::stale::remove_stale_temporaries;
+use crate::temp_name::temp_path_for;
 
 /// Size of the write buffer [`write_atomically`] puts in front of its temporary file.
 pub const BUFFER_SIZE: usize = 1 << 20;
 
-/// One temporary being written right now.
+/// One temporary being written right now (keyed by its path in [`IN_PROGRESS`]).
 struct InProgress {
-    /// The temporary's path.
-    tmp: PathBuf,
     /// The final name it is meant to become.
     target: PathBuf,
     /// Set once [`remove_temporaries`] removed it: from then on it may not be created (again)
@@ -30,27 +31,35 @@ struct InProgress {
 /// [`TempPath::create_dir`]) and renaming it into place ([`TempPath::persist`]) happen under
 /// this lock, so each either happens before the removal (and is undone by it) or sees that
 /// the removal happened and refuses.
-static IN_PROGRESS: Mutex<Vec<InProgress>> = Mutex::new(Vec::new());
+///
+/// A map by temporary path, so that a writer of thousands of files (a reshard to a mesh of
+/// 16,384 devices) registers, checks and unregisters each in constant time.
+static IN_PROGRESS: LazyLock<Mutex<InProgressMap>> = LazyLock::new(Default::default);
 
-fn in_progress() -> std::sync::MutexGuard<'static, Vec<InProgress>> {
+/// The temporaries in progress, by path.
+type InProgressMap = HashMap<PathBuf, InProgress>;
+
+fn in_progress() -> std::sync::MutexGuard<'static, InProgressMap> {
     IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn register(tmp: &Path, target: &Path) {
-    in_progress().push(InProgress {
-        tmp: tmp.to_path_buf(),
-        target: target.to_path_buf(),
-        removed: false,
-    });
+    in_progress().insert(
+        tmp.to_path_buf(),
+        InProgress {
+            target: target.to_path_buf(),
+            removed: false,
+        },
+    );
 }
 
 fn unregister(path: &Path) {
-    in_progress().retain(|p| p.tmp != path);
+    in_progress().remove(path);
 }
 
 /// Whether `tmp` was removed by [`remove_temporaries`]; the caller holds the lock.
-fn was_removed(list: &[InProgress], tmp: &Path) -> bool {
-    list.iter().any(|p| p.tmp == tmp && p.removed)
+fn was_removed(list: &InProgressMap, tmp: &Path) -> bool {
+    list.get(tmp).is_some_and(|p| p.removed)
 }
 
 fn remove_path(path: &Path) {
@@ -72,13 +81,13 @@ pub fn remove_temporaries() {
     // thread, not from inside a signal, so waiting for a writer that holds the lock for a
     // moment is safe.
     let mut list = in_progress();
-    for entry in list.iter_mut().filter(|p| !p.removed) {
+    for (tmp, entry) in list.iter_mut().filter(|(_, p)| !p.removed) {
         entry.removed = true;
         let aside = temp_path_for(&entry.target);
-        if aside != entry.tmp && fs::rename(&entry.tmp, &aside).is_ok() {
+        if aside != *tmp && fs::rename(tmp, &aside).is_ok() {
             remove_path(&aside);
         } else {
-            remove_path(&entry.tmp);
+            remove_path(tmp);
         }
     }
 }
@@ -122,164 +131,6 @@ fn cancelled_error(target: &Path) -> IoError {
     IoError::os(target, abandoned())
 }
 
-/// What every temporary name holds between the target's name and `PID-NANOS`.
-const TEMP_MARK: &str = ".unbound-tmp-";
-
-/// The longest file name most filesystems accept (ext4, XFS, btrfs, APFS, tmpfs).
-pub const MAX_FILE_NAME: usize = 255;
-
-/// Longest `PID-NANOS` suffix: a 32-bit PID and nanoseconds below 10^9.
-const MAX_SUFFIX: usize = 10 + 1 + 9;
-
-/// The bytes of a file name (lossless on Unix).
-fn name_bytes(name: &std::ffi::OsStr) -> Vec<u8> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        name.as_bytes().to_vec()
-    }
-    #[cfg(not(unix))]
-    {
-        name.to_string_lossy().into_owned().into_bytes()
-    }
-}
-
-/// A file name from bytes (lossless on Unix).
-fn name_from_bytes(bytes: Vec<u8>) -> std::ffi::OsString {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStringExt;
-        std::ffi::OsString::from_vec(bytes)
-    }
-    #[cfg(not(unix))]
-    {
-        String::from_utf8_lossy(&bytes).into_owned().into()
-    }
-}
-
-/// The part of every temporary name of `path` before `PID-NANOS`: `.NAME.unbound-tmp-`, where
-/// a name too long to leave room for the rest (a 255-byte limit) is cut and ended with a hash
-/// of the whole name, so that the temporary's name stays within [`MAX_FILE_NAME`] and is the
-/// same for every writer of the same target.
-fn temp_prefix(path: &Path) -> Vec<u8> {
-    let name = path
-        .file_name()
-        .map(name_bytes)
-        .unwrap_or_else(|| b"output".to_vec());
-    let room = MAX_FILE_NAME - 1 - TEMP_MARK.len() - MAX_SUFFIX;
-    let mut part = if name.len() <= room {
-        name
-    } else {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
-        name.hash(&mut h);
-        let tag = format!("~{:016x}", h.finish());
-        let mut cut = name[..room - tag.len()].to_vec();
-        // Do not leave half a UTF-8 character behind (harmless, but ugly in listings).
-        while cut.last().is_some_and(|&b| b & 0xc0 == 0x80) {
-            cut.pop();
-        }
-        if cut.last().is_some_and(|&b| b >= 0xc0) {
-            cut.pop();
-        }
-        cut.extend_from_slice(tag.as_bytes());
-        cut
-    };
-    let mut prefix = vec![b'.'];
-    prefix.append(&mut part);
-    prefix.extend_from_slice(TEMP_MARK.as_bytes());
-    prefix
-}
-
-/// A temporary path in the same directory as `path` (so the final rename stays on one
-/// filesystem), unique to this process and moment: `.NAME.unbound-tmp-PID-NANOS`, its name
-/// never longer than [`MAX_FILE_NAME`] bytes (a long `NAME` is shortened, see above).
-pub fn temp_path_for(path: &Path) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let mut name = temp_prefix(path);
-    name.extend_from_slice(format!("{}-{nanos}", std::process::id()).as_bytes());
-    path.with_file_name(name_from_bytes(name))
-}
-
-/// Temporaries of dead writers removed by this process, not yet taken by
-/// [`take_removed_stale`].
-static REMOVED_STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Whether process `pid` is alive. Without `/proc` (not Linux) every process is assumed
-/// alive, so nothing is removed.
-fn process_alive(pid: u32) -> bool {
-    let proc_root = Path::new("/proc");
-    if !proc_root.join("self").exists() {
-        return true;
-    }
-    proc_root.join(pid.to_string()).exists()
-}
-
-/// Removes the temporaries that writers of `target` left beside it when they were killed
-/// (`kill -9`, a power cut): names `temp_path_for` would give `target`, whose writer's process
-/// is no longer alive. A temporary of a live process (another writer at work) is left alone.
-/// Returns what was removed (also kept for [`take_removed_stale`]). Every [`TempPath::new`]
-/// (so every [`write_atomically`]) calls it. Errors (an unreadable directory, a file removed
-/// meanwhile) are ignored: this is cleaning up, not the output.
-pub fn remove_stale_temporaries(target: &Path) -> Vec<PathBuf> {
-    let prefix = temp_prefix(target);
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let own = std::process::id();
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let name = name_bytes(&entry.file_name());
-        let Some(rest) = name.strip_prefix(&prefix[..]) else {
-            continue;
-        };
-        let Some((pid, nanos)) = std::str::from_utf8(rest)
-            .ok()
-            .and_then(|r| r.split_once('-'))
-        else {
-            continue;
-        };
-        let Ok(pid) = pid.parse::<u32>() else {
-            continue;
-        };
-        if nanos.is_empty() || !nanos.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        if pid == own || process_alive(pid) {
-            continue;
-        }
-        let path = entry.path();
-        let gone = match entry.file_type() {
-            Ok(t) if t.is_dir() => fs::remove_dir_all(&path).is_ok(),
-            Ok(_) => fs::remove_file(&path).is_ok(),
-            Err(_) => false,
-        };
-        if gone {
-            removed.push(path);
-        }
-    }
-    if !removed.is_empty() {
-        let mut log = REMOVED_STALE.lock().unwrap_or_else(|e| e.into_inner());
-        log.extend(removed.iter().cloned());
-    }
-    removed
-}
-
-/// Takes the list of stale temporaries removed so far by this process (by
-/// [`remove_stale_temporaries`], directly or through [`TempPath::new`]), so that a command can
-/// say what it cleaned up.
-pub fn take_removed_stale() -> Vec<PathBuf> {
-    let mut log = REMOVED_STALE.lock().unwrap_or_else(|e| e.into_inner());
-    std::mem::take(&mut *log)
-}
-
 /// A temporary file or directory that becomes `target` only when [`TempPath::persist`] is
 /// called. Until then it is registered for [`remove_temporaries`]; dropped without persisting
 /// (an error, a panic), it is removed. Use it when the output is a directory or is written by
@@ -299,6 +150,18 @@ impl TempPath {
     /// [`TempPath::removed_stale`]).
     pub fn new(target: &Path) -> Self {
         let stale = remove_stale_temporaries(target);
+        Self::reserve(target, stale)
+    }
+
+    /// Like [`TempPath::new`] without the look for stale temporaries: for a writer of many
+    /// files in one directory that removed the stale temporaries of all of them at once
+    /// ([`crate::remove_stale_temporaries_of`]), so that writing N files lists the directory
+    /// once instead of N times.
+    pub fn new_cleaned(target: &Path) -> Self {
+        Self::reserve(target, Vec::new())
+    }
+
+    fn reserve(target: &Path, stale: Vec<PathBuf>) -> Self {
         let tmp = temp_path_for(target);
         register(&tmp, target);
         Self {
@@ -344,7 +207,7 @@ impl TempPath {
         fs::create_dir(&self.tmp)
     }
 
-    fn refuse_if_abandoned(&self, list: &[InProgress]) -> std::io::Result<()> {
+    fn refuse_if_abandoned(&self, list: &InProgressMap) -> std::io::Result<()> {
         if is_cancelled(&self.cancel) || was_removed(list, &self.tmp) {
             return Err(abandoned());
         }
@@ -355,15 +218,22 @@ impl TempPath {
     /// the temporary's contents first (files: `File::sync_all`).
     /// Refuses (and removes the temporary) when the thread's cancel token was set
     /// ([`set_cancel_token`]) or [`remove_temporaries`] removed it.
-    pub fn persist(mut self) -> Result<(), IoError> {
-        {
-            let list = in_progress();
-            self.refuse_if_abandoned(&list)
-                .map_err(|e| IoError::os(&self.target, e))?;
-            fs::rename(&self.tmp, &self.target).map_err(|e| IoError::os(&self.target, e))?;
-        }
+    pub fn persist(self) -> Result<(), IoError> {
+        let target = self.target.clone();
+        self.persist_unsynced()?;
+        sync_parent(&target);
+        Ok(())
+    }
+
+    /// [`TempPath::persist`] without syncing the directory: for a writer renaming many files
+    /// into one directory, which calls [`sync_parent`] once after the last.
+    pub fn persist_unsynced(mut self) -> Result<(), IoError> {
+        let list = in_progress();
+        self.refuse_if_abandoned(&list)
+            .map_err(|e| IoError::os(&self.target, e))?;
+        fs::rename(&self.tmp, &self.target).map_err(|e| IoError::os(&self.target, e))?;
+        drop(list);
         self.persisted = true;
-        sync_parent(&self.target);
         Ok(())
     }
 }
@@ -518,7 +388,8 @@ mod tests {
     use std::io::Write;
 
     use super::*;
-    use crate::io_err;
+    use crate::temp_name::{temp_prefix, TEMP_MARK};
+    use crate::{io_err, remove_stale_temporaries_of, take_removed_stale, MAX_FILE_NAME};
 
     /// `remove_temporaries` removes every temporary in progress in the process, those of the
     /// other tests too: the tests that write take turns.
@@ -610,6 +481,40 @@ mod tests {
         let pid = child.id();
         child.wait().unwrap();
         pid
+    }
+
+    #[test]
+    fn one_listing_removes_the_stale_temporaries_of_every_target_and_nothing_else() {
+        let _turn = turn();
+        if !Path::new("/proc/self").exists() {
+            return; // liveness is only known through /proc
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dead_pid();
+        let stale = |target: &Path, pid: u32| {
+            let prefix = String::from_utf8(temp_prefix(target)).unwrap();
+            dir.path().join(format!("{prefix}{pid}-123"))
+        };
+        let targets: Vec<PathBuf> = (0..3)
+            .map(|i| dir.path().join(format!("ckpt.data-0000{i}-of-00003")))
+            .collect();
+        for t in &targets {
+            fs::write(stale(t, dead), b"x").unwrap();
+        }
+        let other = stale(&dir.path().join("other"), dead);
+        let live = stale(&targets[0], 1); // init is alive
+        for p in [&other, &live] {
+            fs::write(p, b"keep").unwrap();
+        }
+        let _ = take_removed_stale();
+        let mut removed = remove_stale_temporaries_of(&targets);
+        removed.sort();
+        let expected: Vec<PathBuf> = targets.iter().map(|t| stale(t, dead)).collect();
+        assert_eq!(removed, expected);
+        let mut taken = take_removed_stale();
+        taken.sort();
+        assert_eq!(taken, removed);
+        assert!(other.exists() && live.exists());
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!   leaves a partial file under the final name. Temporaries in progress are registered, so a
 //!   signal handler can remove them ([`remove_temporaries`]). Temporaries a killed writer left
 //!   behind are removed by the next writer of the same target ([`remove_stale_temporaries`],
-//!   reported by [`take_removed_stale`]); a temporary's name never passes the 255-byte limit.
+//!   reported by [`take_removed_stale`]; for many targets in one directory, one listing:
+//!   [`remove_stale_temporaries_of`]); a temporary's name never passes the 255-byte limit.
 //!
 //! ```
 //! use std::io::Write;
@@ -32,12 +33,15 @@ mod atomic;
 mod error;
 mod map;
 mod open;
+mod stale;
+mod temp_name;
 
 pub use atomic::{
-    cancel_token, copy_atomically, remove_stale_temporaries, remove_temporaries, set_cancel_token,
-    sync_parent, take_removed_stale, temp_path_for, write_atomically, TempPath, BUFFER_SIZE,
-    MAX_FILE_NAME,
+    cancel_token, copy_atomically, remove_temporaries, set_cancel_token, sync_parent,
+    write_atomically, TempPath, BUFFER_SIZE,
 };
 pub use error::{io_err, IoError};
 pub use map::{map_file, release_pages};
 pub use open::{open_regular, read_file, regular_file_len};
+pub use stale::{remove_stale_temporaries, remove_stale_temporaries_of, take_removed_stale};
+pub use temp_name::{temp_path_for, MAX_FILE_NAME};

@@ -62,7 +62,7 @@ pub fn run_mpi(
     let start = Instant::now();
     let world = &mpi.world;
     let (rank, size) = (world.rank(), world.size());
-    let checked = check_output(src, dst);
+    let checked = check_output(src, plan, dst);
     let mine: Vec<usize> = (0..plan.shards.len())
         .filter(|i| *i as i32 % size == rank)
         .collect();
@@ -81,9 +81,10 @@ pub fn run_mpi(
     };
     let mut written = Vec::with_capacity(results.len());
     for (shard, finished, w) in results {
-        finished.persist()?;
+        finished.persist_unsynced()?;
         written.push((shard, w));
     }
+    unbound_io::sync_parent(&unbound_bundle::index_path(dst));
     world.barrier();
     if rank != 0 {
         world.process_at_rank(0).send(&encode(&written)[..]);

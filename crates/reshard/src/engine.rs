@@ -11,8 +11,8 @@ use std::time::Instant;
 use serde::Serialize;
 use unbound_bundle::dtype::{storage, Storage};
 use unbound_bundle::{
-    encode_tensor_name_slice, index_path, write_index, BoxReader, BundleError, FinishedShard,
-    ShardWriter, SliceSpec, Variables,
+    encode_tensor_name_slice, index_path, prepare_shards, write_index, BoxReader, BundleError,
+    FinishedShard, ShardWriter, SliceSpec, Variables,
 };
 use unbound_proto::tensorflow::BundleEntryProto;
 
@@ -62,20 +62,24 @@ pub fn run(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ReshardReport> {
     let start = Instant::now();
-    check_output(src, dst)?;
+    check_output(src, plan, dst)?;
     let all: Vec<usize> = (0..plan.shards.len()).collect();
     let results = write_shards(src, plan, dst, options.jobs, &all, progress)?;
     let mut written = Vec::with_capacity(results.len());
     for (shard, finished, w) in results {
-        finished.persist()?;
+        finished.persist_unsynced()?;
         written.push((shard, w));
     }
+    // One sync of the directory for all the renames (then the index, synced on its own).
+    unbound_io::sync_parent(&index_path(dst));
     finish_output(src, plan, dst, written)?;
     Ok(report(src, plan, dst, start))
 }
 
-/// Refuses an output that exists or is the source; creates its directory.
-pub(crate) fn check_output(src: &Variables, dst: &Path) -> Result<()> {
+/// Refuses an output that exists or is the source; creates its directory and removes the
+/// temporaries killed writers left of its files (one listing of the directory, however many
+/// shards the plan has: each shard is then created without looking again).
+pub(crate) fn check_output(src: &Variables, plan: &Plan, dst: &Path) -> Result<()> {
     let index = index_path(dst);
     if index.exists() {
         return Err(ReshardError::Exists { path: index });
@@ -85,9 +89,7 @@ pub(crate) fn check_output(src: &Variables, dst: &Path) -> Result<()> {
             "the output prefix is the source prefix".into(),
         ));
     }
-    if let Some(dir) = dst.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| BundleError::io(dir, e))?;
-    }
+    prepare_shards(dst, plan.num_shards)?;
     Ok(())
 }
 
@@ -222,7 +224,7 @@ fn write_shard(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(FinishedShard, Vec<Written>)> {
     let shard = &plan.shards[index];
-    let mut w = ShardWriter::create(dst, shard.shard, plan.num_shards)?;
+    let mut w = ShardWriter::create_prepared(dst, shard.shard, plan.num_shards)?;
     let mut written = Vec::with_capacity(shard.items.len());
     for item in &shard.items {
         if failed.load(Ordering::Relaxed) {

@@ -51,6 +51,7 @@ mod engine;
 mod error;
 mod plan;
 mod planner;
+mod safetensors_check;
 mod safetensors_in;
 mod safetensors_out;
 mod state;

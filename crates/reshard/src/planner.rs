@@ -105,6 +105,7 @@ pub fn plan(src: &Variables, options: &ReshardOptions) -> Result<Plan> {
         })
         .collect();
     let reader = &src.reader;
+    refuse_unlisted_slices(src)?;
     let keys: Vec<Vec<u8>> = reader.tensor_keys().map(<[u8]>::to_vec).collect();
     for key in keys {
         let name = display_key(&key);
@@ -199,6 +200,40 @@ pub fn plan(src: &Variables, options: &ReshardOptions) -> Result<Plan> {
     };
     count_reads(&mut plan, reader);
     Ok(plan)
+}
+
+/// Refuses a source with index entries TensorFlow lists as variables but that are neither
+/// tensors nor slices of one (`unlisted_slice_keys`: a key that looks like a slice key but
+/// does not decode, a slice of a variable with no entry of its own): the output would drop
+/// them without a word.
+fn refuse_unlisted_slices(src: &Variables) -> Result<()> {
+    let unlisted = src.reader.unlisted_slice_keys();
+    let Some(first) = unlisted.first() else {
+        return Ok(());
+    };
+    let shown: Vec<String> = unlisted.iter().take(3).map(|k| display_key(k)).collect();
+    Err(ReshardError::Variable {
+        key: display_key(first),
+        fault: format!(
+            "{} index {} of {} ({}{}) {} no tensor lists: TensorFlow lists such keys as \
+             variables of their own, which reshard cannot place (rewrite the checkpoint with \
+             TensorFlow, or remove them)",
+            unlisted.len(),
+            if unlisted.len() == 1 {
+                "entry"
+            } else {
+                "entries"
+            },
+            src.reader.index_path().display(),
+            shown.join(", "),
+            if unlisted.len() > 3 { ", ..." } else { "" },
+            if unlisted.len() == 1 {
+                "is a slice key"
+            } else {
+                "are slice keys"
+            },
+        ),
+    })
 }
 
 /// A box: start and length per dimension.

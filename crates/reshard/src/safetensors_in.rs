@@ -17,6 +17,7 @@ use unbound_dtensor::{Chunking, Layout, Mesh, Sharding};
 use unbound_proto::tensorflow::DataType;
 
 use crate::error::{ReshardError, Result};
+use crate::safetensors_check::check_header;
 use crate::safetensors_out::{META_DEVICE, META_LAYOUTS, META_MESH, META_OBJECT_GRAPH};
 
 /// The TensorFlow dtype of a safetensors dtype; `None` for those TensorFlow checkpoints do
@@ -76,6 +77,7 @@ pub fn import_safetensors(dir: &Path, prefix: &Path) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let mut metas = Vec::with_capacity(files.len());
     for (path, map) in files.iter().zip(&maps) {
+        check_header(path, map)?;
         let (_, meta) = SafeTensors::read_metadata(map).map_err(|e| bad(path, e))?;
         metas.push(meta.metadata().clone().unwrap_or_default());
     }
@@ -164,6 +166,15 @@ fn import_sharded(
                 "its mesh or layouts metadata differ from the other files'",
             ));
         }
+        if meta.get(META_OBJECT_GRAPH) != metas[0].get(META_OBJECT_GRAPH) {
+            return Err(bad(
+                path,
+                format!(
+                    "its object graph ({META_OBJECT_GRAPH}) differs from {}'s",
+                    files[0].display()
+                ),
+            ));
+        }
         let pos: usize = meta
             .get(META_DEVICE)
             .and_then(|d| d.parse().ok())
@@ -196,13 +207,29 @@ fn import_sharded(
         .zip(files)
         .map(|(m, p)| SafeTensors::deserialize(m).map_err(|e| bad(p, e)))
         .collect::<Result<Vec<_>>>()?;
+    // A tensor of a device file that the layouts do not name would be left out silently.
+    for (st, path) in parsed.iter().zip(files) {
+        let mut extra: Vec<&String> = st
+            .names()
+            .into_iter()
+            .filter(|n| !layouts.contains_key(*n))
+            .collect();
+        extra.sort();
+        if let Some(name) = extra.first() {
+            return Err(bad(
+                path,
+                format!("tensor {name:?} has no layout in the {META_LAYOUTS} metadata"),
+            ));
+        }
+    }
     for (name, specs) in &layouts {
         let refs: Vec<&str> = specs.iter().map(String::as_str).collect();
         let layout = Layout::static_on(&refs, &mesh).map_err(|e| bad(&files[0], e))?;
         let sharding =
             Sharding::from_layout(&layout, Chunking::Even).map_err(|e| bad(&files[0], e))?;
         let mut global: Option<Vec<i64>> = None;
-        let mut seen = BTreeSet::new();
+        // Each unique box's first copy (file index, dtype, bytes); a replica must equal it.
+        let mut seen: BTreeMap<Vec<i64>, (usize, Dtype, &[u8])> = BTreeMap::new();
         for (pos, &fi) in by_pos.iter().enumerate() {
             let Some(fi) = fi else { continue };
             let path = &files[fi];
@@ -240,9 +267,24 @@ fn import_sharded(
                 ));
             }
             let b = sharding.box_at(&g, pos as i64).map_err(|e| bad(path, e))?;
-            if !seen.insert(b.offset.clone()) {
+            if let Some(&(first, dtype, data)) = seen.get(&b.offset) {
+                if view.dtype() != dtype || view.data() != data {
+                    return Err(bad(
+                        path,
+                        format!(
+                            "tensor {name:?} is a replica of the copy in {}, but its {} differ",
+                            files[first].display(),
+                            if view.dtype() != dtype {
+                                "dtypes"
+                            } else {
+                                "values"
+                            }
+                        ),
+                    ));
+                }
                 continue;
             }
+            seen.insert(b.offset.clone(), (fi, view.dtype(), view.data()));
             let slice = SliceSpec::new(
                 b.offset
                     .iter()

@@ -13,6 +13,7 @@ use prost_reflect::{DynamicMessage, MessageDescriptor};
 use unbound_chunked::{parse_pb, FileChunks, Merger};
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
 use unbound_records::{RecordReader, RecordsError};
+use unbound_wire::text_depth::{text_nesting_past, TEXT_RECURSION_LIMIT};
 use unbound_wire::WireMessage;
 
 use crate::error::{Result, SavedModelError};
@@ -276,6 +277,13 @@ fn parse_text(bytes: &Bytes, path: &Path, desc: &MessageDescriptor) -> Result<Wi
         path: path.to_path_buf(),
         fault: format!("not UTF-8 text: {e}"),
     })?;
+    // The parser recurses without a limit: nesting is bounded before it runs.
+    if let Some(at) = text_nesting_past(bytes, TEXT_RECURSION_LIMIT) {
+        return Err(SavedModelError::TextFormat {
+            path: path.to_path_buf(),
+            fault: format!("messages nested more than {TEXT_RECURSION_LIMIT} deep (at byte {at})"),
+        });
+    }
     let msg = DynamicMessage::parse_text_format(desc.clone(), text).map_err(|e| {
         SavedModelError::TextFormat {
             path: path.to_path_buf(),

@@ -45,6 +45,7 @@ pub mod navigate;
 mod prefetch;
 pub mod scalar;
 mod source;
+pub mod text_depth;
 
 pub use error::{DecodeError, Result, WireError};
 pub use lenient::decode_lenient;

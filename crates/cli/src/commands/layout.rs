@@ -11,7 +11,7 @@ use unbound_dtensor::{
     decode_op_sharding, global_shape_of, op_sharding_to_layouts, pack, parse_hlo_text,
     parse_partition_spec, parse_torch_placements, relayout, relayout_plan, resolve_match,
     to_hlo_text, unpack, Chunking, DTensorError, Elements, HostArray, Layout, LayoutReport, Mesh,
-    MeshReport, RelayoutPlan, Sharding,
+    MeshReport, RelayoutPlan, Sharding, MAX_RANK,
 };
 
 use super::CmdResult;
@@ -171,6 +171,12 @@ pub struct Shape(Vec<i64>);
 fn parse_shape(s: &str) -> Result<Shape, String> {
     if s.trim().is_empty() {
         return Ok(Shape(Vec::new()));
+    }
+    let rank = s.split(',').count();
+    if rank > MAX_RANK {
+        return Err(format!(
+            "{rank} dimensions, more than TensorFlow's {MAX_RANK}"
+        ));
     }
     s.split(',')
         .map(|d| {
@@ -464,6 +470,9 @@ fn from_op_sharding(a: FromOpShardingArgs) -> CmdResult {
         }
         None => None,
     };
+    if let Some(rank) = a.rank.filter(|&r| r > MAX_RANK) {
+        return Err(format!("--rank {rank}: more than TensorFlow's {MAX_RANK} dimensions").into());
+    }
     let found = op_sharding_to_layouts(&sharding, mesh.as_ref(), a.rank)?;
     if a.json {
         let out = json!({
@@ -605,7 +614,10 @@ fn pack_cmd(a: PackArgs) -> CmdResult {
     let n = sharding.mesh().local_device_ids().len();
     let (comps, descr) = load_components(&a.indir, n)?;
     let shape = match a.global_shape {
-        Some(s) => s.0,
+        Some(s) => {
+            check_global_shape(&s.0, &sharding)?;
+            s.0
+        }
         None => global_shape_of(&comps, &sharding)?,
     };
     let global =
@@ -623,6 +635,14 @@ fn pack_cmd(a: PackArgs) -> CmdResult {
         outln!("wrote {:?} ({descr}) to {}", shape, a.out.display())?;
     }
     Ok(())
+}
+
+/// Refuses a `--global-shape` the layout cannot take (its rank, sizes that do not divide),
+/// naming the argument, before anything is read or allocated for it.
+fn check_global_shape(shape: &[i64], sharding: &Sharding) -> Result<(), String> {
+    sharding
+        .check_shape(shape)
+        .map_err(|e| format!("--global-shape {}: {e}", list(shape)))
 }
 
 /// The rank of INDIR/0.npy, if readable (PyTorch placements need a rank).
@@ -692,7 +712,10 @@ fn relayout_cmd(a: RelayoutArgs) -> CmdResult {
         let n = from.mesh().local_device_ids().len();
         let (comps, descr) = load_components(indir, n)?;
         let shape = match &a.global_shape {
-            Some(s) => s.0.clone(),
+            Some(s) => {
+                check_global_shape(&s.0, &from)?;
+                s.0.clone()
+            }
             None => global_shape_of(&comps, &from)?,
         };
         let moved = relayout(&comps, &from, &to, &shape)

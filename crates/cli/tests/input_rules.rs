@@ -102,6 +102,32 @@ fn a_truncated_or_special_plugin_is_refused_before_loading() {
     }
 }
 
+/// `--plugin-dir` takes every `*.so` in the directory that is not a directory itself: a FIFO
+/// so named is refused by name, as `--plugin` refuses it, not skipped without a word.
+#[test]
+fn a_special_file_in_a_plugin_directory_is_refused_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("plugins");
+    std::fs::create_dir(&dir).unwrap();
+    let fifo = dir.join("fifo.so");
+    mkfifo(&fifo);
+    let src = model("tf2_multi_sig");
+    let out_dir = tmp.path().join("out");
+    let out = unbound_timed(&[
+        "optimize".as_ref(),
+        src.as_os_str(),
+        out_dir.as_os_str(),
+        "--plugin-dir".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert_clean_failure(
+        &out,
+        &[&fifo.display().to_string(), "not a regular file (a FIFO)"],
+        "a FIFO in --plugin-dir",
+    );
+    assert!(!out_dir.exists());
+}
+
 #[test]
 fn a_special_topology_file_is_refused_naming_the_argument() {
     let tmp = tempfile::tempdir().unwrap();

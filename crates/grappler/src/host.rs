@@ -56,8 +56,8 @@ pub struct PluginSet {
     options: HostOptions,
 }
 
-/// The plugin files of a directory: every `*.so` or `*.so.<digits...>` file, sorted, as
-/// TensorFlow's plugin discovery picks them.
+/// The plugin files of a directory: every `*.so` or `*.so.<digits...>` entry that is not a
+/// directory, sorted, as TensorFlow's plugin discovery picks them.
 pub fn plugins_in_dir(dir: &Path) -> Result<Vec<PathBuf>, GrapplerError> {
     let entries = std::fs::read_dir(dir).map_err(|source| GrapplerError::PluginDir {
         dir: dir.to_path_buf(),
@@ -71,7 +71,9 @@ pub fn plugins_in_dir(dir: &Path) -> Result<Vec<PathBuf>, GrapplerError> {
             || name
                 .split_once(".so.")
                 .is_some_and(|(_, v)| v.starts_with(|c: char| c.is_ascii_digit()));
-        if shared && path.is_file() {
+        // Anything so named but a directory is taken: a FIFO, device or dangling link is then
+        // refused by name when it is loaded (the one input rule), not skipped without a word.
+        if shared && !path.is_dir() {
             found.push(path);
         }
     }

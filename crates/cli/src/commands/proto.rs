@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use unbound_chunked::{read_pb, read_prefix, write_message, write_split};
+use unbound_chunked::{read_pb, read_prefix, write_split};
 use unbound_savedmodel::verify::check_schema;
 use unbound_savedmodel::{
     dir::message_descriptor,
@@ -100,7 +100,20 @@ pub fn run(cmd: ProtoCommand) -> CmdResult {
                 )
                 .into());
             }
-            write_message(&output, &read.message)?;
+            // Written in canonical form, as `merge` writes a model and as TensorFlow's Merger
+            // and deterministic serialization write the message.
+            let schema = unbound_canonical::Schema::new(&desc);
+            let canonical = unbound_canonical::encode_to_vec(
+                &schema,
+                schema.root(),
+                &[&read.message.to_vec()?],
+            )
+            .map_err(|e| format!("{}: {e}", prefix.display()))?;
+            let size = canonical.len();
+            unbound_io::write_atomically(&output, |out| {
+                std::io::Write::write_all(out, &canonical)
+                    .map_err(|e| unbound_io::IoError::os(&output, e))
+            })?;
             outln!("wrote {} ({size} bytes)", output.display())
                 .map_err(|e| e.after_writing(&output))?;
             Ok(())

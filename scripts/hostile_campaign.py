@@ -30,7 +30,7 @@ fingerprint, vars, vars --json, split, merge) and every writer (tags --duplicate
     /dev/zero, a directory, a dangling link) warn on stderr, naming it.
 
 Once per run, the other inputs commands read are tried as special and damaged files (see
-`surfaces`): export-tpu --topology and optimize --plugin as a FIFO, /dev/zero, a directory, a
+`special_inputs`): export-tpu --topology and optimize --plugin as a FIFO, /dev/zero, a directory, a
 missing path, garbage, and the example plugin cut short (the loader would die of SIGBUS on it);
 each must exit 1 promptly with an error naming the file.
 
@@ -262,7 +262,7 @@ def check_exit_1(where, cmd, named):
     return [f"{where}: {shown}, not exit 1 with an error naming {named}: {err.strip()[-300:]}"]
 
 
-def surfaces(args):
+def special_inputs(args):
     """The inputs commands read beside a model, each tried as special and damaged files:
     export-tpu --topology and optimize --plugin. Returns the violations."""
     work = Path(tempfile.mkdtemp(dir=args.work))
@@ -440,7 +440,7 @@ def main():
     try:
         args.bases = base_models(args.unbound, work)
         records, violations = [], []
-        for line in surfaces(args):
+        for line in special_inputs(args):
             violations.append(line)
             print(line, flush=True)
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:

@@ -166,5 +166,5 @@ mkdir -p "$work/empty"
 from tensorflow.core.protobuf import saved_model_pb2
 m = saved_model_pb2.SavedModel(saved_model_schema_version=1)
 open('$work/empty/saved_model.pb', 'wb').write(m.SerializeToString())" 2>&1 | quiet
-refuse "no MetaGraphDef" 'has no MetaGraphDef' export-tpu "$work/empty" "$work/refused"
+refuse "no MetaGraphDef" 'holds no MetaGraphDef' export-tpu "$work/empty" "$work/refused"
 echo "tpu: ok"

@@ -93,6 +93,9 @@ pub struct SavedModel {
     /// The model file's content, mapped on first use (a lock, not a `OnceLock`: readers on two
     /// threads asking first must not both map it).
     data: Mutex<Option<Bytes>>,
+    /// Whether `data` holds the canonical form of a `.pb` made in memory
+    /// ([`crate::fingerprint::in_canonical_form`]) rather than the file's bytes.
+    canonicalized: bool,
 }
 
 impl fmt::Debug for SavedModel {
@@ -105,6 +108,7 @@ impl fmt::Debug for SavedModel {
             .field("variables_index", &self.variables_index)
             .field("assets", &self.assets)
             .field("fingerprint", &self.fingerprint)
+            .field("canonicalized", &self.canonicalized)
             .field(
                 "mapped_bytes",
                 &self
@@ -144,7 +148,27 @@ impl SavedModel {
             assets: assets.is_dir().then_some(assets),
             fingerprint: present(dir.join(FINGERPRINT_FILE)),
             data: Mutex::new(None),
+            canonicalized: false,
         })
+    }
+
+    /// This model read from `canonical`, the canonical form of its `.pb` (the file's message,
+    /// serialized as protobuf C++ serializes it deterministically), in place of the file's
+    /// bytes: every reader then works from those bytes ([`SavedModel::data`]), and
+    /// [`SavedModel::canonicalized`] says so, for a writer that would copy the file.
+    pub(crate) fn reading(self, canonical: Bytes) -> Self {
+        Self {
+            data: Mutex::new(Some(canonical)),
+            canonicalized: true,
+            ..self
+        }
+    }
+
+    /// Whether [`SavedModel::data`] is the canonical form of the model file made in memory
+    /// ([`crate::fingerprint::in_canonical_form`]), not the file's own bytes: a writer copies
+    /// those bytes, not the file.
+    pub fn canonicalized(&self) -> bool {
+        self.canonicalized
     }
 
     /// The directory, as given.
@@ -185,8 +209,9 @@ impl SavedModel {
     }
 
     /// The model file's content: mapped on the first call ([`unbound_io::map_file`]: a FIFO
-    /// or device in its place is refused), the same bytes for every later one. A mapping that
-    /// fails is not kept: the error goes to the caller.
+    /// or device in its place is refused), the same bytes for every later one (or, once
+    /// [`SavedModel::canonicalized`], its canonical form). A mapping that fails is not kept:
+    /// the error goes to the caller.
     pub fn data(&self) -> Result<Bytes> {
         let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(data) = &*data {

@@ -57,6 +57,17 @@ pub fn split_dir(
     } = *options;
     refuse_existing(out)?;
     let opened = SavedModel::open(src)?;
+    // A `.pb` to split that is not in canonical form is split from its canonical form, made
+    // once: the verification, the split and the output's fingerprint are then those of a
+    // canonical model (issue 29: each made the canonical form again, and such a split took
+    // 7x zstd). One with nothing to split is copied as it is.
+    let to_split = opened.format() == ModelFormat::Pb
+        && unbound_io::regular_file_len(&opened.model_file().path).is_ok_and(|len| len >= max_size);
+    let opened = if to_split {
+        crate::fingerprint::in_canonical_form(opened)
+    } else {
+        opened
+    };
     let file = opened.model_file();
     let tmp = new_output_dir(src, out)?;
     // A `.pb` under the maximum size is most likely written back as it is: it is copied into
@@ -64,7 +75,9 @@ pub fn split_dir(
     // the disk, while the verification keeps both cores busy), and discarded if the model is
     // refused or turns out to need splitting (issue 15: the copy and its sync were a third of
     // a split with nothing to split).
+    // (Not when it is read as its canonical form: those bytes are written, not the file's.)
     let ahead = file.format == ModelFormat::Pb
+        && !opened.canonicalized()
         && unbound_io::regular_file_len(&file.path).is_ok_and(|len| len < max_size);
     // A `.pb` that will be split is split while it is verified, from a reading of its own: the
     // split is the same work whichever reading it starts from, and run after the verification
@@ -138,7 +151,7 @@ pub fn split_dir(
         // Only a `.pb` is ever written back as the same bytes.
         def: verified
             .fingerprint
-            .filter(|_| file.format == ModelFormat::Pb),
+            .filter(|_| file.format == ModelFormat::Pb && !opened.canonicalized()),
         copied: copied.and_then(std::result::Result::ok),
         canonical: verified.canonical,
     };
@@ -512,7 +525,8 @@ pub fn merge_dir(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<MergeReport> {
     refuse_existing(out)?;
-    let opened = SavedModel::open(src)?;
+    // A `.pb` not in canonical form is read as its canonical form, made once (issue 29).
+    let opened = crate::fingerprint::in_canonical_form(SavedModel::open(src)?);
     refuse_inside(src, out)?;
     if opened.format() == ModelFormat::Cpb {
         let (chunks, _) = opened.chunks()?;
@@ -524,7 +538,10 @@ pub fn merge_dir(
             });
         }
     }
-    let model = crate::verify::verified_model(&opened)?;
+    // The output's fingerprint, computed from the file written, is the check of what would
+    // make a fingerprint fail: the source's is not computed too (unless a stored one is
+    // compared).
+    let model = crate::verify::verified_model_to_fingerprint_again(&opened)?;
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {

@@ -10,7 +10,8 @@
 //! first argument of every function), so such a model's functions take the general path.
 //!
 //! The check is conservative: it accepts a message only if encoding it would give back exactly
-//! its bytes, and rejects anything unusual (unknown fields, groups, repeated singular fields,
+//! its bytes, and rejects anything unusual (unknown fields before known ones, groups,
+//! repeated singular fields,
 //! non-minimal varints, out-of-order fields or map keys, defaults written for fields without
 //! presence, too deep nesting, malformed bytes); rejected messages take the general path, which
 //! also reports the errors.
@@ -128,6 +129,20 @@ fn field_boundary(buf: &[u8], start: usize, target: usize) -> Option<usize> {
         minimal_field(buf, &mut pos)?;
     }
     Some(pos)
+}
+
+/// Whether protobuf C++ parses an occurrence of known field `info` with wire type `wire` as
+/// that field: a message, a string or a map entry length-delimited, a number with its own
+/// wire type (or length-delimited, packed, when repeated). Otherwise it keeps it as an unknown
+/// field, written after the known ones.
+fn parses_as_known(info: &FieldInfo, wire: WireType) -> bool {
+    if info.map.is_some() {
+        return wire == WireType::Len;
+    }
+    match scalar_wire_type(info.class) {
+        Some(own) => wire == own || (info.list && wire == WireType::Len),
+        None => false,
+    }
 }
 
 /// Whether a varint scalar read for `class` is written back as it was (normalized already:
@@ -275,10 +290,15 @@ impl Encoder {
             let Some(raw) = minimal_field(within, &mut pos) else {
                 return false;
             };
+            // Unknown fields (their place is checked by `canonical_fields`) hold no nested
+            // message of ours.
             let Some(i) = layout.index(raw.number) else {
-                return false;
+                continue;
             };
             let info = &layout.fields[i];
+            if !parses_as_known(info, raw.wire_type) {
+                continue;
+            }
             if info.map.is_none() && info.class == Class::Message {
                 let child = self.child(info);
                 if raw.wire_type != WireType::Len
@@ -312,13 +332,26 @@ impl Encoder {
         let mut last: Option<usize> = None;
         let mut oneofs_set: u64 = 0;
         let mut last_key: Option<MapKey<'_>> = None;
+        // Whether an unknown field has been read: protobuf C++ writes them after every known
+        // field, in the order read, as they were (a varint, a key and a length minimal, as
+        // `minimal_field` reads them; a group is refused there). Models written by a newer
+        // TensorFlow than our schema hold some, so they are accepted here rather than sent
+        // down the general path (issue 29).
+        let mut unknown_seen = false;
         while pos < end {
             let Some(raw) = minimal_field(within, &mut pos) else {
                 return false;
             };
-            let Some(i) = layout.index(raw.number) else {
-                return false;
+            let Some(i) = layout
+                .index(raw.number)
+                .filter(|&i| parses_as_known(&layout.fields[i], raw.wire_type))
+            else {
+                unknown_seen = true;
+                continue;
             };
+            if unknown_seen {
+                return false;
+            }
             let info = &layout.fields[i];
             match last {
                 Some(prev) if prev > i => return false,

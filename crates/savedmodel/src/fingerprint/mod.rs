@@ -12,6 +12,7 @@
 
 mod already_canonical;
 pub mod canonical;
+mod canonicalized;
 mod cpb;
 mod entry_memo;
 pub use unbound_canonical::farmhash;
@@ -45,6 +46,7 @@ use unbound_wire::WireMessage;
 use self::canonical::{Encoder, Source};
 pub(crate) use self::verdict::CanonicalVerdict;
 
+pub use self::canonicalized::{in_canonical_form, mostly_canonical_pb};
 pub use crate::format::FINGERPRINT_FILE;
 
 /// `version.producer` TensorFlow 2.21 writes for a fingerprint computed from `saved_model.pb`.
@@ -104,7 +106,7 @@ pub fn fingerprinted(model: &SavedModel) -> Result<&Path> {
 /// TensorFlow's `CreateFingerprintDef(dir)`: the fingerprint of the SavedModel in `dir`, with
 /// a fresh random `uuid`.
 pub fn fingerprint_dir(dir: &Path) -> Result<FingerprintDef> {
-    fingerprint_model(&open_fingerprinted(dir)?)
+    fingerprint_model(&in_canonical_form(open_fingerprinted(dir)?))
 }
 
 /// [`fingerprint_dir`] of a SavedModel already opened.
@@ -125,7 +127,7 @@ pub(crate) fn fingerprint_written(
     }
     let file = fingerprinted(&model)?;
     let (hashes, canonical) =
-        pb::hashes_and_canonical_form(file).map_err(|e| naming_file(file, e))?;
+        pb::hashes_and_canonical_form(&model.data()?, file).map_err(|e| naming_file(file, e))?;
     let def = definition(hashes, checkpoint_hash(dir), false);
     Ok((def, canonical.map(|bytes| (file.to_path_buf(), bytes))))
 }
@@ -150,7 +152,9 @@ pub(crate) fn fingerprint_model_sharing(
     } else if chunked {
         cpb::hashes(file)
     } else {
-        pb::hashes(file, verdict)
+        model
+            .data()
+            .and_then(|bytes| pb::hashes(&bytes, file, verdict))
     }
     .map_err(|e| naming_file(file, e))?;
     Ok(definition(hashes, checkpoint_hash(model.dir()), chunked))
@@ -171,7 +175,10 @@ pub(crate) fn check_model_sharing(
         return fingerprint_model_sharing(model, shared, verdict).map(Some);
     };
     let _answered = verdict.no_unless_answered();
-    let hashes = pb::check(file, verdict).map_err(|e| naming_file(file, e))?;
+    let hashes = model
+        .data()
+        .and_then(|bytes| pb::check(&bytes, file, verdict))
+        .map_err(|e| naming_file(file, e))?;
     Ok(hashes.map(|hashes| definition(hashes, checkpoint_hash(model.dir()), false)))
 }
 
@@ -398,7 +405,7 @@ impl Fingerprint {
 /// The fingerprint of the SavedModel in `dir` ([`fingerprint_dir`]) with the file it was
 /// computed from.
 pub fn fingerprint_report(dir: &Path) -> Result<FingerprintReport> {
-    let model = open_fingerprinted(dir)?;
+    let model = in_canonical_form(open_fingerprinted(dir)?);
     let model_file = fingerprinted(&model)?.to_path_buf();
     let def = fingerprint_model(&model)?;
     Ok(FingerprintReport {

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::SavedModelError;
-use unbound_io::map_file;
+use bytes::Bytes;
 use unbound_proto::fields::tensorflow::meta_graph_def;
 use unbound_wire::WireMessage;
 
@@ -31,16 +31,17 @@ use super::{CanonicalVerdict, Hashes, Result};
 ///
 /// The whole-model canonical check is made in the mode that also checks what protobuf C++
 /// checks when it parses when `verdict` is given, and its answer published there.
-pub fn hashes(pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hashes> {
-    hashes_unless_canonical(pb_file, verdict, true).map(|(hashes, _)| hashes.expect("asked for"))
+pub fn hashes(bytes: &Bytes, pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hashes> {
+    hashes_unless_canonical(bytes, pb_file, verdict, true)
+        .map(|(hashes, _)| hashes.expect("asked for"))
 }
 
 /// [`hashes`], and the model's canonical form when its bytes are not canonical (made on the
 /// way: the hashes are those of that form). A writer puts it in place of the file it wrote
 /// (see `write.rs`), so that every `.pb` unbound writes is what protobuf C++ writes, byte for
 /// byte, and its fingerprint, computed from those bytes, describes the file.
-pub fn hashes_and_canonical_form(pb_file: &Path) -> Result<(Hashes, Option<bytes::Bytes>)> {
-    hashes_unless_canonical(pb_file, None, true)
+pub fn hashes_and_canonical_form(bytes: &Bytes, pb_file: &Path) -> Result<(Hashes, Option<Bytes>)> {
+    hashes_unless_canonical(bytes, pb_file, None, true)
         .map(|(hashes, canonical)| (hashes.expect("asked for"), canonical))
 }
 
@@ -54,19 +55,21 @@ pub fn hashes_and_canonical_form(pb_file: &Path) -> Result<(Hashes, Option<bytes
 /// is not canonical takes the whole way). The canonical check is the one that also checks
 /// what protobuf C++ checks when it parses, whose answer `verdict` gets: only a model valid
 /// that way is known not to fail where it is not hashed.
-pub fn check(pb_file: &Path, verdict: &CanonicalVerdict) -> Result<Option<Hashes>> {
-    hashes_unless_canonical(pb_file, Some(verdict), false).map(|(hashes, _)| hashes)
+pub fn check(bytes: &Bytes, pb_file: &Path, verdict: &CanonicalVerdict) -> Result<Option<Hashes>> {
+    hashes_unless_canonical(bytes, pb_file, Some(verdict), false).map(|(hashes, _)| hashes)
 }
 
-/// [`hashes`], or with `!hash_canonical` (and a `verdict`) [`check`].
+/// [`hashes`], or with `!hash_canonical` (and a `verdict`) [`check`], of `bytes`, the model
+/// read from `pb_file` (its mapping, or its canonical form: see
+/// [`crate::SavedModel::canonicalized`]).
 fn hashes_unless_canonical(
+    bytes: &Bytes,
     pb_file: &Path,
     verdict: Option<&CanonicalVerdict>,
     hash_canonical: bool,
-) -> Result<(Option<Hashes>, Option<bytes::Bytes>)> {
+) -> Result<(Option<Hashes>, Option<Bytes>)> {
     let desc = descriptor("tensorflow.SavedModel")?;
-    let bytes = map_file(pb_file)?;
-    let model = WireMessage::parse(&bytes, Some(desc.clone()))
+    let model = WireMessage::parse(bytes, Some(desc.clone()))
         .map_err(|error| SavedModelError::malformed(pb_file.display().to_string(), error))?;
     let meta_graph = [first_meta_graph(&model)?];
     // A model written deterministically (as TensorFlow and unbound write it) is hashed as it
@@ -85,11 +88,11 @@ fn hashes_unless_canonical(
         });
         let canonical = match verdict {
             Some(verdict) => {
-                let valid = Encoder::new().is_canonical_and_valid(&bytes, &desc);
+                let valid = Encoder::new().is_canonical_and_valid(bytes, &desc);
                 verdict.publish(valid);
                 valid
             }
-            None => Encoder::new().is_canonical(&bytes, &desc),
+            None => Encoder::new().is_canonical(bytes, &desc),
         };
         not_canonical.store(!canonical, Ordering::Relaxed);
         let graph = graph
@@ -106,12 +109,12 @@ fn hashes_unless_canonical(
                 return Ok((None, None));
             }
         };
-        let saved_model_checksum = fingerprint64(&bytes);
+        let saved_model_checksum = fingerprint64(bytes);
         let hashes = small_hashes(&meta_graph, saved_model_checksum, graph_def_program_hash)?;
         return Ok((Some(hashes), None));
     }
     // Not canonical: its canonical form, made in memory, is hashed as a canonical model is.
-    let canonical = bytes::Bytes::from(streamed::canonical_model(&bytes)?);
+    let canonical = Bytes::from(streamed::canonical_model(bytes)?);
     let model = WireMessage::parse(&canonical, Some(desc))
         .map_err(|error| SavedModelError::malformed(pb_file.display().to_string(), error))?;
     let meta_graph = [first_meta_graph(&model)?];

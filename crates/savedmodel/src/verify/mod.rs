@@ -76,7 +76,9 @@ impl VerifyReport {
 /// Checks everything in the SavedModel directory `dir`.
 pub fn verify_dir(dir: &Path) -> VerifyReport {
     match SavedModel::open(dir) {
-        Ok(model) => verify_model(&model),
+        // A `.pb` not in canonical form is checked as its canonical form, made once, on the
+        // paths of a canonical model (the same answers: issue 29).
+        Ok(model) => verify_model(&crate::fingerprint::in_canonical_form(model)),
         Err(e) => {
             let mut report = VerifyReport::default();
             report.fault(dir, e);
@@ -98,6 +100,14 @@ pub(crate) enum Keep {
     /// No fingerprint: it is computed only as far as a stored `fingerprint.pb` needs comparing
     /// and as the computation could fail ([`check_model_sharing`]).
     Nothing,
+    /// No fingerprint, and for a `.cpb` none computed unless a stored `fingerprint.pb` needs
+    /// comparing (a `.pb` is checked as with [`Keep::Nothing`]: cheap when canonical):
+    /// for a `merge`, which fingerprints the `.pb` it writes of the same message, and so
+    /// fails wherever a fingerprint of it fails (the regularization of its graph, its depth,
+    /// a signature's or a function's name), and is refused as verify refuses it. A `.cpb`'s
+    /// fingerprint is most of the cost of verifying it (issue 29: half a merge of a model of
+    /// 300,000 nodes not in canonical form).
+    Unfingerprinted,
 }
 
 /// A model [`verified_model_keeping`] read, with what verify learnt of it.
@@ -119,6 +129,13 @@ pub(crate) struct Verified {
 /// ([`SavedModelError::Unverified`] lists what it found).
 pub fn verified_model(model: &SavedModel) -> Result<WireMessage> {
     verified_model_keeping(model, Keep::Nothing).map(|verified| verified.model)
+}
+
+/// [`verified_model`] for a writer that fingerprints the model file it writes of the same
+/// message ([`Keep::Unfingerprinted`]): the source's fingerprint is computed only to compare
+/// it with a stored one.
+pub(crate) fn verified_model_to_fingerprint_again(model: &SavedModel) -> Result<WireMessage> {
+    verified_model_keeping(model, Keep::Unfingerprinted).map(|verified| verified.model)
 }
 
 /// [`verified_model`], with what `keep` asks for and whether the model file is canonical:
@@ -163,7 +180,10 @@ fn verify_with_model(opened: &SavedModel, keep: Keep) -> (VerifyReport, Option<V
     let (model, fingerprint, shown) = std::thread::scope(|s| {
         let fingerprint = s.spawn(|| {
             let (shared, verdict) = (shared.as_ref(), verdict.as_ref());
-            if keep == Keep::Nothing && !compared {
+            // (A `.pb`'s check is still made: its schema check waits for the verdict.)
+            if keep == Keep::Unfingerprinted && !compared && verdict.is_none() {
+                Ok(None)
+            } else if keep != Keep::Fingerprint && !compared {
                 check_model_sharing(opened, shared, verdict)
             } else {
                 fingerprint_model_sharing(opened, shared, verdict).map(Some)

@@ -1,0 +1,124 @@
+//! A `saved_model.pb` whose bytes are not canonical, read as its canonical form (issue 29).
+//!
+//! Every pass over a `.pb` has a fast path for a model in canonical form (the deterministic
+//! serialization protobuf C++ writes: TensorFlow's own `.pb` files): its schema check is the
+//! fingerprint's canonical check, its graph is hashed where it lies, its split takes its nodes
+//! as they are. A model written otherwise (fields out of order, map entries without their
+//! default keys, unknown fields, padded varints: other writers, hand-assembled bytes) took
+//! the general path in each pass, and each pass made the canonical form again (a `split`
+//! twice: to fingerprint its source and its output). Made once, in memory, and read by every
+//! pass in place of the file ([`SavedModel::canonicalized`]), it costs one encoding, and the
+//! passes after it are those of a canonical model. Every answer is the same: a message has
+//! one canonical form, and TensorFlow's fingerprint of a `.pb` hashes that form.
+
+use crate::dir::SavedModel;
+use crate::format::ModelFormat;
+use bytes::Bytes;
+use unbound_proto::fields::tensorflow::{function_def_library, graph_def, meta_graph_def};
+use unbound_wire::codec::{read_field, WireType};
+use unbound_wire::WireMessage;
+
+use super::canonical::{Encoder, Source};
+use super::hashes::{descriptor, field_sources, first_meta_graph};
+use super::streamed;
+
+/// `model`, reading the canonical form of its `saved_model.pb` in place of the file when
+/// most of a sample of its messages are not canonical ([`mostly_canonical_pb`]); unchanged
+/// when the model is not a `.pb`, is mostly canonical, or does not encode (a malformed model
+/// is left for its readers to refuse in their words).
+///
+/// A model mostly canonical keeps the per-message fast paths (each canonical node or function
+/// taken as it lies, the few others encoded one by one): TensorFlow's Python writes such
+/// models (a function's `arg_attr` without its default key 0), and encoding them whole would
+/// cost more than those few. The sample decides only which path is taken: the answers are the
+/// same on both.
+pub fn in_canonical_form(model: SavedModel) -> SavedModel {
+    if model.format() != ModelFormat::Pb || model.canonicalized() {
+        return model;
+    }
+    let Ok(bytes) = model.data() else {
+        return model;
+    };
+    if mostly_canonical_pb(&bytes) {
+        return model;
+    }
+    match streamed::canonical_model(&bytes) {
+        Ok(canonical) => model.reading(Bytes::from(canonical)),
+        Err(_) => model,
+    }
+}
+
+/// Whether most of a sample of the SavedModel serialized in `bytes` is canonical: its first
+/// graph's first nodes and its library's first functions, up to [`SAMPLED`] bytes of each,
+/// each message checked on its own and counted by its size. A cheap sample (a millisecond
+/// whatever the model's size): nodes and functions are nearly all of a large model, and a
+/// writer that does not write canonical form shows it in its first messages. A model that
+/// cannot be sampled (no meta graph, malformed) counts as canonical: its readers refuse it.
+pub fn mostly_canonical_pb(bytes: &Bytes) -> bool {
+    let sampled = || -> super::Result<bool> {
+        let model = WireMessage::parse(bytes, Some(descriptor("tensorflow.SavedModel")?))
+            .map_err(|e| super::model_fault(e.to_string()))?;
+        let meta_graph = [first_meta_graph(&model)?];
+        let graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
+        let library = field_sources(&graph, graph_def::LIBRARY)?;
+        let mut enc = Encoder::new();
+        let mut tally = Tally::default();
+        tally.sample(&mut enc, &graph, graph_def::NODE, "tensorflow.NodeDef")?;
+        tally.sample(
+            &mut enc,
+            &library,
+            function_def_library::FUNCTION,
+            "tensorflow.FunctionDef",
+        )?;
+        Ok(tally.not_canonical <= tally.canonical)
+    };
+    sampled().unwrap_or(true)
+}
+
+/// How many bytes of nodes, and of functions, [`mostly_canonical_pb`] checks.
+const SAMPLED: usize = 256 << 10;
+
+/// Bytes of sampled messages found canonical and not.
+#[derive(Default)]
+struct Tally {
+    canonical: usize,
+    not_canonical: usize,
+}
+
+impl Tally {
+    /// Checks the messages of field `number` (of type `name`) in `sources`, one by one, until
+    /// [`SAMPLED`] bytes of them have been.
+    fn sample(
+        &mut self,
+        enc: &mut Encoder,
+        sources: &[Source<'_>],
+        number: u32,
+        name: &str,
+    ) -> super::Result<()> {
+        let desc = descriptor(name)?;
+        let mut seen = 0;
+        for source in sources {
+            let (buf, start, end) = match source {
+                Source::Raw(buf) => (buf.clone(), 0, buf.len()),
+                Source::Slice(buf, start, end) => ((*buf).clone(), *start, *end),
+                _ => continue,
+            };
+            let mut pos = start;
+            while pos < end && seen < SAMPLED {
+                let raw = read_field(&buf[..end], &mut pos)
+                    .map_err(|e| super::model_fault(e.to_string()))?;
+                if raw.number != number || raw.wire_type != WireType::Len {
+                    continue;
+                }
+                let len = raw.end - raw.start;
+                seen += len;
+                if enc.is_canonical(&buf.slice(raw.start..raw.end), &desc) {
+                    self.canonical += len;
+                } else {
+                    self.not_canonical += len;
+                }
+            }
+        }
+        Ok(())
+    }
+}

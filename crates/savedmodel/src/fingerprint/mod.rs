@@ -154,7 +154,7 @@ pub(crate) fn fingerprint_model_sharing(
     } else {
         model
             .data()
-            .and_then(|bytes| pb::hashes(&bytes, file, verdict))
+            .and_then(|bytes| pb::hashes(&bytes, file, verdict, model.canonicalized()))
     }
     .map_err(|e| naming_file(file, e))?;
     Ok(definition(hashes, checkpoint_hash(model.dir()), chunked))

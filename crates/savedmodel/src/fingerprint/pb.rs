@@ -30,9 +30,17 @@ use super::{CanonicalVerdict, Hashes, Result};
 /// - `saved_object_graph_hash`: see [`object_graph_hash`].
 ///
 /// The whole-model canonical check is made in the mode that also checks what protobuf C++
-/// checks when it parses when `verdict` is given, and its answer published there.
-pub fn hashes(bytes: &Bytes, pb_file: &Path, verdict: Option<&CanonicalVerdict>) -> Result<Hashes> {
-    hashes_unless_canonical(bytes, pb_file, verdict, true)
+/// checks when it parses when `verdict` is given, and its answer published there. Without a
+/// `verdict`, `made_canonical` says `bytes` are a canonical form the encoder made (see
+/// [`crate::SavedModel::canonicalized`]): they are not checked again.
+pub fn hashes(
+    bytes: &Bytes,
+    pb_file: &Path,
+    verdict: Option<&CanonicalVerdict>,
+    made_canonical: bool,
+) -> Result<Hashes> {
+    let known = made_canonical && verdict.is_none();
+    hashes_unless_canonical(bytes, pb_file, verdict, true, known)
         .map(|(hashes, _)| hashes.expect("asked for"))
 }
 
@@ -41,7 +49,7 @@ pub fn hashes(bytes: &Bytes, pb_file: &Path, verdict: Option<&CanonicalVerdict>)
 /// (see `write.rs`), so that every `.pb` unbound writes is what protobuf C++ writes, byte for
 /// byte, and its fingerprint, computed from those bytes, describes the file.
 pub fn hashes_and_canonical_form(bytes: &Bytes, pb_file: &Path) -> Result<(Hashes, Option<Bytes>)> {
-    hashes_unless_canonical(bytes, pb_file, None, true)
+    hashes_unless_canonical(bytes, pb_file, None, true, false)
         .map(|(hashes, canonical)| (hashes.expect("asked for"), canonical))
 }
 
@@ -56,17 +64,19 @@ pub fn hashes_and_canonical_form(bytes: &Bytes, pb_file: &Path) -> Result<(Hashe
 /// what protobuf C++ checks when it parses, whose answer `verdict` gets: only a model valid
 /// that way is known not to fail where it is not hashed.
 pub fn check(bytes: &Bytes, pb_file: &Path, verdict: &CanonicalVerdict) -> Result<Option<Hashes>> {
-    hashes_unless_canonical(bytes, pb_file, Some(verdict), false).map(|(hashes, _)| hashes)
+    hashes_unless_canonical(bytes, pb_file, Some(verdict), false, false).map(|(hashes, _)| hashes)
 }
 
 /// [`hashes`], or with `!hash_canonical` (and a `verdict`) [`check`], of `bytes`, the model
 /// read from `pb_file` (its mapping, or its canonical form: see
-/// [`crate::SavedModel::canonicalized`]).
+/// [`crate::SavedModel::canonicalized`]), taken as canonical without a check when
+/// `known_canonical`.
 fn hashes_unless_canonical(
     bytes: &Bytes,
     pb_file: &Path,
     verdict: Option<&CanonicalVerdict>,
     hash_canonical: bool,
+    known_canonical: bool,
 ) -> Result<(Option<Hashes>, Option<Bytes>)> {
     let desc = descriptor("tensorflow.SavedModel")?;
     let model = WireMessage::parse(bytes, Some(desc.clone()))
@@ -87,6 +97,7 @@ fn hashes_unless_canonical(
             }
         });
         let canonical = match verdict {
+            None if known_canonical => true,
             Some(verdict) => {
                 let valid = Encoder::new().is_canonical_and_valid(bytes, &desc);
                 verdict.publish(valid);

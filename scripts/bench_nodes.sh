@@ -30,7 +30,8 @@
 # crates/savedmodel/examples/scramble_model.rs (--noncanonical CLASSES, default all: fields out
 # of order, map entries without default keys, unknown fields at every depth, split messages,
 # empty and wrong-wire-type fields, padded varints; seed 1), under
-# bench-data/nodes-N-F/noncanonical-CLASSES/ (model_pb, and model_cpb: unbound split at --chunk),
+# bench-data/nodes-N-F/noncanonical-CLASSES/ (model_pb, and model_cpb: split as read at --chunk by
+# scramble_model --split-at, its chunks scrambled too),
 # and the same rows on it: merge vs the Merger (targets: time <= 0.2, memory <= 0.5), split vs
 # zstd (<= 3), split with nothing to split vs cp, fingerprint vs CreateFingerprintDef (<= 0.1;
 # the values are compared too), show vs saved_model_cli, verify (<= merge). A row whose unbound
@@ -177,7 +178,11 @@ if [[ "$noncanonical" != none ]]; then
       "$pb_dir" "$nc_pb" --classes "$noncanonical" --seed 1 >"$nc/scramble.json"
   fi
   if [[ ! -f "$nc_cpb/saved_model.cpb" ]]; then
-    "$unbound" split "$nc_pb" "$nc_cpb" --max-size "$chunk" >/dev/null 2>"$nc/split.err" || true
+    # Split as read, its chunks keeping the scrambled encoding (another writer's .cpb):
+    # `unbound split` would split the model's canonical form.
+    rm -rf "$nc_cpb"
+    "$bench_release/examples/scramble_model" "$pb_dir" "$nc_cpb" --classes "$noncanonical" \
+      --seed 1 --split-at "$chunk" >/dev/null 2>"$nc/split.err" || true
   fi
   echo
   echo "non-canonical shape: the .pb above scrambled by scramble_model --classes $noncanonical --seed 1"

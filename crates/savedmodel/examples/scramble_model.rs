@@ -4,12 +4,15 @@
 //!
 //! ```text
 //! cargo run --release -p unbound-savedmodel --example scramble_model -- IN_DIR OUT_DIR \
-//!     [--classes all|CLASS,CLASS...] [--seed N] [--no-entry-unknowns]
+//!     [--classes all|CLASS,CLASS...] [--seed N] [--no-entry-unknowns] [--split-at BYTES]
 //! ```
 //!
 //! `OUT_DIR` (created; it must not exist or be empty) becomes a copy of `IN_DIR` (variables,
 //! assets, everything) with a scrambled `saved_model.pb` and without `fingerprint.pb` (the old
-//! one describes the old bytes). One JSON line of statistics goes to stdout: how many times
+//! one describes the old bytes). With `--split-at`, the scrambled model is instead written
+//! split at that size as it is read (`write::write_model_dir`): a `saved_model.cpb` whose
+//! chunks keep the scrambled encoding, as another writer's `.cpb` may (`unbound split` splits
+//! a model mostly not canonical from its canonical form), with its fingerprint. One JSON line of statistics goes to stdout: how many times
 //! each class was applied, and `unknown_kept`, the number of unknown fields a parser keeps
 //! (those added outside map entries: protobuf drops unknown fields inside map entries).
 //!
@@ -74,7 +77,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: scramble_model IN_DIR OUT_DIR [--classes all|reorder,defaults,unknown,split,empty,wrongtype,varint] [--seed N] [--no-entry-unknowns]"
+        "usage: scramble_model IN_DIR OUT_DIR [--classes all|reorder,defaults,unknown,split,empty,wrongtype,varint] [--seed N] [--no-entry-unknowns] [--split-at BYTES]"
     );
     std::process::exit(2);
 }
@@ -85,12 +88,14 @@ fn run() -> AnyResult<()> {
     let mut classes = Classes::ALL;
     let mut seed = 1u64;
     let mut entry_unknowns = true;
+    let mut split_at = None;
     let mut i = 0;
     while i < args.len() {
         let value = |i: usize| args.get(i + 1).cloned().unwrap_or_else(|| usage());
         match args[i].as_str() {
             "--classes" => classes = Classes::parse(&value(i))?,
             "--seed" => seed = value(i).parse()?,
+            "--split-at" => split_at = Some(value(i).parse::<u64>()?),
             "--no-entry-unknowns" => {
                 entry_unknowns = false;
                 i += 1;
@@ -121,8 +126,22 @@ fn run() -> AnyResult<()> {
     if output.exists() && fs::read_dir(&output)?.next().is_some() {
         return Err(format!("{} exists and is not empty", output.display()).into());
     }
-    copy_dir(&input, &output, true)?;
-    fs::write(output.join("saved_model.pb"), &scrambler.out)?;
+    if let Some(max_size) = split_at {
+        // Split as read: the chunks keep the scrambled encoding (the `.cpb` another writer
+        // would leave), where `unbound split` would split the model's canonical form.
+        let model = unbound_wire::WireMessage::parse(
+            &bytes::Bytes::from(scrambler.out.clone()),
+            Some(root.clone()),
+        )?;
+        if output.exists() {
+            fs::remove_dir(&output)?;
+        }
+        let options = unbound_savedmodel::write::WriteOptions::default().with_max_size(max_size);
+        unbound_savedmodel::write::write_model_dir(&input, &output, model, &options)?;
+    } else {
+        copy_dir(&input, &output, true)?;
+        fs::write(output.join("saved_model.pb"), &scrambler.out)?;
+    }
     eprintln!(
         "scramble_model: {} -> {} bytes in {:.2}s (scrambled in {:.2}s)",
         bytes.len(),

@@ -22,7 +22,7 @@ use crate::safetensors_out::{META_DEVICE, META_LAYOUTS, META_MESH, META_OBJECT_G
 
 /// The TensorFlow dtype of a safetensors dtype; `None` for those TensorFlow checkpoints do
 /// not hold the same way (8-bit floats, ...).
-fn tf_dtype(d: Dtype) -> Option<DataType> {
+pub fn tf_dtype(d: Dtype) -> Option<DataType> {
     Some(match d {
         Dtype::F16 => DataType::DtHalf,
         Dtype::BF16 => DataType::DtBfloat16,
@@ -338,7 +338,7 @@ pub fn stage_safetensors(dir: &Path, dst: &Path) -> Result<Staged> {
 }
 
 /// The bytes of lowercase or uppercase hex `text`; `None` when it is not hex.
-fn unhex(text: &str) -> Option<Vec<u8>> {
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
     let b = text.as_bytes();
     if b.len() % 2 != 0 {
         return None;

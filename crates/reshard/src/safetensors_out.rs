@@ -39,7 +39,7 @@ pub const META_LAYOUTS: &str = "unbound.layouts";
 pub const META_OBJECT_GRAPH: &str = "unbound.object_graph";
 
 /// Lowercase hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -63,7 +63,7 @@ pub struct SafetensorsReport {
 
 /// The safetensors dtype of a TensorFlow dtype; `None` for those safetensors lacks
 /// (strings, complex, variants, quantized types).
-fn safetensors_dtype(dtype: i32) -> Option<Dtype> {
+pub fn safetensors_dtype(dtype: i32) -> Option<Dtype> {
     Some(match tf_name(dtype).as_str() {
         "float16" => Dtype::F16,
         "bfloat16" => Dtype::BF16,

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod compression;
+pub mod convert;
 pub mod export_tpu;
 pub mod fingerprint;
 pub mod inspect;

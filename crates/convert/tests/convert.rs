@@ -17,7 +17,9 @@ fn opts(to: Target) -> ConvertOptions {
 }
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 /// A checkpoint of every dtype safetensors has, plus a variable in three slices.
@@ -41,12 +43,16 @@ fn checkpoint(prefix: &Path) -> HashMap<String, Vec<u8>> {
     for (i, (dt, size)) in dtypes.into_iter().enumerate() {
         let b = bytes(6 * size, i as u8);
         let key = format!("v{i:02}");
-        w.add(&key, &Tensor::raw(dt, vec![2, 3], b.clone())).unwrap();
+        w.add(&key, &Tensor::raw(dt, vec![2, 3], b.clone()))
+            .unwrap();
         want.insert(key, b);
     }
     let flags: Vec<u8> = (0..5).map(|i| (i % 2) as u8).collect();
-    w.add("flags", &Tensor::raw(DataType::DtBool, vec![5], flags.clone()))
-        .unwrap();
+    w.add(
+        "flags",
+        &Tensor::raw(DataType::DtBool, vec![5], flags.clone()),
+    )
+    .unwrap();
     want.insert("flags".into(), flags);
     // A 6x4 float32 in three row slices.
     let full = bytes(6 * 4 * 4, 7);
@@ -114,14 +120,25 @@ fn every_dtype_and_slices_round_trip_bit_for_bit() {
     assert!(unbound_bundle::verify_prefix(&back).is_empty());
     // One file when everything fits, named as Hugging Face names it.
     let one = dir.path().join("one");
-    convert(&dir.path().join("ck"), &one, &opts(Target::Safetensors), &|_| {}).unwrap();
+    convert(
+        &dir.path().join("ck"),
+        &one,
+        &opts(Target::Safetensors),
+        &|_| {},
+    )
+    .unwrap();
     let names: Vec<_> = std::fs::read_dir(&one)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, ["model.safetensors"]);
     // The output exists: refused.
-    let err = convert(&dir.path().join("ck"), &one, &opts(Target::Safetensors), &|_| {});
+    let err = convert(
+        &dir.path().join("ck"),
+        &one,
+        &opts(Target::Safetensors),
+        &|_| {},
+    );
     assert!(matches!(err, Err(ConvertError::Exists { .. })));
 }
 
@@ -130,7 +147,8 @@ fn strings_are_refused_naming_the_key_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = dir.path().join("ck");
     let mut w = BundleWriter::create(&prefix).unwrap();
-    w.add("words", &Tensor::strings(vec![2], ["a", "b"])).unwrap();
+    w.add("words", &Tensor::strings(vec![2], ["a", "b"]))
+        .unwrap();
     w.add("x", &Tensor::raw(DataType::DtFloat, vec![1], vec![0u8; 4]))
         .unwrap();
     w.finish().unwrap();
@@ -172,8 +190,16 @@ fn dcp_pieces_are_assembled_and_bad_ones_refused() {
             meta(o)
         )
     };
-    st_file(&src.join("shard-00001-model-00001-of-00001.safetensors"), &h(0), &[1, 2, 5, 6]);
-    st_file(&src.join("shard-00002-model-00001-of-00001.safetensors"), &h(2), &[3, 4, 7, 8]);
+    st_file(
+        &src.join("shard-00001-model-00001-of-00001.safetensors"),
+        &h(0),
+        &[1, 2, 5, 6],
+    );
+    st_file(
+        &src.join("shard-00002-model-00001-of-00001.safetensors"),
+        &h(2),
+        &[3, 4, 7, 8],
+    );
     let back = dir.path().join("back");
     let r = convert(&src, &back, &opts(Target::Tf), &|_| {}).unwrap();
     assert_eq!(r.tensors[0].pieces, 2);
@@ -182,7 +208,11 @@ fn dcp_pieces_are_assembled_and_bad_ones_refused() {
     let TensorData::Raw(b) = t.data else { panic!() };
     assert_eq!(&b[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
     // Overlapping pieces.
-    st_file(&src.join("shard-00002-model-00001-of-00001.safetensors"), &h(1), &[3, 4, 7, 8]);
+    st_file(
+        &src.join("shard-00002-model-00001-of-00001.safetensors"),
+        &h(1),
+        &[3, 4, 7, 8],
+    );
     let err = convert(&src, &dir.path().join("o"), &opts(Target::Tf), &|_| {})
         .unwrap_err()
         .to_string();
@@ -225,7 +255,10 @@ fn hostile_headers_are_refused_naming_the_file() {
         let err = convert(&p, &dir.path().join(name), &opts(Target::Tf), &|_| {})
             .unwrap_err()
             .to_string();
-        assert!(err.contains(&format!("{name}.safetensors")), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name}.safetensors")),
+            "{name}: {err}"
+        );
         assert!(!dir.path().join(format!("{name}.index")).exists());
     }
 }

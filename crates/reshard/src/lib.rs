@@ -61,7 +61,7 @@ pub use distributed::{run_mpi, MpiWorld};
 pub use engine::{run, ReshardReport};
 pub use error::{ReshardError, Result};
 pub use plan::{ratio, Plan, ShardPlan, TargetItem, VariablePlan};
-pub use planner::{parse_mesh, parse_specs, plan, LayoutRule, ReshardOptions};
+pub use planner::{parse_mesh, parse_specs, plan, LayoutRule, ReshardOptions, REPLICATED};
 pub use safetensors_check::check_header;
 pub use safetensors_in::{import_safetensors, stage_safetensors, tf_dtype, unhex, Staged};
 pub use safetensors_out::{

@@ -34,10 +34,10 @@ def test_round_trip_keeps_every_value(tmp_path):
     assert index["metadata"]["total_size"] == sum(np.asarray(v).nbytes for v in ARRAYS.values())
     back = str(tmp_path / "back")
     assert unbound.convert(st, back)["to"] == "tf"
-    with unbound.Checkpoint(back) as ck:
-        for k, v in ARRAYS.items():
-            got = ck.read(k)
-            assert got.dtype == np.asarray(v).dtype and got.tobytes() == np.asarray(v).tobytes(), k
+    ck = unbound.Checkpoint(back)
+    for k, v in ARRAYS.items():
+        got = ck.read(k)
+        assert got.dtype == np.asarray(v).dtype and got.tobytes() == np.asarray(v).tobytes(), k
 
 
 def test_strings_are_refused_and_nothing_is_written(tmp_path):

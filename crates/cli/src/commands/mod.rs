@@ -10,6 +10,7 @@ pub mod merge;
 pub mod optimize;
 pub mod proto;
 pub mod reshard;
+pub mod scan;
 pub mod show;
 pub mod split;
 pub mod tags;

@@ -1,11 +1,12 @@
 """`unbound convert` against TensorFlow 2.21 and the `safetensors` package.
 
 Checkpoints TensorFlow writes (an object-based one of every dtype safetensors has, nested
-objects; a TF1 one with partitioned variables; a Keras model's SavedModel) are converted to
+objects; a DTensor one of bfloat16/float16/bool, sharded on a 2x4 mesh; one of 1 GiB; a TF1
+one with partitioned variables; a Keras model's SavedModel) are converted to
 Hugging Face's layout: the `safetensors` package reads every tensor equal to
 tf.train.load_checkpoint's value, the index names every tensor and its file, files are no
 larger than asked. Converted back, tf.train.load_checkpoint reads every tensor equal, and a
-restore into objects works. Files laid out as PyTorch DCP's Hugging Face writer lays them out
+restore into objects (DVariables too) works. Files laid out as PyTorch DCP's Hugging Face writer lays them out
 (pieces with DCP_SHARDING_INFO offsets) are assembled equal. Strings are refused, nothing
 written.
 
@@ -14,6 +15,7 @@ usage: python check.py UNBOUND WORKDIR     (prints "convert check: N passed, M f
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -25,6 +27,9 @@ from safetensors.numpy import save_file
 
 unbound, work = sys.argv[1], sys.argv[2]
 passed = failed = 0
+# DTensor needs its 8 logical CPU devices before anything runs.
+cpus = tf.config.list_physical_devices("CPU")
+tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 8)
 
 
 def check(name, ok, detail=""):
@@ -75,11 +80,11 @@ def tf_values(prefix):
     }
 
 
-def round_trip(name, src, max_shard="5GB", extra=()):
+def round_trip(name, src, max_shard_size="5GB", extra=()):
     """src to safetensors and back, checked against TensorFlow's reading of src."""
     st = os.path.join(work, name + ".st")
     back = os.path.join(work, name + ".back", "ckpt")
-    run("convert", src, st, "--to", "safetensors", "--max-shard-size", max_shard, *extra)
+    run("convert", src, st, "--to", "safetensors", "--max-shard-size", max_shard_size, *extra)
     prefix = os.path.join(src, "variables", "variables") if os.path.isdir(src) else src
     want = tf_values(prefix)
     got, keys, where, files = read_dir(st)
@@ -92,7 +97,7 @@ def round_trip(name, src, max_shard="5GB", extra=()):
         check(f"{name}: index names every tensor and its file", index["weight_map"] == where)
         total = sum(v.nbytes for v in got.values())
         check(f"{name}: index total_size", index["metadata"]["total_size"] == total)
-        limit = int(max_shard)
+        limit = int(max_shard_size)
         sizes = {f: 0 for f in files}
         for n, f in where.items():
             sizes[f] += got[n].nbytes
@@ -137,7 +142,7 @@ try:
     m = make_plain()
     ck = tf.train.Checkpoint(model=m)
     prefix = ck.write(os.path.join(work, "plain", "ckpt"))
-    back = round_trip("plain", prefix, max_shard="200")
+    back = round_trip("plain", prefix, max_shard_size="200")
     # Restore into fresh objects from what came back.
     m2 = make_plain()
     status = tf.train.Checkpoint(model=m2).read(back)
@@ -152,6 +157,74 @@ try:
     check("plain: --names keys", all(k == v for k, v in keys.items()) and "model/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE" in keys)
 except Exception as e:  # noqa: BLE001
     check("plain", False, repr(e))
+
+# 1b. A DTensor checkpoint (mesh 2x4) of bfloat16, float16, bool and float32 variables,
+# sharded, replicated and partly sharded: written by tf.train.Checkpoint.save on 8 devices.
+try:
+    from tensorflow.experimental import dtensor
+
+    mesh = dtensor.create_mesh([("x", 2), ("y", 4)], device_type="CPU")
+
+    def dvar(value, dtype, specs):
+        t = dtensor.copy_to_mesh(tf.constant(value, dtype=dtype), dtensor.Layout.replicated(mesh, len(value.shape)))
+        return dtensor.DVariable(dtensor.relayout(t, dtensor.Layout(specs, mesh)))
+
+    def make_dt():
+        h = tf.Module()
+        h.bf = dvar(rng.standard_normal((8, 12)), tf.bfloat16, ["x", "y"])
+        h.hf = dvar(rng.standard_normal((4, 6)), tf.float16, ["unsharded", "unsharded"])
+        h.flags = dvar(rng.integers(0, 2, (8,)).astype(bool), tf.bool, ["y"])
+        h.w = dvar(rng.standard_normal((6, 8)).astype(np.float32), tf.float32, ["unsharded", "x"])
+        return h
+
+    h = make_dt()
+    p = tf.train.Checkpoint(m=h).save(os.path.join(work, "dt", "ckpt"))
+    back = round_trip("dtensor", p, max_shard_size="300")
+    _, keys, _, _ = read_dir(os.path.join(work, "dtensor.st"))
+    check("dtensor: bfloat16/float16/bool kept", {"m/bf", "m/hf", "m/flags"} <= set(keys), sorted(keys))
+    h2 = make_dt()
+    tf.train.Checkpoint(m=h2).read(back).expect_partial()
+    def full(v):
+        r = dtensor.relayout(v.read_value(), dtensor.Layout.replicated(mesh, v.shape.rank))
+        return dtensor.unpack(r)[0].numpy()
+
+    bad = [n for n in ("bf", "hf", "flags", "w") if not same(full(getattr(h2, n)), full(getattr(h, n)))]
+    check("dtensor: restore into DVariables from the converted-back checkpoint", not bad, bad)
+except Exception as e:  # noqa: BLE001
+    check("dtensor", False, repr(e))
+
+# 1c. A checkpoint of 1 GiB (4 variables of 256 MiB), in files of at most 600 MB: compared
+# one tensor at a time.
+try:
+    big = tf.Module()
+    for i in range(4):
+        setattr(big, f"v{i}", tf.Variable(tf.random.stateless_uniform([64 << 20], seed=[i, 32])))
+    bp = tf.train.Checkpoint(m=big).write(os.path.join(work, "big", "ckpt"))
+    del big
+    st = os.path.join(work, "big.st")
+    run("convert", bp, st, "--max-shard-size", "600MB", "--jobs", "2")
+    files = sorted(f for f in os.listdir(st) if f.endswith(".safetensors"))
+    check("1 GiB: two tensors per 600 MB file", files == ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"], files)
+    r = tf.train.load_checkpoint(bp)
+    bad = []
+    for f in files:
+        with safe_open(os.path.join(st, f), framework="numpy") as sf:
+            keys = json.loads(sf.metadata()["unbound.keys"])
+            for k in sf.keys():
+                if not same(sf.get_tensor(k), r.get_tensor(keys[k])):
+                    bad.append(k)
+    check("1 GiB: safetensors reads every tensor equal to TensorFlow's", not bad, bad)
+    back = os.path.join(work, "big.back", "ckpt")
+    os.makedirs(os.path.dirname(back))
+    run("convert", st, back, "--jobs", "2")
+    shutil.rmtree(st)
+    r2 = tf.train.load_checkpoint(back)
+    bad = [k for k in r.get_variable_to_shape_map() if k != "_CHECKPOINTABLE_OBJECT_GRAPH" and not same(r2.get_tensor(k), r.get_tensor(k))]
+    check("1 GiB: TensorFlow reads every tensor back equal", not bad, bad)
+    shutil.rmtree(os.path.dirname(back))
+    shutil.rmtree(os.path.dirname(bp))
+except Exception as e:  # noqa: BLE001
+    check("1 GiB", False, repr(e))
 
 # 2. TF1 partitioned variables (slices assembled whole).
 try:
@@ -178,7 +251,7 @@ try:
     km(np.zeros((1, 8), np.float32))
     sm = os.path.join(work, "keras_sm")
     tf.saved_model.save(km, sm)
-    round_trip("keras", sm, max_shard="600")
+    round_trip("keras", sm, max_shard_size="600")
 except Exception as e:  # noqa: BLE001
     check("keras", False, repr(e))
 

@@ -15,11 +15,10 @@ use crate::dir::SavedModel;
 use crate::show::read::read_model;
 use crate::show::wire::{messages, string};
 use crate::{Result, SavedModelError};
-use unbound_proto::fields::tensorflow::{
-    function_def, function_def_library, graph_def, meta_graph_def, node_def,
-    op_def,
-};
 use meta_graph_def::meta_info_def;
+use unbound_proto::fields::tensorflow::{
+    function_def, function_def_library, graph_def, meta_graph_def, node_def, op_def,
+};
 use unbound_wire::{WireMessage, WireValue};
 
 /// `saved_model_cli scan`'s default denylist (`_OP_DENYLIST`).
@@ -110,8 +109,12 @@ pub fn scan(
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
-    let want: Option<BTreeSet<&str>> =
-        tags.map(|t| t.iter().map(String::as_str).filter(|s| !s.is_empty()).collect());
+    let want: Option<BTreeSet<&str>> = tags.map(|t| {
+        t.iter()
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+            .collect()
+    });
     let mut meta_graphs = Vec::new();
     for (index, mg) in parts.meta_graphs.iter().enumerate() {
         let mut mg_tags = Vec::new();

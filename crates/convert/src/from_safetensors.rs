@@ -62,10 +62,13 @@ struct Whole {
     bytes: u64,
 }
 
+/// An index's `weight_map`: tensor name to file name.
+type WeightMap = BTreeMap<String, String>;
+
 /// The safetensors files of `src`: the index's files, the one file given, or every
 /// `.safetensors` file of the directory, by name; with the index's weight map when there
 /// is one.
-fn source_files(src: &Path) -> Result<(Vec<PathBuf>, Option<BTreeMap<String, String>>)> {
+fn source_files(src: &Path) -> Result<(Vec<PathBuf>, Option<WeightMap>)> {
     if !src.is_dir() {
         return Ok((vec![src.to_path_buf()], None));
     }

@@ -279,18 +279,25 @@ pub fn named_path(
             }
             Some(FieldTag::Index(i)) => {
                 out += &format!("[{i}]");
-                message = match field.take().map(|f| f.kind()) {
-                    Some(FieldKind::Message(m)) => Some(m),
+                message = match field.take() {
+                    Some(f) if f.is_list() => match f.kind() {
+                        FieldKind::Message(m) => Some(m),
+                        _ => None,
+                    },
                     _ => None,
                 };
             }
             Some(FieldTag::MapKey(k)) => {
                 out += &key_text(k);
-                message = match field.take().map(|f| f.kind()) {
-                    Some(FieldKind::Message(entry)) => match entry.map_entry_value_field().kind() {
-                        FieldKind::Message(v) => Some(v),
-                        _ => None,
-                    },
+                // Only a map's entry has a value field (a key after another field, in a
+                // hostile file, leads nowhere the schema knows).
+                message = match field.take().map(|f| (f.is_map(), f.kind())) {
+                    Some((true, FieldKind::Message(entry))) => {
+                        match entry.map_entry_value_field().kind() {
+                            FieldKind::Message(v) => Some(v),
+                            _ => None,
+                        }
+                    }
                     _ => None,
                 };
             }
@@ -355,5 +362,22 @@ mod tests {
         assert_eq!(named_path(&tags[..2], None).0, "2[0]");
         let unknown = [Some(FieldTag::Field(99)), Some(FieldTag::Field(1)), None];
         assert_eq!(named_path(&unknown, Some(&desc)).0, "99.1.?");
+        // Keys and indices where the schema has none: no panic, numbers from there on.
+        let odd = [
+            Some(FieldTag::Field(2)),
+            Some(FieldTag::MapKey(Some(MapKey::S("k".into())))),
+            Some(FieldTag::Field(2)),
+            Some(FieldTag::Index(1)),
+            Some(FieldTag::Field(1)),
+        ];
+        assert_eq!(
+            named_path(&odd, Some(&desc)).0,
+            r#"meta_graphs["k"].2[1].1"#
+        );
+        let odd = [Some(FieldTag::Field(1)), Some(FieldTag::MapKey(None))];
+        assert_eq!(
+            named_path(&odd, Some(&desc)).0,
+            "saved_model_schema_version[?]"
+        );
     }
 }

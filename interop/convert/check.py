@@ -268,8 +268,10 @@ except Exception as e:  # noqa: BLE001
 
 # 5. PyTorch DCP's Hugging Face writer layout: each rank's pieces, DCP_SHARDING_INFO offsets.
 try:
+    # As the writer lays them out with consolidation on: the ranks' files in dcp/sharded/.
     d = os.path.join(work, "dcp")
-    os.makedirs(d)
+    sharded = os.path.join(d, "sharded")
+    os.makedirs(sharded)
     w = rng.standard_normal((8, 6)).astype(np.float32)
     e = rng.standard_normal((5,)).astype(ml_dtypes.bfloat16)
     n = rng.integers(0, 100, (4, 4, 2)).astype(np.int64)
@@ -282,7 +284,7 @@ try:
     for r, pieces in enumerate(ranks):
         tensors = {k: np.ascontiguousarray(v[0]) for k, v in pieces.items()}
         info = {k: {"saved_offsets": v[1]} for k, v in pieces.items()}
-        save_file(tensors, os.path.join(d, f"shard-{r + 1:05d}-model-00001-of-00001.safetensors"),
+        save_file(tensors, os.path.join(sharded, f"shard-{r + 1:05d}-model-00001-of-00001.safetensors"),
                   metadata={"DCP_SHARDING_INFO": json.dumps(info), "DCP_VERSION": "1.0", "format": "pt"})
     out = os.path.join(work, "dcp.back", "ckpt")
     os.makedirs(os.path.dirname(out))
@@ -293,7 +295,7 @@ try:
           got["e"].tobytes() == e.tobytes() and got["e"].dtype == tf.bfloat16.as_numpy_dtype,
           {k: v.shape for k, v in got.items()})
     # A missing piece is refused.
-    os.remove(os.path.join(d, "shard-00004-model-00001-of-00001.safetensors"))
+    os.remove(os.path.join(sharded, "shard-00004-model-00001-of-00001.safetensors"))
     p = run("convert", d, os.path.join(work, "dcp.missing"), "--to", "tf", expect=1)
     check("dcp: a missing piece is refused", "of its 48 elements" in p.stderr, p.stderr)
 except Exception as e:  # noqa: BLE001

@@ -33,7 +33,7 @@ use unbound_proto::tensorflow::BundleEntryProto;
 
 use crate::error::{ConvertError, Result};
 use crate::layout::{
-    BLOCK, DCP_SAVED_OFFSETS, INDEX_FILE, MAX_HEADER, META_DCP_SHARDING, META_KEYS,
+    BLOCK, DCP_SAVED_OFFSETS, DCP_SHARDED_DIR, INDEX_FILE, MAX_HEADER, META_DCP_SHARDING, META_KEYS,
 };
 use crate::options::{ConvertOptions, Target};
 use crate::report::{ConvertReport, FileReport, TensorReport};
@@ -111,6 +111,12 @@ fn source_files(src: &Path) -> Result<(Vec<PathBuf>, Option<WeightMap>)> {
         .collect();
     files.sort();
     if files.is_empty() {
+        // DCP's writer with consolidation on puts the ranks' files in `sharded/` until they
+        // are consolidated beside it.
+        let sharded = src.join(DCP_SHARDED_DIR);
+        if sharded.is_dir() {
+            return source_files(&sharded);
+        }
         return Err(ConvertError::file(src, "no .safetensors files"));
     }
     Ok((files, None))

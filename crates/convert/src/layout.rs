@@ -17,6 +17,9 @@ pub const META_KEYS: &str = "unbound.keys";
 pub const META_DCP_SHARDING: &str = "DCP_SHARDING_INFO";
 /// Key of a piece's offsets in [`META_DCP_SHARDING`].
 pub const DCP_SAVED_OFFSETS: &str = "saved_offsets";
+/// The directory DCP's Hugging Face writer puts the ranks' files in when it consolidates
+/// them afterwards (`torch.distributed.checkpoint._hf_utils.SHARDED_DIR_NAME`).
+pub const DCP_SHARDED_DIR: &str = "sharded";
 /// Largest safetensors header read (the `safetensors` crate's and Python package's limit).
 pub const MAX_HEADER: u64 = 100_000_000;
 /// Bytes moved at once per worker.

@@ -321,6 +321,12 @@ fn unique_slices(
 /// The error for sliced variables that have no layout on `mesh` (key, rank, why): every one
 /// named, with the rules that would place them.
 fn homeless_error(homeless: &[(String, usize, String)], mesh: &Mesh) -> String {
+    let dims: Vec<String> = mesh
+        .dims()
+        .iter()
+        .map(|d| format!("{}={}", d.name, d.size))
+        .collect();
+    let mesh = dims.join(",");
     let mut out = format!(
         "{} sliced variable{} no --layout or --default places, whose grid mesh {mesh} cannot hold:",
         homeless.len(),
@@ -328,6 +334,7 @@ fn homeless_error(homeless: &[(String, usize, String)], mesh: &Mesh) -> String {
     );
     for (key, rank, fault) in homeless {
         let fault = fault.split("; give it").next().unwrap_or(fault);
+        let fault = fault.split(", which mesh").next().unwrap_or(fault);
         out += &format!("\n  {key} (rank {rank}): {fault}");
     }
     let (key, rank, _) = &homeless[0];

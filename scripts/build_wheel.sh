@@ -21,11 +21,11 @@ mkdir -p "$out"
 # The abi3 wheel needs no particular interpreter; zig provides the old glibc to link against.
 PATH="$tools/bin:$PATH" "$tools/bin/maturin" build --quiet --release --strip --zig \
   --compatibility manylinux_2_17 -m crates/python/Cargo.toml -i "$tools/bin/python" -o "$out"
-"$tools/bin/maturin" sdist --quiet -m crates/python/Cargo.toml -o "$out"
+"$tools/bin/maturin" sdist -m crates/python/Cargo.toml -o "$out" >&2
 wheel="$(ls "$out"/unbound-*.whl)"
 ls "$out"/unbound-*.tar.gz >/dev/null
 case "$(basename "$wheel")" in
-  *-manylinux_2_17_x86_64*.whl | *-manylinux_2_17_aarch64*.whl) ;;
+  *manylinux_2_17_x86_64.whl | *manylinux_2_17_aarch64.whl) ;;
   *) echo "FAIL: $wheel is not tagged manylinux_2_17" >&2; exit 1 ;;
 esac
 # No versioned glibc symbol newer than 2.17 in the extension.
@@ -46,5 +46,12 @@ fi
 python3 -m venv "$ext/venv"
 "$ext/venv/bin/pip" install --disable-pip-version-check --quiet "$wheel"
 "$ext/venv/bin/python" -c "import unbound, sys; print('unbound', unbound.__version__, file=sys.stderr); sys.exit('tensorflow' in sys.modules)"
+# ... and reads a TensorFlow-made checkpoint there.
+"$ext/venv/bin/python" - "$root/testdata/models/tf1_large_consts/variables/variables" <<'PY'
+import sys
+import unbound
+w = unbound.Checkpoint(sys.argv[1]).read("dense/kernel")
+assert w.shape == (16, 16) and str(w.dtype) == "float32", (w.shape, w.dtype)
+PY
 ls -la "$wheel" >&2
 echo "$wheel"

@@ -39,6 +39,8 @@ fn checkpoint(prefix: &Path) -> HashMap<String, Vec<u8>> {
         (DataType::DtUint16, 2),
         (DataType::DtUint32, 4),
         (DataType::DtUint64, 8),
+        (DataType::DtFloat8E5m2, 1),
+        (DataType::DtFloat8E4m3fn, 1),
     ];
     for (i, (dt, size)) in dtypes.into_iter().enumerate() {
         let b = bytes(6 * size, i as u8);

@@ -21,7 +21,7 @@ use crate::safetensors_check::check_header;
 use crate::safetensors_out::{META_DEVICE, META_LAYOUTS, META_MESH, META_OBJECT_GRAPH};
 
 /// The TensorFlow dtype of a safetensors dtype; `None` for those TensorFlow checkpoints do
-/// not hold the same way (8-bit floats, ...).
+/// not hold the same way.
 pub fn tf_dtype(d: Dtype) -> Option<DataType> {
     Some(match d {
         Dtype::F16 => DataType::DtHalf,
@@ -37,6 +37,9 @@ pub fn tf_dtype(d: Dtype) -> Option<DataType> {
         Dtype::U32 => DataType::DtUint32,
         Dtype::U64 => DataType::DtUint64,
         Dtype::BOOL => DataType::DtBool,
+        // safetensors' F8_E4M3 is PyTorch's float8_e4m3fn (no infinities, one NaN).
+        Dtype::F8_E5M2 => DataType::DtFloat8E5m2,
+        Dtype::F8_E4M3 => DataType::DtFloat8E4m3fn,
         _ => return None,
     })
 }

@@ -78,6 +78,8 @@ pub fn safetensors_dtype(dtype: i32) -> Option<Dtype> {
         "uint32" => Dtype::U32,
         "uint64" => Dtype::U64,
         "bool" => Dtype::BOOL,
+        "float8_e5m2" => Dtype::F8_E5M2,
+        "float8_e4m3fn" => Dtype::F8_E4M3,
         _ => return None,
     })
 }

@@ -21,6 +21,11 @@
 #   and array components (dtensor/check.sh);
 # - DTensor checkpoints TensorFlow writes are read (every variable, random boxes) and resharded
 #   by unbound, and TensorFlow restores the results into DVariables (reshard/check.sh);
+# - `unbound convert`: TensorFlow checkpoints to Hugging Face's safetensors layout, read by the
+#   `safetensors` package equal to TensorFlow's values, and back, read and restored by
+#   TensorFlow; PyTorch DCP's Hugging Face writer layout assembled (convert/check.sh);
+# - `unbound scan` finds every denylisted node TensorFlow's parser sees, and at least what
+#   `saved_model_cli scan` reports (scan/check.sh);
 # - `unbound export-tpu` of TensorFlow-made models loads in TensorFlow with the TF2 and TF1
 #   loaders and fails only for want of TPU kernels, keeps {serve} running, and its --to-cpu
 #   reverse gives the original outputs bit for bit, batched or not (tpu/check.sh);
@@ -113,6 +118,8 @@ bash interop/grappler_sdk_in_tf.sh || failed=$((failed + 1))
 echo "== DTensor: TensorFlow's Mesh, Layout, OpSharding, unpack/relayout/pack vs unbound layout"
 bash interop/dtensor/check.sh || failed=$((failed + 1))
 bash interop/reshard/check.sh || failed=$((failed + 1))
+bash interop/convert/check.sh || failed=$((failed + 1))
+bash interop/scan/check.sh || failed=$((failed + 1))
 echo "== TPU export: {serve,tpu} loads in TensorFlow, needs only TPU kernels; --to-cpu runs bit for bit"
 if bash interop/tpu/check.sh "$unbound" "$py" "$harness" >"$work/tpu.out" 2>&1; then
   grep -v '^ok ' "$work/tpu.out" || true

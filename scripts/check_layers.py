@@ -24,11 +24,12 @@ LAYERS = [
     ["unbound-savedmodel"],
     ["unbound-grappler", "unbound-grappler-sdk", "unbound-dtensor", "unbound-tpu"],
     ["unbound-plugin-prune-identity", "unbound-plugin-fold-constants", "unbound-reshard"],
+    ["unbound-convert"],
     ["unbound-cli", "unbound-python"],
 ]
 # Built only for tests; may sit anywhere, nothing but dev-dependencies may use it.
 TEST_ONLY = {"unbound-test-support"}
-NO_C_COMPILER = ["unbound-wire", "unbound-graph", "unbound-bundle", "unbound-reshard"]
+NO_C_COMPILER = ["unbound-wire", "unbound-graph", "unbound-bundle", "unbound-reshard", "unbound-convert"]
 
 
 def main():

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use prost_reflect::{FieldDescriptor, Kind as FieldKind, MessageDescriptor};
 use serde::Serialize;
 use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as ChunkType,
@@ -78,6 +79,11 @@ pub struct ChunkedFieldTree {
     /// for a `FieldIndex` with no kind set; `null` in JSON). An empty path merges the part
     /// into the parent.
     pub field_tag: Vec<Option<FieldTag>>,
+    /// The same path with field names from the schema of the message type
+    /// (`meta_graphs[0].graph_def.node[3].attr["value"].tensor.tensor_content`); a field the
+    /// schema does not know, and everything under it, keeps its number. Empty for a part
+    /// merged into the parent.
+    pub path: String,
     /// The part.
     pub message: MessageTree,
 }
@@ -138,6 +144,13 @@ pub struct RiegeliChunk {
 /// stays small): what is corrupt is listed in [`InspectReport::faults`]. Fails when the
 /// metadata cannot be read or does not fit the file's records.
 pub fn inspect(path: &Path) -> Result<InspectReport> {
+    inspect_as(path, None)
+}
+
+/// [`inspect`] with field paths named from the schema of `root`, the type of the file's
+/// message (`tensorflow.SavedModel` for a `saved_model.cpb`); with `None`, paths keep their
+/// numbers.
+pub fn inspect_as(path: &Path, root: Option<&MessageDescriptor>) -> Result<InspectReport> {
     let (chunks, metadata) = FileChunks::open(path)?;
     let reader = chunks.reader();
     let faults = crate::check_chunks(reader)
@@ -178,7 +191,7 @@ pub fn inspect(path: &Path) -> Result<InspectReport> {
         faults,
         file: path.display().to_string(),
         file_size: reader.len(),
-        message: MessageTree::from(&metadata.message.clone().unwrap_or_default()),
+        message: MessageTree::new(&metadata.message.clone().unwrap_or_default(), root),
         riegeli_chunks,
         version: ChunkVersion {
             bad_consumers: version.bad_consumers,
@@ -188,20 +201,114 @@ pub fn inspect(path: &Path) -> Result<InspectReport> {
     })
 }
 
-impl From<&ChunkedMessage> for MessageTree {
-    fn from(m: &ChunkedMessage) -> Self {
+impl MessageTree {
+    /// The tree of `m`, a message of type `desc` when known.
+    fn new(m: &ChunkedMessage, desc: Option<&MessageDescriptor>) -> Self {
         MessageTree {
             chunk_index: m.chunk_index,
             chunked_fields: m
                 .chunked_fields
                 .iter()
-                .map(|cf| ChunkedFieldTree {
-                    field_tag: cf.field_tag.iter().map(FieldTag::from_proto).collect(),
-                    message: MessageTree::from(&cf.message.clone().unwrap_or_default()),
+                .map(|cf| {
+                    let field_tag: Vec<Option<FieldTag>> =
+                        cf.field_tag.iter().map(FieldTag::from_proto).collect();
+                    let (path, sub) = named_path(&field_tag, desc);
+                    ChunkedFieldTree {
+                        field_tag,
+                        path,
+                        message: MessageTree::new(
+                            &cf.message.clone().unwrap_or_default(),
+                            sub.as_ref(),
+                        ),
+                    }
                 })
                 .collect(),
         }
     }
+}
+
+impl From<&ChunkedMessage> for MessageTree {
+    fn from(m: &ChunkedMessage) -> Self {
+        MessageTree::new(m, None)
+    }
+}
+
+/// A map key as text: a string quoted, anything else as it is.
+fn key_text(k: &Option<MapKey>) -> String {
+    match k {
+        Some(MapKey::S(s)) => format!("[{s:?}]"),
+        Some(MapKey::Boolean(b)) => format!("[{b}]"),
+        Some(MapKey::Ui32(v)) => format!("[{v}]"),
+        Some(MapKey::Ui64(v)) => format!("[{v}]"),
+        Some(MapKey::I32(v)) => format!("[{v}]"),
+        Some(MapKey::I64(v)) => format!("[{v}]"),
+        None => "[?]".into(),
+    }
+}
+
+/// The path `tags` into a message of type `desc` with field names (numbers where the
+/// schema, or its absence, gives none), and the type of the message it leads to.
+pub fn named_path(
+    tags: &[Option<FieldTag>],
+    desc: Option<&MessageDescriptor>,
+) -> (String, Option<MessageDescriptor>) {
+    let mut out = String::new();
+    let mut message = desc.cloned();
+    // The field just named, while an index or key may still follow it.
+    let mut field: Option<FieldDescriptor> = None;
+    for tag in tags {
+        match tag {
+            Some(FieldTag::Field(n)) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                field = message.as_ref().and_then(|m| m.get_field(*n));
+                match &field {
+                    Some(f) => {
+                        out += f.name();
+                        message = match f.kind() {
+                            FieldKind::Message(m) if !f.is_list() && !f.is_map() => Some(m),
+                            _ => None,
+                        };
+                    }
+                    None => {
+                        out += &n.to_string();
+                        message = None;
+                    }
+                }
+            }
+            Some(FieldTag::Index(i)) => {
+                out += &format!("[{i}]");
+                message = match field.take() {
+                    Some(f) if f.is_list() => match f.kind() {
+                        FieldKind::Message(m) => Some(m),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+            }
+            Some(FieldTag::MapKey(k)) => {
+                out += &key_text(k);
+                // Only a map's entry has a value field (a key after another field, in a
+                // hostile file, leads nowhere the schema knows).
+                message = match field.take().map(|f| (f.is_map(), f.kind())) {
+                    Some((true, FieldKind::Message(entry))) => {
+                        match entry.map_entry_value_field().kind() {
+                            FieldKind::Message(v) => Some(v),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+            }
+            None => {
+                out += if out.is_empty() { "?" } else { ".?" };
+                message = None;
+                field = None;
+            }
+        }
+    }
+    (out, message)
 }
 
 impl FieldTag {
@@ -220,5 +327,57 @@ impl FieldTag {
             })),
             None => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_named_from_the_schema_and_keep_numbers_past_it() {
+        let desc = unbound_proto::descriptor_pool()
+            .get_message_by_name("tensorflow.SavedModel")
+            .unwrap();
+        let tags = vec![
+            Some(FieldTag::Field(2)),
+            Some(FieldTag::Index(0)),
+            Some(FieldTag::Field(2)),
+            Some(FieldTag::Field(1)),
+            Some(FieldTag::Index(3)),
+            Some(FieldTag::Field(5)),
+            Some(FieldTag::MapKey(Some(MapKey::S("value".into())))),
+            Some(FieldTag::Field(8)),
+            Some(FieldTag::Field(4)),
+        ];
+        let (path, _) = named_path(&tags, Some(&desc));
+        assert_eq!(
+            path,
+            r#"meta_graphs[0].graph_def.node[3].attr["value"].tensor.tensor_content"#
+        );
+        let (path, sub) = named_path(&tags[..3], Some(&desc));
+        assert_eq!(path, "meta_graphs[0].graph_def");
+        assert_eq!(sub.unwrap().full_name(), "tensorflow.GraphDef");
+        // Without a schema, or past a number it does not know: numbers.
+        assert_eq!(named_path(&tags[..2], None).0, "2[0]");
+        let unknown = [Some(FieldTag::Field(99)), Some(FieldTag::Field(1)), None];
+        assert_eq!(named_path(&unknown, Some(&desc)).0, "99.1.?");
+        // Keys and indices where the schema has none: no panic, numbers from there on.
+        let odd = [
+            Some(FieldTag::Field(2)),
+            Some(FieldTag::MapKey(Some(MapKey::S("k".into())))),
+            Some(FieldTag::Field(2)),
+            Some(FieldTag::Index(1)),
+            Some(FieldTag::Field(1)),
+        ];
+        assert_eq!(
+            named_path(&odd, Some(&desc)).0,
+            r#"meta_graphs["k"].2[1].1"#
+        );
+        let odd = [Some(FieldTag::Field(1)), Some(FieldTag::MapKey(None))];
+        assert_eq!(
+            named_path(&odd, Some(&desc)).0,
+            "saved_model_schema_version[?]"
+        );
     }
 }

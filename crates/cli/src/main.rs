@@ -60,6 +60,11 @@ enum Command {
     Layout(commands::layout::LayoutCommand),
     /// Rewrite a (DTensor or plain) checkpoint for other layouts on another mesh, streamed.
     Reshard(commands::reshard::Args),
+    /// Whole tensors between a TensorFlow checkpoint and Hugging Face's sharded safetensors.
+    Convert(commands::convert::Args),
+    /// Find denylisted ops (default ReadFile, WriteFile, PrintV2) in a SavedModel's graphs and
+    /// functions, as saved_model_cli scan; exit code 1 when any is found.
+    Scan(commands::scan::Args),
     /// List MetaGraphDef tag-sets; with OUT, duplicate, retag or remove them.
     Tags(commands::tags::Args),
     /// Rewrite chosen functions for TPU inference into a {serve, tpu} MetaGraphDef
@@ -99,6 +104,8 @@ fn main() -> ExitCode {
         Command::Optimize(args) => commands::optimize::run(args),
         Command::Layout(cmd) => commands::layout::run(cmd),
         Command::Reshard(args) => commands::reshard::run_cmd(args),
+        Command::Convert(args) => commands::convert::run(args),
+        Command::Scan(args) => commands::scan::run(args),
         Command::Tags(args) => commands::tags::run(args),
         Command::ExportTpu(args) => commands::export_tpu::run(args),
     };

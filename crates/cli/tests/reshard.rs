@@ -191,7 +191,16 @@ fn bad_layouts_and_rules_fail_without_output() {
     fails_cleanly(&out, &["variable w", "rank"], &dst);
     // A grid the mesh cannot hold, with no layout given.
     let out = unbound(&[&"reshard", &src, &dst, &"--mesh", &"x=8"]);
-    fails_cleanly(&out, &["variable w", "2x4 grid"], &dst);
+    fails_cleanly(
+        &out,
+        &[
+            "  w (rank 2)",
+            "2x4 grid",
+            "--layout 'w=",
+            "--default replicated",
+        ],
+        &dst,
+    );
 }
 
 #[test]

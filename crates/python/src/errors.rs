@@ -190,3 +190,18 @@ impl ToPyErr for unbound_reshard::ReshardError {
         }
     }
 }
+
+impl ToPyErr for unbound_convert::ConvertError {
+    fn to_py_err(&self) -> PyErr {
+        use unbound_convert::ConvertError as E;
+        match self {
+            E::Bundle(e) => e.to_py_err(),
+            E::Io(e) => e.to_py_err(),
+            E::Reshard(e) => e.to_py_err(),
+            E::Exists { .. } => raise(Kind::Exists, self),
+            E::Usage(_) => raise(Kind::InvalidArgument, self),
+            E::Unconvertible { .. } => raise(Kind::Unsupported, self),
+            _ => raise(os_kind(self).unwrap_or(Kind::Format), self),
+        }
+    }
+}

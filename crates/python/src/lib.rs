@@ -24,6 +24,7 @@
 
 mod background;
 mod checkpoint;
+mod convert;
 mod dtensor;
 mod errors;
 mod splitter;
@@ -44,6 +45,7 @@ fn _unbound(m: &Bound<'_, PyModule>) -> PyResult<()> {
     toolkit::register(m)?;
     splitter::register(m)?;
     checkpoint::register(m)?;
+    convert::register(m)?;
     dtensor::register(m)?;
     tensorflow::register(m)?;
     Ok(())

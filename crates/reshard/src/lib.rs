@@ -61,10 +61,11 @@ pub use distributed::{run_mpi, MpiWorld};
 pub use engine::{run, ReshardReport};
 pub use error::{ReshardError, Result};
 pub use plan::{ratio, Plan, ShardPlan, TargetItem, VariablePlan};
-pub use planner::{parse_mesh, parse_specs, plan, LayoutRule, ReshardOptions};
-pub use safetensors_in::{import_safetensors, stage_safetensors, Staged};
+pub use planner::{parse_mesh, parse_specs, plan, LayoutRule, ReshardOptions, REPLICATED};
+pub use safetensors_check::check_header;
+pub use safetensors_in::{import_safetensors, stage_safetensors, tf_dtype, unhex, Staged};
 pub use safetensors_out::{
-    device_file_name, run_safetensors, SafetensorsReport, META_DEVICE, META_LAYOUTS, META_MESH,
-    META_OBJECT_GRAPH,
+    device_file_name, hex, run_safetensors, safetensors_dtype, SafetensorsReport, META_DEVICE,
+    META_LAYOUTS, META_MESH, META_OBJECT_GRAPH,
 };
 pub use state::write_checkpoint_state;

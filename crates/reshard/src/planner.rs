@@ -18,7 +18,8 @@ pub struct ReshardOptions {
     /// `--layout` rules, first match wins.
     pub rules: Vec<LayoutRule>,
     /// `--default`: the specs for every variable no rule matches whose rank is the number
-    /// of specs.
+    /// of specs; or [`REPLICATED`] alone: every variable no rule matches, of any rank,
+    /// replicated on the mesh.
     pub default: Option<Vec<String>>,
     /// Worker threads (at least 1).
     pub jobs: usize,
@@ -64,6 +65,10 @@ impl LayoutRule {
     }
 }
 
+/// `--default replicated`: every variable no `--layout` matches, whatever its rank, is
+/// replicated on the target mesh (all its axes `unsharded`; a scalar stays whole).
+pub const REPLICATED: &str = "replicated";
+
 /// A comma list of sharding specs (`x,unsharded`); the empty text is rank 0.
 pub fn parse_specs(text: &str) -> Vec<String> {
     if text.trim().is_empty() {
@@ -95,6 +100,9 @@ pub fn plan(src: &Variables, options: &ReshardOptions) -> Result<Plan> {
         )));
     }
     let mut used = vec![false; options.rules.len()];
+    let replicated = options.default.as_deref() == Some(&[REPLICATED.to_string()][..]);
+    // Variables with no layout on the mesh: each with why, all named in one error.
+    let mut homeless: Vec<(String, usize, String)> = Vec::new();
     let mut variables = Vec::new();
     let mut shards: Vec<ShardPlan> = (0..=n)
         .map(|i| ShardPlan {
@@ -132,9 +140,16 @@ pub fn plan(src: &Variables, options: &ReshardOptions) -> Result<Plan> {
         let specs: Option<Vec<String>> = match rule {
             Some(i) => Some(options.rules[i].specs.clone()),
             None if name == OBJECT_GRAPH_KEY => None,
+            None if replicated && rank > 0 => Some(vec!["unsharded".to_string(); rank]),
             None => match &options.default {
-                Some(d) if d.len() == rank && rank > 0 => Some(d.clone()),
-                _ if sliced => Some(keep_grid(&stored, mesh).map_err(var_err)?),
+                Some(d) if d.len() == rank && rank > 0 && !replicated => Some(d.clone()),
+                _ if sliced => match keep_grid(&stored, mesh) {
+                    Ok(specs) => Some(specs),
+                    Err(fault) => {
+                        homeless.push((name.clone(), rank, fault));
+                        continue;
+                    }
+                },
                 _ => None,
             },
         };
@@ -183,6 +198,9 @@ pub fn plan(src: &Variables, options: &ReshardOptions) -> Result<Plan> {
             to: specs,
             stored,
         });
+    }
+    if !homeless.is_empty() {
+        return Err(ReshardError::Usage(homeless_error(&homeless, mesh)));
     }
     if let Some(i) = used.iter().position(|u| !u) {
         return Err(ReshardError::Usage(format!(
@@ -300,6 +318,34 @@ fn unique_slices(
     Ok(out)
 }
 
+/// The error for sliced variables that have no layout on `mesh` (key, rank, why): every one
+/// named, with the rules that would place them.
+fn homeless_error(homeless: &[(String, usize, String)], mesh: &Mesh) -> String {
+    let dims: Vec<String> = mesh
+        .dims()
+        .iter()
+        .map(|d| format!("{}={}", d.name, d.size))
+        .collect();
+    let mesh = dims.join(",");
+    let mut out = format!(
+        "{} sliced variable{} no --layout or --default places, whose grid mesh {mesh} cannot hold:",
+        homeless.len(),
+        if homeless.len() == 1 { "" } else { "s" }
+    );
+    for (key, rank, fault) in homeless {
+        let fault = fault.split("; give it").next().unwrap_or(fault);
+        let fault = fault.split(", which mesh").next().unwrap_or(fault);
+        out += &format!("\n  {key} (rank {rank}): {fault}");
+    }
+    let (key, rank, _) = &homeless[0];
+    let example = vec!["unsharded"; *rank].join(",");
+    out += &format!(
+        "\nadd a rule for each (e.g. --layout '{key}={example}'), or --default replicated to \
+         replicate every variable no --layout matches, whatever its rank"
+    );
+    out
+}
+
 /// The specs that keep a sliced variable's grid on `mesh`: each axis cut in n > 1 pieces
 /// takes the first unused mesh dimension of size n.
 fn keep_grid(var: &StoredVariable, mesh: &Mesh) -> std::result::Result<Vec<String>, String> {
@@ -354,6 +400,62 @@ mod tests {
         // An invalid regex still matches the literal key.
         let r = LayoutRule::parse("a[=x").unwrap();
         assert!(r.matches("a[", None));
+    }
+
+    fn sliced(w: &mut unbound_bundle::BundleWriter, key: &str, shape: &[i64], cuts: usize) {
+        use unbound_bundle::{SliceSpec, Tensor};
+        use unbound_proto::tensorflow::DataType;
+        let rows = shape[0] / cuts as i64;
+        let rest: i64 = shape[1..].iter().product();
+        for c in 0..cuts as i64 {
+            let mut ext = vec![(c * rows, Some(rows))];
+            ext.extend(shape[1..].iter().map(|_| (0, None)));
+            let mut sub = shape.to_vec();
+            sub[0] = rows;
+            let t = Tensor::raw(
+                DataType::DtFloat,
+                sub,
+                vec![0u8; (rows * rest * 4) as usize],
+            );
+            w.add_slice(0, key, shape, &SliceSpec::new(ext), &t)
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn variables_the_mesh_cannot_hold_are_all_named_and_default_replicated_places_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("ck");
+        let mut w = unbound_bundle::BundleWriter::create(&prefix).unwrap();
+        sliced(&mut w, "a", &[6, 4], 3);
+        sliced(&mut w, "b", &[3, 2, 2], 3);
+        sliced(&mut w, "c", &[4], 2);
+        w.finish().unwrap();
+        let src = Variables::open(&prefix).unwrap();
+        let mut options = ReshardOptions {
+            mesh: parse_mesh("x=2,y=4").unwrap(),
+            rules: vec![],
+            default: None,
+            jobs: 1,
+        };
+        let err = plan(&src, &options).unwrap_err().to_string();
+        assert!(err.contains("2 sliced variables"), "{err}");
+        assert!(
+            err.contains("\n  a (rank 2)") && err.contains("\n  b (rank 3)"),
+            "{err}"
+        );
+        assert!(err.contains("--layout 'a=unsharded,unsharded'"), "{err}");
+        assert!(err.contains("--default replicated"), "{err}");
+        options.default = Some(vec![REPLICATED.to_string()]);
+        let p = plan(&src, &options).unwrap();
+        for v in &p.variables {
+            assert_eq!(
+                v.to.as_deref().unwrap(),
+                vec!["unsharded"; v.shape.len()],
+                "{}",
+                v.key
+            );
+        }
     }
 
     #[test]

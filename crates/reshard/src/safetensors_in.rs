@@ -21,8 +21,8 @@ use crate::safetensors_check::check_header;
 use crate::safetensors_out::{META_DEVICE, META_LAYOUTS, META_MESH, META_OBJECT_GRAPH};
 
 /// The TensorFlow dtype of a safetensors dtype; `None` for those TensorFlow checkpoints do
-/// not hold the same way (8-bit floats, ...).
-fn tf_dtype(d: Dtype) -> Option<DataType> {
+/// not hold the same way.
+pub fn tf_dtype(d: Dtype) -> Option<DataType> {
     Some(match d {
         Dtype::F16 => DataType::DtHalf,
         Dtype::BF16 => DataType::DtBfloat16,
@@ -37,6 +37,9 @@ fn tf_dtype(d: Dtype) -> Option<DataType> {
         Dtype::U32 => DataType::DtUint32,
         Dtype::U64 => DataType::DtUint64,
         Dtype::BOOL => DataType::DtBool,
+        // safetensors' F8_E4M3 is PyTorch's float8_e4m3fn (no infinities, one NaN).
+        Dtype::F8_E5M2 => DataType::DtFloat8E5m2,
+        Dtype::F8_E4M3 => DataType::DtFloat8E4m3fn,
         _ => return None,
     })
 }
@@ -338,7 +341,7 @@ pub fn stage_safetensors(dir: &Path, dst: &Path) -> Result<Staged> {
 }
 
 /// The bytes of lowercase or uppercase hex `text`; `None` when it is not hex.
-fn unhex(text: &str) -> Option<Vec<u8>> {
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
     let b = text.as_bytes();
     if b.len() % 2 != 0 {
         return None;

@@ -39,7 +39,7 @@ pub const META_LAYOUTS: &str = "unbound.layouts";
 pub const META_OBJECT_GRAPH: &str = "unbound.object_graph";
 
 /// Lowercase hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -63,7 +63,7 @@ pub struct SafetensorsReport {
 
 /// The safetensors dtype of a TensorFlow dtype; `None` for those safetensors lacks
 /// (strings, complex, variants, quantized types).
-fn safetensors_dtype(dtype: i32) -> Option<Dtype> {
+pub fn safetensors_dtype(dtype: i32) -> Option<Dtype> {
     Some(match tf_name(dtype).as_str() {
         "float16" => Dtype::F16,
         "bfloat16" => Dtype::BF16,
@@ -78,6 +78,8 @@ fn safetensors_dtype(dtype: i32) -> Option<Dtype> {
         "uint32" => Dtype::U32,
         "uint64" => Dtype::U64,
         "bool" => Dtype::BOOL,
+        "float8_e5m2" => Dtype::F8_E5M2,
+        "float8_e4m3fn" => Dtype::F8_E4M3,
         _ => return None,
     })
 }

@@ -81,6 +81,7 @@ pub mod fingerprint;
 mod format;
 mod recent_bytes;
 pub mod rewrite;
+pub mod scan;
 mod shared_cpb;
 pub mod show;
 pub mod split;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use unbound_chunked::inspect::{inspect, FieldTag, InspectReport, MapKey, MessageTree};
+use unbound_chunked::inspect::{inspect_as, InspectReport, MessageTree};
 
 use super::CmdResult;
 
@@ -11,6 +11,11 @@ use super::CmdResult;
 pub struct Args {
     /// The .cpb file.
     file: PathBuf,
+    /// The message type of the file, whose schema names the field paths (default:
+    /// tensorflow.SavedModel for a file named saved_model.cpb; otherwise paths keep their
+    /// field numbers), e.g. tensorflow.GraphDef.
+    #[arg(long = "type", value_name = "MESSAGE")]
+    message_type: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -19,7 +24,15 @@ pub struct Args {
 /// Runs the command. A file whose chunk data is corrupt gets its report (with the faults, as
 /// `FILE: FAULT` lines in text, a `faults` list in JSON) and then exit code 1.
 pub fn run(args: Args) -> CmdResult {
-    let report = inspect(&args.file)?;
+    let type_name = args.message_type.clone().or_else(|| {
+        (args.file.file_name().and_then(|n| n.to_str()) == Some("saved_model.cpb"))
+            .then(|| "tensorflow.SavedModel".to_string())
+    });
+    let root = match &type_name {
+        Some(name) => Some(unbound_savedmodel::dir::message_descriptor(name)?),
+        None => None,
+    };
+    let report = inspect_as(&args.file, root.as_ref())?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
@@ -73,23 +86,6 @@ fn to_text(r: &InspectReport) -> String {
     out
 }
 
-fn tag_text(t: &Option<FieldTag>) -> String {
-    match t {
-        Some(FieldTag::Field(f)) => format!("{f}"),
-        Some(FieldTag::Index(i)) => format!("[{i}]"),
-        Some(FieldTag::MapKey(k)) => match k {
-            Some(MapKey::S(s)) => format!("[{s:?}]"),
-            Some(MapKey::Boolean(b)) => format!("[{b}]"),
-            Some(MapKey::Ui32(v)) => format!("[{v}]"),
-            Some(MapKey::Ui64(v)) => format!("[{v}]"),
-            Some(MapKey::I32(v)) => format!("[{v}]"),
-            Some(MapKey::I64(v)) => format!("[{v}]"),
-            None => "[?]".into(),
-        },
-        None => "?".into(),
-    }
-}
-
 fn tree_text(m: &MessageTree, depth: usize, out: &mut String) {
     let pad = "  ".repeat(depth);
     match m.chunk_index {
@@ -97,11 +93,10 @@ fn tree_text(m: &MessageTree, depth: usize, out: &mut String) {
         None => *out += &format!("{pad}(no chunk)\n"),
     }
     for cf in &m.chunked_fields {
-        let path: Vec<String> = cf.field_tag.iter().map(tag_text).collect();
-        let path = if path.is_empty() {
+        let path = if cf.field_tag.is_empty() {
             "(merged into parent)".to_string()
         } else {
-            path.join(".")
+            cf.path.clone()
         };
         *out += &format!("{pad}  {path}:\n");
         tree_text(&cf.message, depth + 2, out);

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod compression;
+pub mod convert;
 pub mod export_tpu;
 pub mod fingerprint;
 pub mod inspect;
@@ -9,6 +10,7 @@ pub mod merge;
 pub mod optimize;
 pub mod proto;
 pub mod reshard;
+pub mod scan;
 pub mod show;
 pub mod split;
 pub mod tags;

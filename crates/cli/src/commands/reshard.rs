@@ -41,8 +41,10 @@ pub struct Args {
     /// list, e.g. y,unsharded). First match wins; a rule matching nothing is an error.
     #[arg(long = "layout", value_name = "KEY_OR_REGEX=SPECS")]
     layouts: Vec<String>,
-    /// SPECS for every variable no --layout matches whose rank is the number of specs.
-    #[arg(long, value_name = "SPECS")]
+    /// SPECS for every variable no --layout matches whose rank is the number of specs; or
+    /// `replicated`: every variable no --layout matches, whatever its rank, replicated on the
+    /// mesh.
+    #[arg(long, value_name = "SPECS|replicated")]
     default: Option<String>,
     /// Worker threads (each writes whole data shards).
     #[arg(long, default_value_t = 2)]
@@ -58,9 +60,10 @@ pub struct Args {
 
 const HELP: &str = "\
 Every variable of SRC is placed: one matched by --layout takes that layout; otherwise one of the
-rank of --default takes it; otherwise a sliced variable keeps its grid (each axis cut in n
-pieces goes to the first free mesh dimension of size n) and a whole one stays whole outside
-the mesh. The output is numbered as TensorFlow's tf.train.Checkpoint.save numbers a DTensor
+rank of --default takes it (--default replicated: every such variable, of any rank, is
+replicated); otherwise a sliced variable keeps its grid (each axis cut in n pieces goes to the
+first free mesh dimension of size n) and a whole one stays whole outside the mesh. Sliced
+variables whose grid the mesh cannot hold are all named in one error, with the rule to add. The output is numbered as TensorFlow's tf.train.Checkpoint.save numbers a DTensor
 checkpoint: data shard 0 holds the tensors outside the mesh (object graph, save_counter,
 variables kept whole), shard 1+i the unique slices the device at mesh position i is the lowest
 holder of (a replicated variable whole in shard 1). A `checkpoint` state file beside SRC is

@@ -16,7 +16,7 @@ import numpy as np
 from unbound import _unbound
 from unbound._errors import InvalidArgumentError, UnsupportedError
 
-__all__ = ["Checkpoint", "CheckpointWriter"]
+__all__ = ["Checkpoint", "CheckpointWriter", "convert"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -286,3 +286,34 @@ def _as_bytes_list(key: str, value: np.ndarray) -> List[bytes]:
                 f"tensor {key}: a string tensor holds bytes or str, not {type(item).__name__}"
             )
     return out
+
+
+def convert(
+    src: Union[str, "os.PathLike[str]"],
+    dst: Union[str, "os.PathLike[str]"],
+    to: Optional[str] = None,
+    *,
+    max_shard_size: str = "5GB",
+    names: str = "paths",
+    jobs: int = 2,
+    dry_run: bool = False,
+) -> Dict[str, Any]:
+    """Converts whole tensors between a TensorFlow checkpoint and Hugging Face's sharded
+    safetensors layout, as ``unbound convert SRC DST [--to ...]`` does, streamed in bounded
+    memory and written atomically.
+
+    ``to="safetensors"``: ``src`` is a checkpoint prefix or a SavedModel directory; ``dst`` a
+    new directory of ``model-0000i-of-0000N.safetensors`` files of at most
+    ``max_shard_size`` (``"5GB"``, ``"500MB"``, ``"2GiB"``) with
+    ``model.safetensors.index.json``, or one ``model.safetensors``; tensors named by object
+    path (``names="paths"``) or checkpoint key (``names="keys"``). ``to="tf"``: ``src`` is a
+    directory of safetensors files (PyTorch DCP's Hugging Face writer output included) or
+    one file; ``dst`` a checkpoint prefix. ``to=None`` writes the other format than the
+    source's. Strings and complex numbers raise :class:`unbound.UnsupportedError` naming the
+    keys, with nothing written. Returns the report ``unbound convert --json`` prints
+    (``bytes``, ``files``, ``tensors``, ``seconds``, ...).
+    """
+    import json
+
+    out = _unbound.convert(os.fspath(src), os.fspath(dst), to, max_shard_size, names, jobs, dry_run)
+    return json.loads(out)

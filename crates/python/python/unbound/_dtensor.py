@@ -243,7 +243,8 @@ def reshard(
     ``layouts`` maps a checkpoint key, object path or regular expression (matching whole) to
     specs (``"y,unsharded"`` or ``["y", "unsharded"]``), first match wins; a list of
     ``"KEY_OR_REGEX=SPECS"`` strings works too. ``default`` gives the specs for every other
-    variable of that rank. Returns the report ``unbound reshard --json`` prints (``bytes``,
+    variable of that rank; ``default="replicated"`` replicates every other variable, whatever
+    its rank. Returns the report ``unbound reshard --json`` prints (``bytes``,
     ``seconds``, ``num_shards``, ...), or with ``dry_run`` the plan, writing nothing.
     """
     rules: List[str] = []

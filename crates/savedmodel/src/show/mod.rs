@@ -15,7 +15,7 @@ mod graph;
 mod load_order;
 pub(crate) mod objects;
 mod plain_entries;
-mod read;
+pub(crate) mod read;
 mod signature;
 mod structured;
 pub mod text;

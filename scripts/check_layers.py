@@ -22,7 +22,8 @@ LAYERS = [
     ["unbound-chunked", "unbound-canonical"],
     ["unbound-bundle", "unbound-graph"],
     ["unbound-savedmodel"],
-    ["unbound-grappler", "unbound-grappler-sdk", "unbound-dtensor", "unbound-tpu"],
+    ["unbound-grappler", "unbound-grappler-sdk", "unbound-dtensor", "unbound-tpu",
+     "unbound-externalize"],
     ["unbound-plugin-prune-identity", "unbound-plugin-fold-constants", "unbound-reshard"],
     ["unbound-cli", "unbound-python"],
 ]

@@ -2,6 +2,7 @@
 
 pub mod compression;
 pub mod export_tpu;
+pub mod externalize;
 pub mod fingerprint;
 pub mod inspect;
 pub mod layout;

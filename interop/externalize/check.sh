@@ -3,7 +3,8 @@
 #
 # - TensorFlow-made models (make_models.py: TF2 with constants inside functions the signatures
 #   call, nested; a TF1 frozen graph with no variables; a TF1 graph with a variable; a Keras
-#   model exported for serving), externalized from their .pb and from a .cpb `unbound split`
+#   model exported for serving; testdata's tf1_large_consts, a TF1 graph calling a function
+#   that holds a constant), externalized from their .pb and from a .cpb `unbound split`
 #   made of them, are served by a C++ program built against the wheel that calls
 #   LoadSavedModel and runs every signature, as TensorFlow Serving does (serve_harness.cc),
 #   with outputs bit for bit the original's;
@@ -55,7 +56,8 @@ fail() { echo "FAIL $1"; failed=$((failed + 1)); }
 pairs=()
 min=1000
 
-for model in tf2_func_consts tf1_frozen tf1_vars keras; do
+cp -r testdata/models/tf1_large_consts "$work/models/"
+for model in tf2_func_consts tf1_frozen tf1_vars keras tf1_large_consts; do
   orig="$work/models/$model"
   if ! "$serve" "$orig" >"$work/$model.orig.out" 2>"$work/err"; then
     fail "$model: the original does not serve: $(tail -n 1 "$work/err")"; continue

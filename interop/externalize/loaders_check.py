@@ -14,6 +14,10 @@ import tensorflow as tf
 
 
 def fill(dtype, shape):
+    """The input serve_harness feeds, or None for a dtype it does not fill (the signature is
+    then skipped, as the harness skips it)."""
+    if not (dtype.is_floating or dtype.is_integer):
+        return None
     shape = [2 if d is None or d < 0 else d for d in shape]
     n = int(np.prod(shape)) if shape else 1
     i = np.arange(n)
@@ -30,9 +34,12 @@ def tf2_outputs(path):
     for name in sorted(loaded.signatures):
         fn = loaded.signatures[name]
         kwargs = {
-            k: tf.constant(fill(spec.dtype, spec.shape.as_list()))
+            k: fill(spec.dtype, spec.shape.as_list())
             for k, spec in fn.structured_input_signature[1].items()
         }
+        if any(v is None for v in kwargs.values()):
+            continue
+        kwargs = {k: tf.constant(v) for k, v in kwargs.items()}
         for key, value in fn(**kwargs).items():
             out[f"{name}/{key}"] = value.numpy()
     return out
@@ -51,6 +58,8 @@ def tf1_outputs(path):
             for info in sig.inputs.values():
                 dims = [d.size for d in info.tensor_shape.dim]
                 feeds[info.name] = fill(tf.as_dtype(info.dtype), dims)
+            if any(v is None for v in feeds.values()):
+                continue
             keys = sorted(sig.outputs)
             values = sess.run([sig.outputs[k].name for k in keys], feeds)
             for key, value in zip(keys, values):

@@ -76,12 +76,15 @@ pub(crate) struct GraphOutcome {
 type Place = Option<usize>;
 
 /// Moves every `Const` of `graph` (graph nodes and library functions) whose value is at least
-/// `min_size` bytes into a new variable, rewiring as the module doc says. `taken` holds the
+/// `min_size` bytes into a new variable, rewiring as the module doc says. The checkpoint's
+/// own save and restore path (the graph nodes `saver_roots` depend on, and the functions they
+/// call) keeps its constants: a restore cannot read a variable it is to restore. `taken` holds the
 /// names already used (by other MetaGraphDefs' variables); `source_name` names the model for
 /// errors; `meta_graph` is the MetaGraphDef's position, for the report.
 pub(crate) fn externalize_graph(
     graph: &mut GraphDef,
     meta_graph: usize,
+    saver_roots: &[String],
     min_size: u64,
     taken: &mut HashSet<String>,
     source_name: &str,
@@ -108,15 +111,18 @@ pub(crate) fn externalize_graph(
             }
         }
     }
-    // What a pinned function calls is pinned too: its arguments would have to come through it.
-    let mut stack: Vec<usize> = pinned.iter().copied().collect();
-    while let Some(f) = stack.pop() {
-        for &(caller, callee) in &calls {
-            if caller == Some(f) && pinned.insert(callee) {
-                stack.push(callee);
-            }
-        }
-    }
+    // The graph nodes of the save and restore path, and the functions they call.
+    let saver_nodes = ancestors(&graph.node, saver_roots);
+    let mut saver_functions: HashSet<usize> = graph
+        .node
+        .iter()
+        .filter(|n| saver_nodes.contains(&n.name))
+        .filter_map(|n| called_function(n, &index))
+        .collect();
+    // What a pinned (or saver) function calls is pinned too: its arguments would have to
+    // come through it.
+    close_over_calls(&mut pinned, &calls);
+    close_over_calls(&mut saver_functions, &calls);
 
     // The constants that move, each a variable; graph node names are taken.
     taken.extend(graph.node.iter().map(|n| n.name.clone()));
@@ -149,6 +155,20 @@ pub(crate) fn externalize_graph(
                 Candidate::Movable(found) if found.bytes >= min_size => found,
                 Candidate::Movable(_) => continue,
             };
+            let in_saver = match place {
+                Some(i) => saver_functions.contains(&i),
+                None => saver_nodes.contains(&node.name),
+            };
+            if in_saver {
+                outcome.kept.push(KeptConstant {
+                    meta_graph,
+                    function: fname.clone(),
+                    node: node.name.clone(),
+                    bytes: found.bytes,
+                    reason: "it is part of the checkpoint's save or restore path".into(),
+                });
+                continue;
+            }
             if place.is_some_and(|i| pinned.contains(&i)) {
                 outcome.kept.push(KeptConstant {
                     meta_graph,
@@ -304,6 +324,43 @@ pub(crate) fn externalize_graph(
         return Err(ExternalizeError::invalid(source_name, "a variable without a name"));
     }
     Ok(outcome)
+}
+
+/// Adds to `set` every function called, directly or not, by one in it.
+fn close_over_calls(set: &mut HashSet<usize>, calls: &[(Place, usize)]) {
+    let mut stack: Vec<usize> = set.iter().copied().collect();
+    while let Some(f) = stack.pop() {
+        for &(caller, callee) in calls {
+            if caller == Some(f) && set.insert(callee) {
+                stack.push(callee);
+            }
+        }
+    }
+}
+
+/// The names of `roots` and of every node of `nodes` they depend on (data and control
+/// inputs), in one graph.
+fn ancestors(nodes: &[NodeDef], roots: &[String]) -> HashSet<String> {
+    let by_name: HashMap<&str, &NodeDef> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut stack: Vec<String> = roots.to_vec();
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(node) = by_name.get(name.as_str()) {
+            for input in &node.input {
+                stack.push(tensor_node(input).to_string());
+            }
+        }
+    }
+    seen
+}
+
+/// The node of a graph-level input (`name`, `name:1`, `^name`).
+pub(crate) fn tensor_node(input: &str) -> &str {
+    let input = input.strip_prefix('^').unwrap_or(input);
+    input.split(':').next().unwrap_or(input)
 }
 
 /// How a read's output is named where it is used.

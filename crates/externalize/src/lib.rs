@@ -135,8 +135,21 @@ pub fn externalize(
     for (index, meta) in model.meta_graphs.iter_mut().enumerate() {
         let name = format!("{source_name} (meta_graphs[{index}])");
         let mut graph = meta.graph_def.take().unwrap_or_default();
-        let outcome =
-            graph_edit::externalize_graph(&mut graph, index, options.min_size, &mut taken, &name)?;
+        let saver_roots: Vec<String> = meta
+            .saver_def
+            .iter()
+            .flat_map(|s| [&s.restore_op_name, &s.save_tensor_name])
+            .filter(|n| !n.is_empty())
+            .map(|n| graph_edit::tensor_node(n).to_string())
+            .collect();
+        let outcome = graph_edit::externalize_graph(
+            &mut graph,
+            index,
+            &saver_roots,
+            options.min_size,
+            &mut taken,
+            &name,
+        )?;
         meta.graph_def = Some(graph);
         report.kept.extend(outcome.kept);
         if outcome.variables.is_empty() {

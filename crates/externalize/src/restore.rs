@@ -40,13 +40,7 @@ pub(crate) fn extend_restore(
         None => new_saver(graph, vars, keys, taken),
     };
     let filename = saver.filename_tensor_name.clone();
-    let restore_op = saver
-        .restore_op_name
-        .trim_start_matches('^')
-        .split(':')
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let restore_op = crate::graph_edit::tensor_node(&saver.restore_op_name).to_string();
     meta.saver_def = Some(saver);
     let prefix = unique("externalized/restore", taken);
     let names = format!("{prefix}/tensor_names");

@@ -665,3 +665,270 @@ pub(crate) fn unique(base: &str, taken: &mut HashSet<String>) -> String {
     taken.insert(name.clone());
     name
 }
+
+#[cfg(test)]
+mod tests {
+    use unbound_proto::tensorflow::{
+        FunctionDefLibrary, NameAttrList, OpDef, TensorProto,
+    };
+
+    use super::*;
+
+    fn node(name: &str, op: &str, inputs: &[&str]) -> NodeDef {
+        NodeDef {
+            name: name.into(),
+            op: op.into(),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            ..NodeDef::default()
+        }
+    }
+
+    fn constant(name: &str, floats: usize) -> NodeDef {
+        let mut n = node(name, "Const", &[]);
+        n.attr.insert("dtype".into(), type_attr(DataType::DtFloat as i32));
+        n.attr.insert(
+            "value".into(),
+            AttrValue {
+                value: Some(attr_value::Value::Tensor(TensorProto {
+                    dtype: DataType::DtFloat as i32,
+                    tensor_shape: Some(unbound_bundle::shape_to_proto(&[floats as i64])),
+                    tensor_content: Bytes::from(vec![7u8; floats * 4]),
+                    ..TensorProto::default()
+                })),
+            },
+        );
+        n
+    }
+
+    fn call(name: &str, op: &str, f: &str, inputs: &[&str]) -> NodeDef {
+        let mut n = node(name, op, inputs);
+        n.attr.insert(
+            "f".into(),
+            AttrValue {
+                value: Some(attr_value::Value::Func(NameAttrList {
+                    name: f.into(),
+                    ..Default::default()
+                })),
+            },
+        );
+        n.attr.insert(
+            "Tin".into(),
+            AttrValue {
+                value: Some(attr_value::Value::List(attr_value::ListValue {
+                    r#type: vec![DataType::DtFloat as i32],
+                    ..Default::default()
+                })),
+            },
+        );
+        n
+    }
+
+    fn function(name: &str, nodes: Vec<NodeDef>) -> FunctionDef {
+        FunctionDef {
+            signature: Some(OpDef {
+                name: name.into(),
+                input_arg: vec![ArgDef {
+                    name: "x".into(),
+                    r#type: DataType::DtFloat as i32,
+                    ..ArgDef::default()
+                }],
+                ..OpDef::default()
+            }),
+            node_def: nodes,
+            ..FunctionDef::default()
+        }
+    }
+
+    /// A graph calling `outer`, which holds a constant and calls `inner` (a constant too) with
+    /// a control input; `body`, a `While` body, holds a constant and calls `inner` too; the
+    /// saver's restore path calls `restore`, which holds one.
+    fn graph() -> GraphDef {
+        let mut w = node("loop", "While", &["x"]);
+        w.attr.insert(
+            "body".into(),
+            AttrValue {
+                value: Some(attr_value::Value::Func(NameAttrList {
+                    name: "body".into(),
+                    ..Default::default()
+                })),
+            },
+        );
+        GraphDef {
+            node: vec![
+                node("x", "Placeholder", &[]),
+                constant("g", 300),
+                call("call", "PartitionedCall", "outer", &["x", "^g"]),
+                w,
+                call("restore_call", "StatefulPartitionedCall", "restore", &["x"]),
+            ],
+            library: Some(FunctionDefLibrary {
+                function: vec![
+                    function(
+                        "outer",
+                        vec![
+                            constant("c", 300),
+                            call("inner_call", "StatefulPartitionedCall", "inner", &["x"]),
+                        ],
+                    ),
+                    function("inner", vec![constant("d", 300), constant("tiny", 2)]),
+                    function(
+                        "body",
+                        vec![
+                            constant("e", 300),
+                            call("inner_call", "PartitionedCall", "inner", &["x"]),
+                        ],
+                    ),
+                    function("restore", vec![constant("names", 300)]),
+                ],
+                ..Default::default()
+            }),
+            ..GraphDef::default()
+        }
+    }
+
+    fn library(g: &GraphDef) -> &[FunctionDef] {
+        &g.library.as_ref().unwrap().function
+    }
+
+    fn input_args(f: &FunctionDef) -> Vec<(String, i32)> {
+        f.signature
+            .as_ref()
+            .unwrap()
+            .input_arg
+            .iter()
+            .map(|a| (a.name.clone(), a.r#type))
+            .collect()
+    }
+
+    #[test]
+    fn constants_become_captured_reads_fed_at_every_call_site() {
+        let mut g = graph();
+        let mut taken = HashSet::new();
+        let outcome =
+            externalize_graph(&mut g, 0, &["restore_call".into()], 1000, &mut taken, "m").unwrap();
+        let moved: Vec<(Option<&str>, &str)> = outcome
+            .variables
+            .iter()
+            .map(|v| (v.function.as_deref(), v.node.as_str()))
+            .collect();
+        assert_eq!(moved, [(None, "g"), (Some("outer"), "c")]);
+        // `inner` is called by `body`, a loop body: pinned, like `body` itself; `restore` is on
+        // the saver's path.
+        let kept: Vec<(&str, &str)> = outcome
+            .kept
+            .iter()
+            .map(|k| (k.function.as_deref().unwrap_or(""), k.node.as_str()))
+            .collect();
+        assert_eq!(kept, [("inner", "d"), ("body", "e"), ("restore", "names")]);
+        assert_eq!(outcome.variables[0].name, "externalized/g");
+        assert_eq!(outcome.variables[1].name, "externalized/outer/c");
+        assert_eq!(outcome.variables[1].local_name, "externalized_outer_c");
+
+        // The graph: `g` reads its variable, the call is fed `outer`'s, a handle per variable.
+        let by_name = |name: &str| g.node.iter().find(|n| n.name == name).unwrap().clone();
+        assert_eq!(by_name("g").op, "Identity");
+        assert_eq!(by_name("g").input, ["g/externalized_read"]);
+        assert_eq!(by_name("g/externalized_read").input, ["externalized/g"]);
+        assert_eq!(by_name("externalized/g").op, "VarHandleOp");
+        let call = by_name("call");
+        assert_eq!(call.op, "StatefulPartitionedCall");
+        assert_eq!(call.input, ["x", "externalized/outer/c", "^g"]);
+        let Some(attr_value::Value::List(tin)) = call.attr["Tin"].value.clone() else {
+            panic!("no Tin")
+        };
+        assert_eq!(
+            tin.r#type,
+            [DataType::DtFloat as i32, DataType::DtResource as i32]
+        );
+        let Some(attr_value::Value::List(ro)) =
+            call.attr["_read_only_resource_inputs"].value.clone()
+        else {
+            panic!("no _read_only_resource_inputs")
+        };
+        assert_eq!(ro.i, [1]);
+
+        // `outer` takes the resource, reads it where `c` was; `inner` is unchanged.
+        let outer = &library(&g)[0];
+        assert_eq!(
+            input_args(outer),
+            [
+                ("x".to_string(), DataType::DtFloat as i32),
+                (
+                    "externalized_externalized_outer_c".to_string(),
+                    DataType::DtResource as i32
+                )
+            ]
+        );
+        let c = outer.node_def.iter().find(|n| n.name == "c").unwrap();
+        assert_eq!(c.op, "Identity");
+        assert_eq!(c.input, ["c/externalized_read:value:0"]);
+        assert_eq!(outcome.function_variables["outer"], [1]);
+        assert_eq!(input_args(&library(&g)[1]).len(), 1);
+        assert_eq!(library(&g)[1].node_def[0].op, "Const");
+    }
+
+    #[test]
+    fn nested_callers_take_their_callees_variables() {
+        let mut g = graph();
+        // Nothing pins `inner` any more: `body` is called, not a loop body.
+        g.node.retain(|n| n.name != "loop");
+        g.node.push(call("body_call", "PartitionedCall", "body", &["x"]));
+        let mut taken = HashSet::new();
+        let outcome = externalize_graph(&mut g, 0, &[], 1000, &mut taken, "m").unwrap();
+        let names: Vec<&str> = outcome.variables.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "externalized/g",
+                "externalized/outer/c",
+                "externalized/inner/d",
+                "externalized/body/e",
+                "externalized/restore/names"
+            ]
+        );
+        // `outer` takes its own and `inner`'s, and feeds `inner` its own argument.
+        assert_eq!(outcome.function_variables["outer"], [1, 2]);
+        assert_eq!(outcome.function_variables["body"], [3, 2]);
+        let outer = &library(&g)[0];
+        let inner_call = outer
+            .node_def
+            .iter()
+            .find(|n| n.name == "inner_call")
+            .unwrap();
+        assert_eq!(
+            inner_call.input,
+            ["x", "externalized_externalized_inner_d"]
+        );
+        let body_call = g.node.iter().find(|n| n.name == "body_call").unwrap();
+        assert_eq!(
+            body_call.input,
+            ["x", "externalized/body/e", "externalized/inner/d"]
+        );
+    }
+
+    #[test]
+    fn small_and_unmovable_constants_stay() {
+        let mut g = graph();
+        let mut splat = constant("splat", 0);
+        if let Some(attr_value::Value::Tensor(t)) =
+            splat.attr.get_mut("value").and_then(|v| v.value.as_mut())
+        {
+            t.tensor_shape = Some(unbound_bundle::shape_to_proto(&[100_000]));
+            t.float_val = vec![1.0; 400];
+        }
+        g.node.push(splat);
+        let mut taken = HashSet::new();
+        let outcome = externalize_graph(&mut g, 0, &[], 1200, &mut taken, "m").unwrap();
+        assert!(outcome.variables.iter().all(|v| v.bytes >= 1200));
+        assert!(outcome
+            .kept
+            .iter()
+            .any(|k| k.node == "splat" && k.reason.contains("tensor_content")));
+        // Nothing at or above a size no constant reaches: the graph is as it was.
+        let mut g = graph();
+        let before = g.clone();
+        let outcome = externalize_graph(&mut g, 0, &[], 1 << 20, &mut taken, "m").unwrap();
+        assert!(outcome.variables.is_empty());
+        assert_eq!(g, before);
+    }
+}

@@ -11,7 +11,10 @@
 # - so do `tf.saved_model.load` and the TF1 loader (loaders_check.py);
 # - `unbound verify` passes on every output, and its fingerprint.pb equals TensorFlow's
 #   CreateFingerprintDef of the output (merger_harness fingerprint);
-# - `--dry-run --json` lists the constants the real run moves, and writes nothing.
+# - `--dry-run --json` lists the constants the real run moves, and writes nothing;
+# - `--inline` of each externalized model (its variables read by the signatures turned back
+#   into constants) serves, and loads in Python, with the original's outputs bit for bit;
+# - the README's table of which loaders read which format, measured (loader_table.py).
 #
 # Outputs are compared with oneDNN off (TF_ENABLE_ONEDNN_OPTS=0): with it on, TensorFlow picks
 # other kernels for a MatMul whose weights are a constant than for one whose weights are a
@@ -105,6 +108,22 @@ print("; ".join(diff(fingerprint_pb(sys.argv[1]), tf_json(sys.argv[2]))))' "$out
       fail "$name: C++ LoadSavedModel: outputs differ from the original's"
     fi
     pairs+=("$orig" "$out")
+    # The reverse: --inline of the externalized model serves as the original.
+    if [[ "$from" == pb ]]; then
+      back="$work/$model.inlined"
+      if ! "$unbound" externalize --inline "$out" "$back" >/dev/null 2>"$work/err"; then
+        fail "$name: externalize --inline: $(tail -n 1 "$work/err")"
+      elif ! "$unbound" verify "$back" >/dev/null 2>"$work/err"; then
+        fail "$name: verify of --inline's output: $(tail -n 1 "$work/err")"
+      elif ! "$serve" "$back" >"$work/$model.inlined.out" 2>"$work/err"; then
+        fail "$name: C++ LoadSavedModel of --inline's output: $(grep -v '^[IW]0000' "$work/err" | tail -n 1)"
+      elif cmp -s "$work/$model.orig.out" "$work/$model.inlined.out"; then
+        pass "$name: externalize then --inline: C++ LoadSavedModel outputs bit for bit the original's"
+        pairs+=("$orig" "$back")
+      else
+        fail "$name: externalize then --inline: outputs differ from the original's"
+      fi
+    fi
   done
 done
 
@@ -118,6 +137,11 @@ got=$(grep -cE '^(PASS|FAIL)' "$work/loaders" || true)
 if [[ "$got" -ne "$expected" ]]; then
   fail "loaders_check.py ran $got of $expected checks: $(tail -n 2 "$work/err")"
 fi
+
+echo "== which loaders read which format (the README's table)"
+"$unbound" split "$work/models/keras" "$work/keras.table.cpb" --max-size 100000 >/dev/null 2>&1
+"$py" interop/externalize/loader_table.py "$work/models/keras" "$work/keras.table.cpb" \
+  "$work/keras.pb.ext" "$serve" "$venv/bin/saved_model_cli" 2>/dev/null || fail "loader_table.py"
 
 echo "externalize check: $passed passed, $failed failed"
 [[ "$failed" -eq 0 ]]

@@ -340,7 +340,7 @@ fn close_over_calls(set: &mut HashSet<usize>, calls: &[(Place, usize)]) {
 
 /// The names of `roots` and of every node of `nodes` they depend on (data and control
 /// inputs), in one graph.
-fn ancestors(nodes: &[NodeDef], roots: &[String]) -> HashSet<String> {
+pub(crate) fn ancestors(nodes: &[NodeDef], roots: &[String]) -> HashSet<String> {
     let by_name: HashMap<&str, &NodeDef> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut seen: HashSet<String> = HashSet::new();
     let mut stack: Vec<String> = roots.to_vec();

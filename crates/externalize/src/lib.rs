@@ -46,6 +46,7 @@
 
 mod error;
 mod graph_edit;
+mod inline;
 mod report;
 mod restore;
 mod variables;
@@ -59,6 +60,7 @@ use unbound_savedmodel::write::{write_model_dir_with_variables, WriteOptions};
 use unbound_savedmodel::{ModelFormat, SavedModel, SavedModelError, MAX_PROTO_SIZE};
 
 pub use error::{ExternalizeError, Result};
+pub use inline::{inline, InlineReport, InlinedVariable, KeptVariable};
 pub use report::{ExternalizeReport, KeptConstant, MovedConstant};
 
 /// The default minimum size of a constant moved: 1 MiB.

@@ -66,7 +66,7 @@ for model in tf2_func_consts tf1_frozen tf1_vars keras tf1_large_consts; do
     fail "$model: the original does not serve: $(tail -n 1 "$work/err")"; continue
   fi
   # From the .pb, and from a .cpb of it.
-  "$unbound" split "$orig" "$work/$model.cpb" --max-size 2000 >/dev/null
+  "$unbound" split "$orig" "$work/$model.cpb" --max-size 2000 >/dev/null 2>&1
   [[ -f "$work/$model.cpb/saved_model.cpb" ]] || fail "$model: split wrote no .cpb"
   for from in pb cpb; do
     in="$orig"; [[ "$from" == cpb ]] && in="$work/$model.cpb"

@@ -80,7 +80,9 @@ fn output_verifies_and_holds_the_values_beside_the_variables() {
     assert_eq!(report["written"], true);
     let out = unbound(["verify".as_ref(), out_dir.as_os_str()]);
     assert!(out.status.success(), "{}", describe(&out));
-    let size = std::fs::metadata(out_dir.join("saved_model.pb")).unwrap().len();
+    let size = std::fs::metadata(out_dir.join("saved_model.pb"))
+        .unwrap()
+        .len();
     assert!(size < 20_000, "saved_model.pb is {size} bytes");
     let vars = json(&unbound([
         "vars".as_ref(),
@@ -90,7 +92,11 @@ fn output_verifies_and_holds_the_values_beside_the_variables() {
     let text = vars.to_string();
     assert!(text.contains("externalized/const_200k"), "{text}");
     // The model's own variables are still there.
-    let before = json(&unbound(["vars".as_ref(), src.as_os_str(), "--json".as_ref()]));
+    let before = json(&unbound([
+        "vars".as_ref(),
+        src.as_os_str(),
+        "--json".as_ref(),
+    ]));
     for v in before["variables"].as_array().unwrap() {
         let key = v["key"].as_str().unwrap();
         assert!(text.contains(key), "{key} is missing");

@@ -20,8 +20,8 @@ use std::collections::{HashMap, HashSet};
 use bytes::Bytes;
 use unbound_bundle::dtype::{storage, Storage};
 use unbound_proto::tensorflow::{
-    attr_value, function_def::ArgAttrs, op_def::ArgDef, AttrValue, DataType, FunctionDef,
-    GraphDef, NodeDef, TensorShapeProto,
+    attr_value, function_def::ArgAttrs, op_def::ArgDef, AttrValue, DataType, FunctionDef, GraphDef,
+    NodeDef, TensorShapeProto,
 };
 
 use crate::error::{ExternalizeError, Result};
@@ -270,8 +270,10 @@ pub(crate) fn externalize_graph(
                 string_attr(var.name.as_bytes()),
             );
             f.arg_attr.insert(position, attrs);
-            if let Some(attr_value::Value::List(list)) =
-                f.attr.get_mut("_input_shapes").and_then(|a| a.value.as_mut())
+            if let Some(attr_value::Value::List(list)) = f
+                .attr
+                .get_mut("_input_shapes")
+                .and_then(|a| a.value.as_mut())
             {
                 list.shape.push(TensorShapeProto::default());
             }
@@ -321,7 +323,10 @@ pub(crate) fn externalize_graph(
         ..library
     });
     if outcome.variables.iter().any(|v| v.name.is_empty()) {
-        return Err(ExternalizeError::invalid(source_name, "a variable without a name"));
+        return Err(ExternalizeError::invalid(
+            source_name,
+            "a variable without a name",
+        ));
     }
     Ok(outcome)
 }
@@ -435,7 +440,10 @@ fn rewire(
 fn feed_call(node: &mut NodeDef, vars: &[usize], handle_of: &HashMap<usize, String>) {
     let (mut data, control) = split_inputs(std::mem::take(&mut node.input));
     let first_new = data.len() as i64;
-    data.extend(vars.iter().map(|v| handle_of.get(v).cloned().unwrap_or_default()));
+    data.extend(
+        vars.iter()
+            .map(|v| handle_of.get(v).cloned().unwrap_or_default()),
+    );
     node.input = data.into_iter().chain(control).collect();
     if !CALL_OPS.contains(&node.op.as_str()) {
         return;
@@ -668,9 +676,7 @@ pub(crate) fn unique(base: &str, taken: &mut HashSet<String>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use unbound_proto::tensorflow::{
-        FunctionDefLibrary, NameAttrList, OpDef, TensorProto,
-    };
+    use unbound_proto::tensorflow::{FunctionDefLibrary, NameAttrList, OpDef, TensorProto};
 
     use super::*;
 
@@ -685,7 +691,8 @@ mod tests {
 
     fn constant(name: &str, floats: usize) -> NodeDef {
         let mut n = node(name, "Const", &[]);
-        n.attr.insert("dtype".into(), type_attr(DataType::DtFloat as i32));
+        n.attr
+            .insert("dtype".into(), type_attr(DataType::DtFloat as i32));
         n.attr.insert(
             "value".into(),
             AttrValue {
@@ -872,7 +879,8 @@ mod tests {
         let mut g = graph();
         // Nothing pins `inner` any more: `body` is called, not a loop body.
         g.node.retain(|n| n.name != "loop");
-        g.node.push(call("body_call", "PartitionedCall", "body", &["x"]));
+        g.node
+            .push(call("body_call", "PartitionedCall", "body", &["x"]));
         let mut taken = HashSet::new();
         let outcome = externalize_graph(&mut g, 0, &[], 1000, &mut taken, "m").unwrap();
         let names: Vec<&str> = outcome.variables.iter().map(|v| v.name.as_str()).collect();
@@ -895,10 +903,7 @@ mod tests {
             .iter()
             .find(|n| n.name == "inner_call")
             .unwrap();
-        assert_eq!(
-            inner_call.input,
-            ["x", "externalized_externalized_inner_d"]
-        );
+        assert_eq!(inner_call.input, ["x", "externalized_externalized_inner_d"]);
         let body_call = g.node.iter().find(|n| n.name == "body_call").unwrap();
         assert_eq!(
             body_call.input,

@@ -118,7 +118,9 @@ pub fn inline(src: &Path, out: &Path, dry_run: bool) -> Result<InlineReport> {
     )
     .map_err(|e| ExternalizeError::invalid(&source_name, format!("not a SavedModel: {e}")))?;
     let reader = match opened.variables_index() {
-        Some(_) => Some(BundleReader::open(&unbound_bundle::saved_model_prefix(src))?),
+        Some(_) => Some(BundleReader::open(&unbound_bundle::saved_model_prefix(
+            src,
+        ))?),
         None => None,
     };
     for (index, meta) in model.meta_graphs.iter_mut().enumerate() {
@@ -144,7 +146,14 @@ pub fn inline(src: &Path, out: &Path, dry_run: bool) -> Result<InlineReport> {
                 _ => None,
             })
             .collect();
-        inline_graph(graph, index, &saver_roots, &signature_roots, reader, &mut report)?;
+        inline_graph(
+            graph,
+            index,
+            &saver_roots,
+            &signature_roots,
+            reader,
+            &mut report,
+        )?;
     }
     let encoded = model.encoded_len() as u64;
     report.model_bytes_after = encoded;
@@ -215,10 +224,10 @@ fn inline_graph(
     let resource_of = |place: Option<usize>, input: &str| -> Option<Resource> {
         let name = tensor_node(input);
         match place {
-            None => handles.contains(name).then(|| Resource::Handle(name.to_string())),
-            Some(f) => arg_index[f]
-                .get(input)
-                .map(|&j| Resource::Arg(f, j)),
+            None => handles
+                .contains(name)
+                .then(|| Resource::Handle(name.to_string())),
+            Some(f) => arg_index[f].get(input).map(|&j| Resource::Arg(f, j)),
         }
     };
 
@@ -227,13 +236,23 @@ fn inline_graph(
     loop {
         let mut changed = false;
         let mut places: Vec<(Option<usize>, &Vec<NodeDef>)> = vec![(None, &graph.node)];
-        places.extend(functions.iter().enumerate().map(|(i, f)| (Some(i), &f.node_def)));
+        places.extend(
+            functions
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (Some(i), &f.node_def)),
+        );
         for (place, nodes) in places {
             for node in nodes {
                 let Some(callee) = called(node, &index) else {
                     continue;
                 };
-                for (j, input) in node.input.iter().filter(|i| !i.starts_with('^')).enumerate() {
+                for (j, input) in node
+                    .input
+                    .iter()
+                    .filter(|i| !i.starts_with('^'))
+                    .enumerate()
+                {
                     let handle = match resource_of(place, input) {
                         Some(Resource::Handle(h)) => Some(h),
                         Some(Resource::Arg(f, k)) => match carried.get(&(f, k)) {
@@ -290,10 +309,18 @@ fn inline_graph(
     close_over_calls(&mut live_functions, functions, &index);
     let mut keys: HashMap<String, String> = HashMap::new();
     let mut places: Vec<(Option<usize>, &Vec<NodeDef>)> = vec![(None, &graph.node)];
-    places.extend(functions.iter().enumerate().map(|(i, f)| (Some(i), &f.node_def)));
+    places.extend(
+        functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (Some(i), &f.node_def)),
+    );
     for (place, nodes) in &places {
         for (handle_input, key) in restored_keys(nodes) {
-            if let Some(h) = resource_of(*place, &handle_input).as_ref().and_then(handle_of) {
+            if let Some(h) = resource_of(*place, &handle_input)
+                .as_ref()
+                .and_then(handle_of)
+            {
                 keys.insert(h, key);
             }
         }
@@ -377,21 +404,31 @@ fn inline_graph(
         values.insert(h.clone(), proto);
     }
     let mut reads: HashMap<String, usize> = HashMap::new();
-    let replace = |place: Option<usize>, nodes: &mut Vec<NodeDef>, reads: &mut HashMap<String, usize>| -> HashSet<String> {
+    let replace = |place: Option<usize>,
+                   nodes: &mut Vec<NodeDef>,
+                   reads: &mut HashMap<String, usize>|
+     -> HashSet<String> {
         let mut replaced = HashSet::new();
         for node in nodes.iter_mut() {
-            if node.op != "ReadVariableOp"
-                || (place.is_none() && saver_nodes.contains(&node.name))
+            if node.op != "ReadVariableOp" || (place.is_none() && saver_nodes.contains(&node.name))
             {
                 continue;
             }
-            let Some(input) = node.input.first() else { continue };
+            let Some(input) = node.input.first() else {
+                continue;
+            };
             let Some(h) = resource_of(place, input).as_ref().and_then(handle_of) else {
                 continue;
             };
-            let Some(value) = values.get(&h) else { continue };
-            let control: Vec<String> =
-                node.input.iter().filter(|i| i.starts_with('^')).cloned().collect();
+            let Some(value) = values.get(&h) else {
+                continue;
+            };
+            let control: Vec<String> = node
+                .input
+                .iter()
+                .filter(|i| i.starts_with('^'))
+                .cloned()
+                .collect();
             let mut c = NodeDef {
                 name: node.name.clone(),
                 op: "Const".into(),
@@ -420,7 +457,11 @@ fn inline_graph(
         let replaced = replace(Some(i), &mut f.node_def, &mut reads);
         rename_value_outputs(f, &replaced);
     }
-    for inlined in report.inlined.iter_mut().filter(|v| v.meta_graph == meta_graph) {
+    for inlined in report
+        .inlined
+        .iter_mut()
+        .filter(|v| v.meta_graph == meta_graph)
+    {
         inlined.reads = reads.get(&inlined.variable).copied().unwrap_or(0);
     }
     graph.library = Some(library);
@@ -492,27 +533,38 @@ fn restored_keys(nodes: &[NodeDef]) -> Vec<(String, String)> {
         let mut value = value.clone();
         // Follow Identity nodes back to the RestoreV2.
         for _ in 0..16 {
-            let Some(n) = by_name.get(tensor_node(&value)) else { break };
+            let Some(n) = by_name.get(tensor_node(&value)) else {
+                break;
+            };
             if n.op != "Identity" {
                 break;
             }
             let Some(i) = n.input.first() else { break };
             value = i.clone();
         }
-        let Some(restore) = by_name.get(tensor_node(&value)).filter(|n| n.op == "RestoreV2") else {
+        let Some(restore) = by_name
+            .get(tensor_node(&value))
+            .filter(|n| n.op == "RestoreV2")
+        else {
             continue;
         };
         let position: Option<usize> = value.rsplit(':').next().and_then(|p| p.parse().ok());
-        let position = if value.contains(':') { position } else { Some(0) };
+        let position = if value.contains(':') {
+            position
+        } else {
+            Some(0)
+        };
         let Some(position) = position else { continue };
         let Some(names) = restore
             .input
             .get(1)
             .and_then(|n| by_name.get(tensor_node(n)))
-            .and_then(|n| match n.attr.get("value").and_then(|v| v.value.as_ref()) {
-                Some(attr_value::Value::Tensor(t)) => Some(t.string_val.clone()),
-                _ => None,
-            })
+            .and_then(
+                |n| match n.attr.get("value").and_then(|v| v.value.as_ref()) {
+                    Some(attr_value::Value::Tensor(t)) => Some(t.string_val.clone()),
+                    _ => None,
+                },
+            )
         else {
             continue;
         };

@@ -130,10 +130,11 @@ pub fn externalize(
     };
     let mut pending = Vec::new();
     let mut object_based_graphs = 0;
-    let object_based = model
-        .meta_graphs
-        .iter()
-        .any(|m| m.object_graph_def.as_ref().is_some_and(|g| !g.nodes.is_empty()));
+    let object_based = model.meta_graphs.iter().any(|m| {
+        m.object_graph_def
+            .as_ref()
+            .is_some_and(|g| !g.nodes.is_empty())
+    });
     for (index, meta) in model.meta_graphs.iter_mut().enumerate() {
         let name = format!("{source_name} (meta_graphs[{index}])");
         let mut graph = meta.graph_def.take().unwrap_or_default();
@@ -192,7 +193,10 @@ pub fn externalize(
     report.model_bytes_after = encoded;
     if encoded > MAX_PROTO_SIZE {
         let hint = if options.min_size > 1 {
-            format!(" (a smaller --min-size than {} may move more)", options.min_size)
+            format!(
+                " (a smaller --min-size than {} may move more)",
+                options.min_size
+            )
         } else {
             String::new()
         };
@@ -217,7 +221,9 @@ pub fn externalize(
     })?;
     drop(encoded);
     let pending = variables::PendingVariables {
-        source: opened.variables_index().map(|_| unbound_bundle::saved_model_prefix(src)),
+        source: opened
+            .variables_index()
+            .map(|_| unbound_bundle::saved_model_prefix(src)),
         variables: pending,
         object_based,
     };

@@ -47,7 +47,9 @@ pub(crate) fn extend_restore(
     let slices = format!("{prefix}/shape_and_slices");
     let restore = format!("{prefix}/RestoreV2");
     taken.extend([names.clone(), slices.clone(), restore.clone()]);
-    graph.node.push(string_const(&names, keys.iter().map(|k| k.as_bytes())));
+    graph
+        .node
+        .push(string_const(&names, keys.iter().map(|k| k.as_bytes())));
     graph
         .node
         .push(string_const(&slices, keys.iter().map(|_| &b""[..])));
@@ -113,7 +115,9 @@ fn new_saver(
             .map(|s| s.to_string()),
     );
     graph.node.push(string_const(&filename, [&b"model"[..]]));
-    graph.node.push(string_const(&names, keys.iter().map(|k| k.as_bytes())));
+    graph
+        .node
+        .push(string_const(&names, keys.iter().map(|k| k.as_bytes())));
     graph
         .node
         .push(string_const(&slices, keys.iter().map(|_| &b""[..])));
@@ -176,7 +180,11 @@ pub(crate) fn extend_object_graph(
     vars: &[NewVariable],
     function_variables: &HashMap<String, Vec<usize>>,
 ) -> bool {
-    let Some(objects) = meta.object_graph_def.as_mut().filter(|g| !g.nodes.is_empty()) else {
+    let Some(objects) = meta
+        .object_graph_def
+        .as_mut()
+        .filter(|g| !g.nodes.is_empty())
+    else {
         return false;
     };
     let first = objects.nodes.len() as i32;
@@ -245,4 +253,3 @@ fn type_list(types: impl IntoIterator<Item = i32>) -> AttrValue {
         })),
     }
 }
-

@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use unbound_bundle::{
-    index_path, BundleReader, ShardWriter, Tensor, TensorData, OBJECT_GRAPH_KEY,
-};
+use unbound_bundle::{index_path, BundleReader, ShardWriter, Tensor, TensorData, OBJECT_GRAPH_KEY};
 use unbound_proto::tensorflow::{
     trackable_object_graph::{
         trackable_object::{ObjectReference, SerializedTensor},

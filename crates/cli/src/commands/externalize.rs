@@ -89,7 +89,11 @@ fn render_inline(report: &InlineReport, args: &Args) -> Result<(), crate::output
         let shape: Vec<String> = v.shape.iter().map(i64::to_string).collect();
         outln!(
             "{} {} {}[{}] {} bytes ({} reads)",
-            if report.written { "inlined" } else { "would inline" },
+            if report.written {
+                "inlined"
+            } else {
+                "would inline"
+            },
             v.variable,
             v.dtype,
             shape.join(","),
@@ -102,7 +106,11 @@ fn render_inline(report: &InlineReport, args: &Args) -> Result<(), crate::output
     }
     outln!(
         "{} {}: {} {} bytes (was {})",
-        if report.written { "wrote" } else { "would write" },
+        if report.written {
+            "wrote"
+        } else {
+            "would write"
+        },
         args.out.display(),
         if report.chunked {
             "saved_model.cpb,"
@@ -121,7 +129,11 @@ fn render(report: &ExternalizeReport, args: &Args) -> Result<(), crate::output::
         let shape: Vec<String> = m.shape.iter().map(i64::to_string).collect();
         outln!(
             "{} {}{} {}[{}] {} bytes -> {}",
-            if report.written { "moved" } else { "would move" },
+            if report.written {
+                "moved"
+            } else {
+                "would move"
+            },
             m.function
                 .as_ref()
                 .map(|f| format!("{f}/"))
@@ -145,7 +157,11 @@ fn render(report: &ExternalizeReport, args: &Args) -> Result<(), crate::output::
             k.reason
         )?;
     }
-    let verb = if report.written { "wrote" } else { "would write" };
+    let verb = if report.written {
+        "wrote"
+    } else {
+        "would write"
+    };
     outln!(
         "{verb} {}: saved_model.pb {} bytes (was {}), {} constants ({} bytes) in variables/",
         args.out.display(),

@@ -2,7 +2,7 @@
 //! a TensorFlow-made SavedModel, gives every rank-1 `float32` constant of 64 or more elements
 //! inside a function `ELEMENTS` elements (element `i` is `((i * 2654435761) % 1000003) as
 //! f32`), and writes the result to `OUT` (split into `saved_model.cpb` as TensorFlow splits,
-//! the other files carried over).
+//! records uncompressed, the other files carried over).
 //!
 //! usage: cargo run --release -p unbound-externalize --example inflate_consts SRC OUT ELEMENTS
 
@@ -59,7 +59,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &src,
         &out,
         wire,
-        &unbound_savedmodel::write::WriteOptions::default(),
+        // Records stored uncompressed: the model is written and read back faster (real weights
+        // barely compress, and are stored so anyway).
+        &unbound_savedmodel::write::WriteOptions::default().with_writer(
+            unbound_records::WriterOptions {
+                compression: unbound_records::Compression::None,
+                ..unbound_records::WriterOptions::default()
+            },
+        ),
     )?;
     eprintln!(
         "wrote {} ({} bytes of model)",

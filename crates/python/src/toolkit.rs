@@ -108,16 +108,25 @@ fn merge(py: Python<'_>, src_dir: PathBuf, out_dir: PathBuf) -> PyResult<String>
 }
 
 /// `unbound externalize SRC OUT --json`: constants of at least `min_size` bytes moved into
-/// variables (with `dry_run`, only reported); returns the report as JSON.
+/// variables (with `dry_run`, only reported); with `inline`, the reverse (`--inline`).
+/// Returns the report as JSON.
 #[pyfunction]
-#[pyo3(signature = (src_dir, out_dir, min_size = unbound_externalize::DEFAULT_MIN_SIZE, dry_run = false))]
+#[pyo3(signature = (src_dir, out_dir, min_size = unbound_externalize::DEFAULT_MIN_SIZE, dry_run = false, inline = false))]
 fn externalize(
     py: Python<'_>,
     src_dir: PathBuf,
     out_dir: PathBuf,
     min_size: u64,
     dry_run: bool,
+    inline: bool,
 ) -> PyResult<String> {
+    if inline {
+        let report = background::run(py, move || {
+            unbound_externalize::inline(&src_dir, &out_dir, dry_run)
+        })?
+        .map_err(py_err)?;
+        return to_json(&report);
+    }
     let options = unbound_externalize::ExternalizeOptions { min_size, dry_run };
     let report = background::run(py, move || {
         unbound_externalize::externalize(&src_dir, &out_dir, &options)

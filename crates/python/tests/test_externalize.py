@@ -50,3 +50,11 @@ def test_tensorflow_loads_it_with_the_same_outputs(tmp_path):
     before = tf.saved_model.load(str(src)).signatures["serving_default"](x=x)["y"].numpy()
     after = tf.saved_model.load(str(out)).signatures["serving_default"](x=x)["y"].numpy()
     assert before.tobytes() == after.tobytes()
+    # And back: the variable the signature only reads becomes a constant again.
+    back = tmp_path / "back"
+    report = unbound.externalize(out, back, inline=True)
+    assert [v.shape for v in report.inlined] == [[4, 512]] and report.written
+    again = tf.saved_model.load(str(back)).signatures["serving_default"](x=x)["y"].numpy()
+    assert before.tobytes() == again.tobytes()
+    with pytest.raises(ValueError):
+        unbound.externalize(out, tmp_path / "x", min_size=10, inline=True)

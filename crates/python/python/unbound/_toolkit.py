@@ -99,6 +99,7 @@ def externalize(
     out_dir: PathLike,
     min_size: int = DEFAULT_EXTERNALIZE_MIN_SIZE,
     dry_run: bool = False,
+    inline: bool = False,
 ) -> ExternalizeReport:
     """Writes `out_dir` as the SavedModel in `src_dir` with every constant of at least
     `min_size` bytes moved into a new variable (``unbound externalize``): the model becomes a
@@ -111,6 +112,10 @@ def externalize(
       out_dir: the directory to create; it must not exist (not created with `dry_run`).
       min_size: a constant moves when its value is at least this many bytes (default 1 MiB).
       dry_run: only report what would move and the resulting ``saved_model.pb`` size.
+      inline: the reverse (``unbound externalize --inline``): the variables the signatures
+        only read become constants; the report then lists ``inlined`` and ``kept`` variables,
+        ``model_bytes_before``, ``model_bytes_after``, ``chunked`` and ``written``. `min_size`
+        does not apply.
 
     Returns:
       What was moved (or would be), and the model sizes.
@@ -118,8 +123,10 @@ def externalize(
     Raises:
       unbound.TooLargeError: the result would still pass protobuf's 2 GiB.
     """
+    if inline and min_size != DEFAULT_EXTERNALIZE_MIN_SIZE:
+        raise ValueError("min_size does not apply with inline=True")
     return ExternalizeReport.from_json(
-        _unbound.externalize(src_dir, out_dir, min_size, dry_run)
+        _unbound.externalize(src_dir, out_dir, min_size, dry_run, inline)
     )
 
 

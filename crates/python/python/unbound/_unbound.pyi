@@ -73,7 +73,7 @@ def merge(src_dir: _Path, out_dir: _Path) -> str:
     """`unbound merge`: the report as JSON."""
 
 def externalize(
-    src_dir: _Path, out_dir: _Path, min_size: int = ..., dry_run: bool = False
+    src_dir: _Path, out_dir: _Path, min_size: int = ..., dry_run: bool = False, inline: bool = False
 ) -> str:
     """`unbound externalize --json`: the report as JSON."""
 

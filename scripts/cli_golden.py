@@ -7,7 +7,8 @@ manifest, so a refactoring can prove it changed no behaviour.
 
 Each manifest line is `<name> <sha256> <bytes>`: the SHA-256 of one output, whether the stdout
 of `show --json`, `inspect --json`, `vars --json`, `fingerprint --json`, their text forms and
-`verify`, or a file written by `split`, `merge`, `proto split/merge` and `vars --npy`.
+`verify`, or a file written by `split`, `merge`, `externalize`, `proto split/merge` and
+`vars --npy`.
 `optimize` is run with the example plugins built beside the binary (prune-identity and
 fold-constants, in and out of `--isolate`); the files it writes are recorded, not its stdout
 (which reports timings). Fingerprint uuids are left out: in written `fingerprint.pb` files and in `fingerprint`'s output
@@ -136,6 +137,13 @@ def collect(unbound, work):
             with open(npy, "rb") as f:
                 run.add(f"{model}.vars.{key}.npy", f.read())
             os.remove(npy)  # outputs are never overwritten: the next key writes a new file
+        # Externalize (issue 33): the dry run's report, then the directory written.
+        name = f"{model}.externalize.1000"
+        out = os.path.join(work, name)
+        run.cli(f"{name}.dry_run.json", "externalize", src, out, "--min-size", "1000",
+                "--dry-run", "--json")
+        run.cli(f"{name}.stdout", "externalize", src, out, "--min-size", "1000")
+        run.tree(name, out)
         for comp in COMPRESSIONS:
             for max_size in MAX_SIZES:
                 name = f"{model}.split.{comp}.{max_size}"

@@ -70,6 +70,9 @@ enum Command {
     /// Rewrite chosen functions for TPU inference into a {serve, tpu} MetaGraphDef
     /// (TPUPartitionedCall, replication, batching); --to-cpu reverses it.
     ExportTpu(commands::export_tpu::Args),
+    /// Move large constants into variables: a model too big for one protobuf becomes a small
+    /// saved_model.pb that every TensorFlow loader (C++, TF Serving, Python) reads.
+    Externalize(commands::externalize::Args),
 }
 
 fn main() -> ExitCode {
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
         Command::Scan(args) => commands::scan::run(args),
         Command::Tags(args) => commands::tags::run(args),
         Command::ExportTpu(args) => commands::export_tpu::run(args),
+        Command::Externalize(args) => commands::externalize::run(args),
     };
     let stale = unbound_io::take_removed_stale();
     if !stale.is_empty() {

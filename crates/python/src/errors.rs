@@ -169,6 +169,18 @@ impl ToPyErr for unbound_savedmodel::SavedModelError {
     }
 }
 
+impl ToPyErr for unbound_externalize::ExternalizeError {
+    fn to_py_err(&self) -> PyErr {
+        use unbound_externalize::ExternalizeError as E;
+        match self {
+            E::SavedModel(e) => e.to_py_err(),
+            E::Bundle(e) => e.to_py_err(),
+            E::TooLarge { .. } => raise(Kind::TooLarge, self),
+            _ => raise(Kind::Format, self),
+        }
+    }
+}
+
 impl ToPyErr for unbound_dtensor::DTensorError {
     fn to_py_err(&self) -> PyErr {
         raise(Kind::Layout, self)

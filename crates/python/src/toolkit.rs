@@ -1,5 +1,5 @@
-//! The toolkit (`unbound.split`, `merge`, `show`, `inspect`, `verify`, `fingerprint`,
-//! `read_message`): the same library calls the CLI makes, each returning the report the CLI
+//! The toolkit (`unbound.split`, `merge`, `externalize`, `show`, `inspect`, `verify`,
+//! `fingerprint`, `read_message`): the same library calls the CLI makes, each returning the report the CLI
 //! renders, as its JSON text (the Python side, `unbound._reports`, turns it into objects).
 //!
 //! Reports with a serde form are serialized as the CLI's `--json` prints them; `split` and
@@ -29,6 +29,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(read_message, m)?)?;
+    m.add(
+        "DEFAULT_EXTERNALIZE_MIN_SIZE",
+        unbound_externalize::DEFAULT_MIN_SIZE,
+    )?;
+    m.add_function(wrap_pyfunction!(externalize, m)?)?;
     Ok(())
 }
 
@@ -100,6 +105,34 @@ fn merge(py: Python<'_>, src_dir: PathBuf, out_dir: PathBuf) -> PyResult<String>
     })?
     .map_err(py_err)?;
     to_json(&merge_json(&out, &report))
+}
+
+/// `unbound externalize SRC OUT --json`: constants of at least `min_size` bytes moved into
+/// variables (with `dry_run`, only reported); with `inline`, the reverse (`--inline`).
+/// Returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (src_dir, out_dir, min_size = unbound_externalize::DEFAULT_MIN_SIZE, dry_run = false, inline = false))]
+fn externalize(
+    py: Python<'_>,
+    src_dir: PathBuf,
+    out_dir: PathBuf,
+    min_size: u64,
+    dry_run: bool,
+    inline: bool,
+) -> PyResult<String> {
+    if inline {
+        let report = background::run(py, move || {
+            unbound_externalize::inline(&src_dir, &out_dir, dry_run)
+        })?
+        .map_err(py_err)?;
+        return to_json(&report);
+    }
+    let options = unbound_externalize::ExternalizeOptions { min_size, dry_run };
+    let report = background::run(py, move || {
+        unbound_externalize::externalize(&src_dir, &out_dir, &options)
+    })?
+    .map_err(py_err)?;
+    to_json(&report)
 }
 
 /// `unbound show DIR --json`.

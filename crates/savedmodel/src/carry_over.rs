@@ -16,13 +16,26 @@ use crate::format::{ModelFormat, FINGERPRINT_FILE};
 /// skipping the model files and the fingerprint at the top level. Returns the number of files
 /// copied.
 pub(crate) fn copy_tree(src: &Path, dst: &Path) -> Result<usize> {
+    copy_tree_except(src, dst, &[])
+}
+
+/// [`copy_tree`], also skipping the top-level entries named in `skip` (a `variables/` the
+/// writer writes anew).
+pub(crate) fn copy_tree_except(src: &Path, dst: &Path, skip: &[&str]) -> Result<usize> {
     let mut ancestors = vec![real_path(src)?];
-    copy_dir(src, dst, true, &mut ancestors)
+    copy_dir(src, dst, Some(skip), &mut ancestors)
 }
 
 /// [`copy_tree`] of one directory; `ancestors` are the real paths of the directories being
 /// copied, `src`'s last.
-fn copy_dir(src: &Path, dst: &Path, top: bool, ancestors: &mut Vec<PathBuf>) -> Result<usize> {
+/// `skip` is `Some` (the top-level names not copied) for the top level only.
+fn copy_dir(
+    src: &Path,
+    dst: &Path,
+    skip: Option<&[&str]>,
+    ancestors: &mut Vec<PathBuf>,
+) -> Result<usize> {
+    let top = skip.is_some();
     let mut copied = 0;
     let entries = fs::read_dir(src).map_err(|e| SavedModelError::io(src, e))?;
     for entry in entries {
@@ -32,7 +45,8 @@ fn copy_dir(src: &Path, dst: &Path, top: bool, ancestors: &mut Vec<PathBuf>) -> 
         let is_model_file = ModelFormat::SEARCH_ORDER
             .iter()
             .any(|f| f.file_name() == name_str);
-        if top && (is_model_file || name_str == FINGERPRINT_FILE) {
+        let skipped = skip.is_some_and(|skip| skip.contains(&name_str.as_ref()));
+        if top && (is_model_file || name_str == FINGERPRINT_FILE || skipped) {
             continue;
         }
         let from = entry.path();
@@ -53,7 +67,7 @@ fn copy_dir(src: &Path, dst: &Path, top: bool, ancestors: &mut Vec<PathBuf>) -> 
             // directory away, this fails instead of bringing it back (`TempPath::create_dir`).
             fs::create_dir(&to).map_err(|e| SavedModelError::io(&to, e))?;
             ancestors.push(real);
-            let result = copy_dir(&from, &to, false, ancestors);
+            let result = copy_dir(&from, &to, None, ancestors);
             ancestors.pop();
             copied += result?;
         } else if kind.is_file() {

@@ -17,7 +17,7 @@ use unbound_proto::tensorflow::FingerprintDef;
 use unbound_records::WriterOptions;
 use unbound_wire::WireMessage;
 
-use crate::carry_over::copy_tree;
+use crate::carry_over::{copy_tree, copy_tree_except};
 use crate::dir::{saved_model_descriptor, SavedModel};
 use crate::error::{Result, SavedModelError};
 use crate::format::{ModelFormat, MAX_PROTO_SIZE};
@@ -182,6 +182,7 @@ pub fn split_dir(
             out: Output::Begun(tmp),
             model,
             known: Some(&known),
+            variables: None,
         },
         options,
         &mut |n| progress(n),
@@ -365,6 +366,35 @@ pub fn write_model_dir(
             out: Output::New(out),
             model: ToWrite::Model(model),
             known: None,
+            variables: None,
+        },
+        options,
+        &mut |_| {},
+    )
+}
+
+/// Writes the `variables/` of an output directory into it (the temporary directory given):
+/// see [`write_model_dir_with_variables`].
+pub type VariablesWriter<'a> = Box<dyn FnOnce(&Path) -> Result<()> + 'a>;
+
+/// [`write_model_dir`] for a model whose variables change too: the source's `variables/` is
+/// not carried over; `write_variables` writes the output's into the directory it is given
+/// (the output's temporary directory), after the model file and before the fingerprint, whose
+/// `checkpoint_hash` is then of the index it wrote. The model is written as `options` say.
+pub fn write_model_dir_with_variables(
+    src: &Path,
+    out: &Path,
+    model: WireMessage,
+    options: &WriteOptions,
+    write_variables: VariablesWriter<'_>,
+) -> Result<SplitReport> {
+    write_dir(
+        DirWrite {
+            src,
+            out: Output::New(out),
+            model: ToWrite::Model(model),
+            known: None,
+            variables: Some(write_variables),
         },
         options,
         &mut |_| {},
@@ -386,6 +416,7 @@ pub(crate) fn write_model_dir_known(
             out: Output::New(out),
             model: ToWrite::Model(model),
             known,
+            variables: None,
         },
         options,
         &mut |_| {},
@@ -403,6 +434,8 @@ struct DirWrite<'a> {
     model: ToWrite,
     /// What is known of the source's model file, reused where the output has its bytes.
     known: Option<&'a KnownFingerprint>,
+    /// Writes the output's `variables/` instead of carrying the source's over.
+    variables: Option<VariablesWriter<'a>>,
 }
 
 /// Writes `job` as `options` say, `progress` called with the bytes of model data written:
@@ -417,6 +450,7 @@ fn write_dir(
         out,
         model,
         known,
+        variables,
     } = job;
     let WriteOptions {
         max_size,
@@ -452,7 +486,7 @@ fn write_dir(
     let copied = known.and_then(|k| k.copied.as_ref());
     // The source's fingerprint, reused by a copy of its model file.
     let reused = known.and_then(|k| Some((k, k.of_copy()?)));
-    let (mut written, copied_files) = write_dir_atomically(src, tmp, |tmp| {
+    let (mut written, copied_files) = write_dir_atomically(src, tmp, variables, |tmp| {
         let prefix = tmp.join("saved_model");
         let split = split.into_unchunked();
         if let (Err(_), Some(copied)) = (&split, copied) {
@@ -554,7 +588,7 @@ pub fn merge_dir(
     // what verify saw of the input: `fingerprint_check.sh` and `noncanonical_check.sh`
     // compare it with TensorFlow's fingerprint of the written directory.
     let (written, copied_files) =
-        write_dir_atomically(src, new_output_dir(src, out)?, move |tmp| {
+        write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
             let mut progress = |n| progress(n, size);
             write_pb(tmp, &model, &mut progress)
         })?;
@@ -613,10 +647,18 @@ fn write_pb(
 fn write_dir_atomically(
     src: &Path,
     tmp: TempPath,
+    variables: Option<VariablesWriter<'_>>,
     write_model: impl FnOnce(&Path) -> Result<(Written, Option<FingerprintDef>)>,
 ) -> Result<(Written, usize)> {
     let (mut written, computed) = write_model(tmp.path())?;
-    let copied = copy_tree(src, tmp.path())?;
+    let copied = match variables {
+        None => copy_tree(src, tmp.path())?,
+        Some(write_variables) => {
+            let copied = copy_tree_except(src, tmp.path(), &["variables"])?;
+            write_variables(tmp.path())?;
+            copied
+        }
+    };
     // A fresh fingerprint of the model just written (the old one is not carried over).
     let fingerprint = match computed {
         Some(def) => FingerprintDef {

@@ -3,6 +3,7 @@
 pub mod compression;
 pub mod convert;
 pub mod export_tpu;
+pub mod externalize;
 pub mod fingerprint;
 pub mod inspect;
 pub mod layout;

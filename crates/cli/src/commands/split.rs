@@ -61,5 +61,13 @@ pub fn run(args: Args) -> CmdResult {
         )
     };
     printed.map_err(|e| e.after_writing(&args.out))?;
+    if w.chunked {
+        errln!(
+            "unbound: note: stock TensorFlow loaders (C++ LoadSavedModel and TF Serving, \
+             tf.saved_model.load, the TF1 loader, saved_model_cli) read only saved_model.pb: \
+             see the README's \"Which loaders read which format\" (unbound externalize makes \
+             one of a model whose size is constants)"
+        );
+    }
     Ok(())
 }

@@ -20,6 +20,7 @@ __all__ = [
     "FingerprintReport",
     "SplitReport",
     "MergeReport",
+    "ExternalizeReport",
 ]
 
 
@@ -165,6 +166,16 @@ class SplitReport(Report):
     nothing needed splitting), ``chunked``, ``chunks``, ``data_bytes`` (chunk data before
     compression), ``model_bytes`` (the model proto before splitting), ``copied_files`` and
     ``warnings`` (where the split differs from TensorFlow's algorithm)."""
+
+    __slots__ = ()
+
+
+class ExternalizeReport(Report):
+    """What :func:`unbound.externalize` did (or would do): ``moved`` (each constant moved:
+    ``meta_graph``, ``function`` (``None`` for the graph), ``node``, ``dtype``, ``shape``,
+    ``bytes``, ``variable``, ``checkpoint_key``), ``kept`` (constants at least the minimum size
+    left, with a ``reason``), ``model_bytes_before``, ``model_bytes_after``, ``moved_bytes``
+    and ``written``: what ``unbound externalize --json`` prints."""
 
     __slots__ = ()
 

@@ -18,6 +18,7 @@ from unbound import _unbound
 from unbound._reports import *  # noqa: F401,F403
 from unbound._reports import __all__ as _reports_all
 from unbound._reports import (
+    ExternalizeReport,
     FingerprintReport,
     InspectReport,
     MergeReport,
@@ -38,6 +39,8 @@ __all__ = [
     "DEFAULT_MAX_SIZE",
     "split",
     "merge",
+    "externalize",
+    "DEFAULT_EXTERNALIZE_MIN_SIZE",
     "show",
     "inspect",
     "verify",
@@ -86,6 +89,45 @@ def merge(src_dir: PathLike, out_dir: PathLike) -> MergeReport:
     model would pass protobuf's 2 GiB - 1.
     """
     return MergeReport.from_json(_unbound.merge(src_dir, out_dir))
+
+
+DEFAULT_EXTERNALIZE_MIN_SIZE: int = _unbound.DEFAULT_EXTERNALIZE_MIN_SIZE
+
+
+def externalize(
+    src_dir: PathLike,
+    out_dir: PathLike,
+    min_size: int = DEFAULT_EXTERNALIZE_MIN_SIZE,
+    dry_run: bool = False,
+    inline: bool = False,
+) -> ExternalizeReport:
+    """Writes `out_dir` as the SavedModel in `src_dir` with every constant of at least
+    `min_size` bytes moved into a new variable (``unbound externalize``): the model becomes a
+    small ``saved_model.pb`` that every TensorFlow loader reads (C++ ``LoadSavedModel`` and
+    TensorFlow Serving, ``tf.saved_model.load``, the TF1 loader), the values go to
+    ``out_dir/variables/`` beside the model's own variables.
+
+    Args:
+      src_dir: the SavedModel directory to read (``.pb`` or ``.cpb``; TF1 or TF2).
+      out_dir: the directory to create; it must not exist (not created with `dry_run`).
+      min_size: a constant moves when its value is at least this many bytes (default 1 MiB).
+      dry_run: only report what would move and the resulting ``saved_model.pb`` size.
+      inline: the reverse (``unbound externalize --inline``): the variables the signatures
+        only read become constants; the report then lists ``inlined`` and ``kept`` variables,
+        ``model_bytes_before``, ``model_bytes_after``, ``chunked`` and ``written``. `min_size`
+        does not apply.
+
+    Returns:
+      What was moved (or would be), and the model sizes.
+
+    Raises:
+      unbound.TooLargeError: the result would still pass protobuf's 2 GiB.
+    """
+    if inline and min_size != DEFAULT_EXTERNALIZE_MIN_SIZE:
+        raise ValueError("min_size does not apply with inline=True")
+    return ExternalizeReport.from_json(
+        _unbound.externalize(src_dir, out_dir, min_size, dry_run, inline)
+    )
 
 
 def show(dir: PathLike) -> SavedModelInfo:

@@ -72,6 +72,7 @@ import os
 _Path = Union[str, "os.PathLike[str]"]
 
 DEFAULT_MAX_SIZE: int
+DEFAULT_EXTERNALIZE_MIN_SIZE: int
 """The default largest chunk, 1 GiB (`unbound split --max-size`)."""
 
 def split(src_dir: _Path, out_dir: _Path, max_size: int = ..., compression: str = "zstd") -> str:
@@ -79,6 +80,11 @@ def split(src_dir: _Path, out_dir: _Path, max_size: int = ..., compression: str 
 
 def merge(src_dir: _Path, out_dir: _Path) -> str:
     """`unbound merge`: the report as JSON."""
+
+def externalize(
+    src_dir: _Path, out_dir: _Path, min_size: int = ..., dry_run: bool = False, inline: bool = False
+) -> str:
+    """`unbound externalize --json`: the report as JSON."""
 
 def show(dir: _Path) -> str:
     """`unbound show --json`."""

@@ -1,0 +1,177 @@
+//! The output's `variables/`: the source's checkpoint with the new variables beside its own,
+//! in one data shard: the source's tensors are copied as stored (their index entries kept but
+//! for where they now lie), the new values streamed from the model after them; an object-based checkpoint's object graph gets the new
+//! variables (children of the root, as the model's object graph has them). The index is then
+//! written as TensorFlow's `BundleWriter` writes it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+use unbound_bundle::{index_path, BundleReader, ShardWriter, Tensor, TensorData, OBJECT_GRAPH_KEY};
+use unbound_proto::tensorflow::{
+    trackable_object_graph::{
+        trackable_object::{ObjectReference, SerializedTensor},
+        TrackableObject,
+    },
+    BundleEntryProto, TrackableObjectGraph,
+};
+
+use crate::error::{ExternalizeError, Result};
+use crate::graph_edit::{NewVariable, Value};
+use crate::restore::VARIABLE_VALUE_SUFFIX;
+
+/// What is written, once the model is: the new variables and their keys, and whether the
+/// checkpoint's object graph gets them.
+pub(crate) struct PendingVariables {
+    /// The source's checkpoint prefix, if it has one.
+    pub source: Option<PathBuf>,
+    /// Each new variable and its checkpoint key.
+    pub variables: Vec<(String, NewVariable)>,
+    /// Whether the variables join the checkpoint's object graph (a TF2 model).
+    pub object_based: bool,
+}
+
+/// Block size of the streamed copy of a value into its data shard.
+const BLOCK: usize = 8 << 20;
+
+/// Writes `dir/variables/` as the module doc says.
+pub(crate) fn write_variables(dir: &Path, pending: PendingVariables) -> Result<()> {
+    let prefix = unbound_bundle::saved_model_prefix(dir);
+    let source = match &pending.source {
+        Some(p) => Some(BundleReader::open(p)?),
+        None => None,
+    };
+    let mut entries: BTreeMap<Vec<u8>, BundleEntryProto> = BTreeMap::new();
+    let variables_dir = dir.join("variables");
+    std::fs::create_dir_all(&variables_dir)
+        .map_err(|e| unbound_savedmodel::SavedModelError::io(&variables_dir, e))?;
+    let mut writer = ShardWriter::create(&prefix, 0, 1)?;
+    if let (Some(reader), Some(src_prefix)) = (&source, &pending.source) {
+        for key in reader.keys() {
+            let Some(entry) = reader.entry(key) else {
+                continue;
+            };
+            if pending.object_based && key == OBJECT_GRAPH_KEY.as_bytes() {
+                continue; // written anew below
+            }
+            if !entry.slices.is_empty() {
+                // A partitioned tensor's entry holds no bytes: its slices do.
+                entries.insert(key.to_vec(), entry.clone());
+                continue;
+            }
+            // The stored bytes as they are (the source was verified, CRCs included): the
+            // entry keeps its checksum, which for strings is not that of the raw bytes.
+            let bytes = reader.mapped(key, false)?;
+            let mut copied = writer.append_with(entry.dtype, &[], |sink| {
+                for block in bytes.chunks(BLOCK) {
+                    sink.write(block)?;
+                }
+                Ok::<_, unbound_bundle::BundleError>(())
+            })?;
+            copied.shape = entry.shape.clone();
+            copied.crc32c = entry.crc32c;
+            copied.slices = entry.slices.clone();
+            entries.insert(key.to_vec(), copied);
+        }
+        copy_other_files(src_prefix, reader, &variables_dir)?;
+    }
+    for (key, var) in &pending.variables {
+        if entries.contains_key(key.as_bytes()) {
+            return Err(ExternalizeError::invalid(
+                prefix.display().to_string(),
+                format!("the checkpoint already holds a tensor {key:?}"),
+            ));
+        }
+        let entry = match &var.value {
+            Value::Raw(bytes) => writer.append_with(var.dtype, &var.shape, |sink| {
+                for block in bytes.chunks(BLOCK) {
+                    sink.write(block)?;
+                }
+                Ok::<_, unbound_bundle::BundleError>(())
+            })?,
+            Value::Strings(values) => {
+                writer.append_tensor(&Tensor::strings(var.shape.clone(), values.clone()))?
+            }
+        };
+        entries.insert(key.as_bytes().to_vec(), entry);
+    }
+    if pending.object_based {
+        let mut graph = source
+            .as_ref()
+            .map(BundleReader::object_graph)
+            .transpose()?
+            .flatten()
+            .unwrap_or_else(|| TrackableObjectGraph {
+                nodes: vec![TrackableObject::default()],
+            });
+        if graph.nodes.is_empty() {
+            graph.nodes.push(TrackableObject::default());
+        }
+        let first = graph.nodes.len() as i32;
+        for (i, (key, var)) in pending.variables.iter().enumerate() {
+            graph.nodes.push(TrackableObject {
+                attributes: vec![SerializedTensor {
+                    name: "VARIABLE_VALUE".into(),
+                    full_name: var.name.clone(),
+                    checkpoint_key: key.clone(),
+                }],
+                has_checkpoint_values: Some(true),
+                ..TrackableObject::default()
+            });
+            graph.nodes[0].children.push(ObjectReference {
+                node_id: first + i as i32,
+                local_name: var.local_name.clone(),
+            });
+        }
+        graph.nodes[0].has_checkpoint_values = Some(true);
+        let tensor = Tensor {
+            dtype: unbound_proto::tensorflow::DataType::DtString as i32,
+            shape: Vec::new(),
+            data: TensorData::Strings(vec![graph.encode_to_vec().into()]),
+        };
+        let entry = writer.append_tensor(&tensor)?;
+        entries.insert(OBJECT_GRAPH_KEY.as_bytes().to_vec(), entry);
+    }
+    writer.finish()?.persist()?;
+    unbound_bundle::write_index(&prefix, 1, &entries)?;
+    Ok(())
+}
+
+/// The checkpoint key of `var`: under its local name in an object-based checkpoint, its name
+/// in a name-based one.
+pub(crate) fn checkpoint_key(var: &NewVariable, object_based: bool) -> String {
+    if object_based {
+        format!("{}{VARIABLE_VALUE_SUFFIX}", var.local_name)
+    } else {
+        var.name.clone()
+    }
+}
+
+/// Copies `from` to `to` (by the kernel): files of `variables/` other than the bundle.
+fn copy_file(from: &Path, to: &Path) -> Result<()> {
+    std::fs::copy(from, to).map_err(|e| unbound_savedmodel::SavedModelError::io(from, e))?;
+    Ok(())
+}
+
+/// Copies the files of the source's `variables/` that are not its bundle (index and data
+/// shards) into `out`.
+fn copy_other_files(src_prefix: &Path, reader: &BundleReader, out: &Path) -> Result<()> {
+    let Some(dir) = src_prefix.parent() else {
+        return Ok(());
+    };
+    let bundle: Vec<PathBuf> = std::iter::once(index_path(src_prefix))
+        .chain((0..reader.num_shards()).map(|i| reader.data_path(i)))
+        .collect();
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| unbound_savedmodel::SavedModelError::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| unbound_savedmodel::SavedModelError::io(dir, e))?;
+        let path = entry.path();
+        if bundle.contains(&path) || !path.is_file() {
+            continue;
+        }
+        copy_file(&path, &out.join(entry.file_name()))?;
+    }
+    Ok(())
+}

@@ -49,7 +49,7 @@ pub fn in_canonical_form(model: SavedModel) -> SavedModel {
 }
 
 /// Whether most of a sample of the SavedModel serialized in `bytes` is canonical: its first
-/// graph's first nodes and its library's first functions, up to [`SAMPLED`] bytes of each,
+/// graph's first nodes and its library's first functions, up to 256 KiB of each,
 /// each message checked on its own and counted by its size. A cheap sample (a millisecond
 /// whatever the model's size): nodes and functions are nearly all of a large model, and a
 /// writer that does not write canonical form shows it in its first messages. A model that

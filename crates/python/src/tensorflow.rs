@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use unbound_chunked::{write_split, Chunk, SplitOutput};
 use unbound_savedmodel::dir::{read_saved_model, saved_model_descriptor};
+use unbound_savedmodel::fingerprint::canonical_form_unless_mostly_canonical;
 use unbound_savedmodel::split::{split_saved_model, SplitContext};
 
 use crate::background;
@@ -49,10 +50,39 @@ fn split_parts(
     let desc = saved_model_descriptor().map_err(py_err)?;
     let model = assemble(parts, &desc)?;
     background::run(py, move || {
+        let model = in_canonical_form(model, &desc)?;
         let mut ctx = SplitContext::new(max_size);
         split_saved_model(model, &desc, &mut ctx).map(|split| (split, ctx.warnings))
     })?
     .map_err(py_err)
+}
+
+/// Models up to this size are split from their canonical form when mostly not canonical.
+const CANONICAL_UP_TO: u64 = 1 << 30;
+
+/// `model`, or the model of its canonical form when most of it is not canonical (as
+/// TensorFlow's Python serializes: map entries without their default keys), as `unbound
+/// split` splits it (`fingerprint::in_canonical_form`): the same message, and the same chunks
+/// as the command writes. Past 1 GiB the model is split as it is given: its canonical form
+/// would be a whole serialization more in memory.
+fn in_canonical_form(
+    model: unbound_wire::WireMessage,
+    desc: &prost_reflect::MessageDescriptor,
+) -> unbound_savedmodel::Result<unbound_wire::WireMessage> {
+    if model.encoded_len() > CANONICAL_UP_TO {
+        return Ok(model);
+    }
+    let bytes = bytes::Bytes::from(model.to_vec()?);
+    match canonical_form_unless_mostly_canonical(&bytes) {
+        Some(canonical) => unbound_wire::WireMessage::parse(&canonical, Some(desc.clone()))
+            .map_err(|e| {
+                unbound_savedmodel::SavedModelError::malformed(
+                    "the canonical form of the model".to_string(),
+                    e,
+                )
+            }),
+        None => Ok(model),
+    }
 }
 
 /// What `_tf_split` returns: the serialized chunks, the serialized `ChunkedMessage`, and

@@ -143,10 +143,20 @@ fn show(py: Python<'_>, dir: PathBuf) -> PyResult<String> {
     to_json(&info)
 }
 
-/// `unbound inspect FILE --json` (a report with faults is returned, not raised).
+/// `unbound inspect FILE --json` (a report with faults is returned, not raised): field paths
+/// named from `tensorflow.SavedModel` for a `saved_model.cpb`, as the command names them.
 #[pyfunction]
 fn inspect(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    let report = background::run(py, move || unbound_chunked::inspect(&path))?.map_err(py_err)?;
+    let saved_model = path.file_name().and_then(|n| n.to_str()) == Some("saved_model.cpb");
+    let root = if saved_model {
+        Some(unbound_savedmodel::dir::saved_model_descriptor().map_err(py_err)?)
+    } else {
+        None
+    };
+    let report = background::run(py, move || {
+        unbound_chunked::inspect::inspect_as(&path, root.as_ref())
+    })?
+    .map_err(py_err)?;
     to_json(&report)
 }
 

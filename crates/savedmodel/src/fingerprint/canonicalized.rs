@@ -48,6 +48,18 @@ pub fn in_canonical_form(model: SavedModel) -> SavedModel {
     }
 }
 
+/// The canonical form of the SavedModel serialized in `bytes` when most of a sample of it is
+/// not canonical ([`mostly_canonical_pb`]), made in memory; `None` when it is mostly canonical,
+/// or does not encode. What [`in_canonical_form`] reads in place of a `.pb`, for a writer that
+/// holds the model rather than a file (`unbound.tensorflow.SavedModelSplitter`), so that it
+/// splits what `unbound split` splits.
+pub fn canonical_form_unless_mostly_canonical(bytes: &Bytes) -> Option<Bytes> {
+    if mostly_canonical_pb(bytes) {
+        return None;
+    }
+    streamed::canonical_model(bytes).ok().map(Bytes::from)
+}
+
 /// Whether most of a sample of the SavedModel serialized in `bytes` is canonical: its first
 /// graph's first nodes and its library's first functions, up to 256 KiB of each,
 /// each message checked on its own and counted by its size. A cheap sample (a millisecond

@@ -46,7 +46,9 @@ use unbound_wire::WireMessage;
 use self::canonical::{Encoder, Source};
 pub(crate) use self::verdict::CanonicalVerdict;
 
-pub use self::canonicalized::{in_canonical_form, mostly_canonical_pb};
+pub use self::canonicalized::{
+    canonical_form_unless_mostly_canonical, in_canonical_form, mostly_canonical_pb,
+};
 pub use crate::format::FINGERPRINT_FILE;
 
 /// `version.producer` TensorFlow 2.21 writes for a fingerprint computed from `saved_model.pb`.

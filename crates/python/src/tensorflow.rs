@@ -50,7 +50,13 @@ fn split_parts(
     let desc = saved_model_descriptor().map_err(py_err)?;
     let model = assemble(parts, &desc)?;
     background::run(py, move || {
-        let model = in_canonical_form(model, &desc)?;
+        // Only a model to split: one with nothing to split is written as it is given, as
+        // `unbound split` copies such a `.pb`.
+        let model = if model.encoded_len() >= max_size {
+            in_canonical_form(model, &desc)?
+        } else {
+            model
+        };
         let mut ctx = SplitContext::new(max_size);
         split_saved_model(model, &desc, &mut ctx).map(|split| (split, ctx.warnings))
     })?

@@ -39,12 +39,9 @@ pub fn in_canonical_form(model: SavedModel) -> SavedModel {
     let Ok(bytes) = model.data() else {
         return model;
     };
-    if mostly_canonical_pb(&bytes) {
-        return model;
-    }
-    match streamed::canonical_model(&bytes) {
-        Ok(canonical) => model.reading(Bytes::from(canonical)),
-        Err(_) => model,
+    match canonical_form_unless_mostly_canonical(&bytes) {
+        Some(canonical) => model.reading(canonical),
+        None => model,
     }
 }
 

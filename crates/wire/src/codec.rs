@@ -75,6 +75,28 @@ pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
 #[inline(never)]
 fn read_varint_slow(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
     let start = *pos;
+    // Up to eight bytes at once, from a word: the first byte without its continuation bit
+    // ends the varint, and the 7-bit groups are gathered by shifts. Padded varints (writers
+    // that reserve a length's width) and large values are common enough in models written
+    // by other tools that a byte at a time cost a fifth of canonicalizing them.
+    if let Some(word) = buf.get(start..start.wrapping_add(8)) {
+        let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let stops = !word & 0x8080_8080_8080_8080;
+        if stops != 0 {
+            let len = (stops.trailing_zeros() / 8 + 1) as usize;
+            let word = if len == 8 {
+                word
+            } else {
+                word & ((1u64 << (8 * len)) - 1)
+            };
+            let mut value = 0;
+            for i in 0..8 {
+                value |= (word >> i) & (0x7f << (7 * i));
+            }
+            *pos = start + len;
+            return Ok(value);
+        }
+    }
     let mut value: u64 = 0;
     for shift in (0..70).step_by(7) {
         let Some(&byte) = buf.get(*pos) else {
@@ -394,6 +416,58 @@ mod tests {
             let mut pos = 0;
             assert_eq!(read_varint(&out, &mut pos).unwrap(), v);
             assert_eq!(pos, out.len());
+        }
+    }
+
+    /// The byte-at-a-time reading the word-at-a-time path must agree with.
+    fn reference_varint(buf: &[u8]) -> Option<(u64, usize)> {
+        let mut value = 0u64;
+        for (i, &byte) in buf.iter().enumerate().take(10) {
+            if i == 9 && byte > 1 {
+                return None;
+            }
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                return Some((value, i + 1));
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn varints_of_every_width_padded_or_not_read_as_byte_by_byte() {
+        // Every width from 1 to 10 bytes, padded (continuation bytes of zero bits) and not,
+        // with bytes after them and without (the word path needs eight bytes to look at).
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for width in 1..=10usize {
+            for trial in 0..2000 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let mut bytes: Vec<u8> = (0..width)
+                    .map(|i| {
+                        let b = (seed >> ((i * 7) % 57)) as u8 & 0x7f;
+                        if trial % 3 == 0 {
+                            0
+                        } else {
+                            b
+                        }
+                    })
+                    .collect();
+                for b in &mut bytes[..width - 1] {
+                    *b |= 0x80;
+                }
+                if width == 10 {
+                    bytes[9] &= 1;
+                }
+                for tail in [0usize, 3, 9] {
+                    let mut buf = bytes.clone();
+                    buf.extend(std::iter::repeat_n(0xAB, tail));
+                    let mut pos = 0;
+                    let got = read_varint(&buf, &mut pos).ok().map(|v| (v, pos));
+                    assert_eq!(got, reference_varint(&buf), "{buf:02x?}");
+                }
+            }
         }
     }
 

@@ -24,9 +24,10 @@ fn main() {
         let t = Instant::now();
         let out = encode_to_vec(&schema, root, &[&bytes]).expect("encodes");
         println!(
-            "encode_to_vec: {:.3} s ({} bytes)",
+            "encode_to_vec: {:.3} s ({} bytes, fingerprint64 {})",
             t.elapsed().as_secs_f64(),
-            out.len()
+            out.len(),
+            unbound_canonical::farmhash::fingerprint64(&out)
         );
         return;
     }

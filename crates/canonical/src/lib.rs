@@ -44,7 +44,8 @@
 //! # Modules
 //! - [`schema`]: message types compiled from descriptors for the encoder.
 //! - [`encode`](mod@encode): the encoder (two streaming passes for large messages, one buffered
-//!   pass for small ones; canonical input is found so and copied).
+//!   pass for small ones, most of them written as they are read; canonical input is found so
+//!   and copied).
 //! - [`sink`]: where the bytes go (a `Vec`, a hash, a count).
 //! - [`farmhash`]: FarmHash `Fingerprint64`, streaming, as TensorFlow computes it.
 

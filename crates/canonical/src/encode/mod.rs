@@ -19,6 +19,8 @@
 //! A message already in canonical form (its encoding is its bytes) is found so in the first
 //! pass and copied as it is in the second: canonical input is a scan and a copy.
 
+mod fast;
+
 use unbound_wire::codec::{read_field, read_varint, varint_len, RawField, WireType};
 use unbound_wire::DecodeError;
 
@@ -142,6 +144,7 @@ pub fn encode_streaming_from<S: Sink>(
     let mut encoder = Encoder::new(schema, sink);
     encoder.big = big.max(1);
     let input: usize = parts.iter().map(|p| p.len()).sum();
+    encoder.fast_budget = input;
     if input < encoder.big {
         encoder.message::<BUFFER>(parts, ty, 0, true)?;
         let tmp = std::mem::take(&mut encoder.tmp);
@@ -175,6 +178,7 @@ pub fn encode_to_vec(schema: &Schema, ty: TypeId, parts: &[&[u8]]) -> Result<Vec
     let mut encoder = Encoder::new(schema, &mut sink);
     encoder.threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     encoder.tmp.reserve(parts.iter().map(|p| p.len()).sum());
+    encoder.fast_budget = parts.iter().map(|p| p.len()).sum();
     encoder.message::<BUFFER>(parts, ty, 0, true)?;
     Ok(encoder.tmp)
 }
@@ -203,6 +207,10 @@ struct Encoder<'s, 'a, 'o, S: Sink> {
     /// Whether buffered messages are written as read on the guess that their fields are in
     /// order ([`Encoder::fields`]).
     guess: bool,
+    /// Bytes of messages the fast walk ([`fast`]) may give up on before it is no longer
+    /// tried: what it wrote of them is thrown away and they are walked again, so this bounds
+    /// the wasted work to about one more reading of the input, however the input is nested.
+    fast_budget: usize,
     /// Threads a long run of message elements may be encoded on.
     threads: usize,
     /// The other threads' buffers, between batches of a run.
@@ -221,6 +229,7 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             out: Vec::new(),
             tmp: Vec::new(),
             guess: true,
+            fast_budget: 0,
             threads: 1,
             spares: Vec::new(),
             sink,
@@ -258,6 +267,17 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
     fn put_varint<const MODE: u8>(&mut self, mut v: u64) -> u64 {
         if MODE == SIZE {
             return varint_len(v);
+        }
+        if MODE == BUFFER {
+            // Byte by byte: most are one or two bytes, which a slice copy would send
+            // through `memmove`.
+            let n = varint_len(v);
+            while v >= 0x80 {
+                self.tmp.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            self.tmp.push(v as u8);
+            return n;
         }
         let mut buf = [0u8; 10];
         let mut n = 0;
@@ -343,6 +363,28 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         // A large one is scanned for order first: undoing it would cost too much.
         if MODE == BUFFER && self.guess && parts.iter().map(|p| p.len()).sum::<usize>() < BIG {
             let at = self.tmp.len();
+            if let [part] = parts {
+                if self.fast_budget > 0 {
+                    // Most small messages: written as read ([`fast`]).
+                    if self.fast(level, part, t, depth)? {
+                        return Ok(Walked {
+                            size: (self.tmp.len() - at) as u64,
+                            as_is: false,
+                            in_order: true,
+                        });
+                    }
+                    // Collected instead; the messages below it are tried fast again while
+                    // the budget lasts.
+                    self.tmp.truncate(at);
+                    self.fast_budget = self.fast_budget.saturating_sub(part.len().max(1));
+                    let size = self.fields_collected::<MODE>(level, parts, t, depth)?;
+                    return Ok(Walked {
+                        size,
+                        as_is: false,
+                        in_order: false,
+                    });
+                }
+            }
             if let Some((size, as_is)) =
                 self.fields_in_order::<MODE>(level, parts, t, depth, true)?
             {
@@ -527,6 +569,7 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         let mut spares = std::mem::take(&mut self.spares);
         spares.resize_with(cuts.len() - 2, Vec::new);
         let encode = |enc: &mut Encoder<'s, 'a, '_, Count>, stretch: &[Occ<'a>]| -> Result<u64> {
+            enc.fast_budget = stretch.iter().map(|o| o.data.len()).sum();
             let mut size = 0;
             for o in stretch {
                 size += enc.buffered(number, o.data.len(), |enc| {

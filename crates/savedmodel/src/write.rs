@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use std::io::Write as _;
+
+use bytes::Bytes;
 use unbound_chunked::{copy_unchunked, write_chunked, write_message_with_progress, Written};
 use unbound_io::{write_atomically, TempPath};
 use unbound_proto::tensorflow::FingerprintDef;
@@ -584,14 +586,34 @@ pub fn merge_dir(
             size,
         });
     }
-    // The output's fingerprint is computed from the file written (`write_pb`), never from
-    // what verify saw of the input: `fingerprint_check.sh` and `noncanonical_check.sh`
-    // compare it with TensorFlow's fingerprint of the written directory.
-    let (written, copied_files) =
-        write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
+    // A `.cpb` whose chunks are mostly not in canonical form is written as the canonical
+    // form of the merged model, made once in memory (what the Merger and protobuf C++ write),
+    // and fingerprinted from those very bytes. Any other model is written as held, and its
+    // fingerprint computed from the file written (`write_pb`; made canonical there if it is
+    // not). Never from what verify saw of the input: `fingerprint_check.sh` and
+    // `noncanonical_check.sh` compare it with TensorFlow's fingerprint of the written
+    // directory.
+    let canonical = match opened.format() {
+        ModelFormat::Cpb => {
+            crate::fingerprint::canonical_form_of_held(&model, &opened.model_file().path)?
+        }
+        _ => None,
+    };
+    let (written, copied_files) = match canonical {
+        Some(bytes) => {
+            drop(model);
+            write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
+                progress(0, bytes.len() as u64);
+                let written = write_canonical_pb(tmp, &bytes)?;
+                progress(bytes.len() as u64, bytes.len() as u64);
+                Ok(written)
+            })?
+        }
+        None => write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
             let mut progress = |n| progress(n, size);
             write_pb(tmp, &model, &mut progress)
-        })?;
+        })?,
+    };
     let model_bytes = written.data_bytes;
     Ok(MergeReport {
         model_bytes,
@@ -676,6 +698,24 @@ fn write_dir_atomically(
     crate::fingerprint::write_fingerprint(tmp.path(), &fingerprint)?;
     tmp.persist()?;
     Ok((written, copied))
+}
+
+/// Writes `bytes`, a canonical form the encoder made, as `dir/saved_model.pb`, and its
+/// fingerprint, computed from those bytes (the checkpoint hash is left to
+/// [`write_dir_atomically`]).
+fn write_canonical_pb(dir: &Path, bytes: &Bytes) -> Result<(Written, Option<FingerprintDef>)> {
+    let path = dir.join(ModelFormat::Pb.file_name());
+    let (data_bytes, fingerprint) = writing_and_fingerprinting(
+        || crate::fingerprint::fingerprint_made_canonical(bytes, &path),
+        || write_canonical_form(&path, bytes),
+    )?;
+    let written = Written {
+        path,
+        chunked: false,
+        chunks: 0,
+        data_bytes,
+    };
+    Ok((written, fingerprint))
 }
 
 /// Writes `bytes`, the canonical form of the `.pb` at `path` (found while it was fingerprinted),

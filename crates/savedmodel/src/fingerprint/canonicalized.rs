@@ -11,6 +11,8 @@
 //! passes after it are those of a canonical model. Every answer is the same: a message has
 //! one canonical form, and TensorFlow's fingerprint of a `.pb` hashes that form.
 
+use std::path::Path;
+
 use crate::dir::SavedModel;
 use crate::format::ModelFormat;
 use bytes::Bytes;
@@ -64,10 +66,19 @@ pub fn canonical_form_unless_mostly_canonical(bytes: &Bytes) -> Option<Bytes> {
 /// writer that does not write canonical form shows it in its first messages. A model that
 /// cannot be sampled (no meta graph, malformed) counts as canonical: its readers refuse it.
 pub fn mostly_canonical_pb(bytes: &Bytes) -> bool {
+    let parsed = || -> super::Result<WireMessage> {
+        WireMessage::parse(bytes, Some(descriptor("tensorflow.SavedModel")?))
+            .map_err(|e| super::model_fault(e.to_string()))
+    };
+    parsed().is_ok_and(|model| mostly_canonical_model(&model))
+}
+
+/// [`mostly_canonical_pb`] of a SavedModel held as a message (merged from a `.cpb`'s chunks,
+/// say): its nodes and functions held serialized are sampled (a model whose are all held
+/// built counts as canonical: it is written as held).
+pub(crate) fn mostly_canonical_model(model: &WireMessage) -> bool {
     let sampled = || -> super::Result<bool> {
-        let model = WireMessage::parse(bytes, Some(descriptor("tensorflow.SavedModel")?))
-            .map_err(|e| super::model_fault(e.to_string()))?;
-        let meta_graph = [first_meta_graph(&model)?];
+        let meta_graph = [first_meta_graph(model)?];
         let graph = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
         let library = field_sources(&graph, graph_def::LIBRARY)?;
         let mut enc = Encoder::new();
@@ -82,6 +93,28 @@ pub fn mostly_canonical_pb(bytes: &Bytes) -> bool {
         Ok(tally.not_canonical <= tally.canonical)
     };
     sampled().unwrap_or(true)
+}
+
+/// The canonical form of the SavedModel `model` (merged from a `.cpb`'s chunks) when most of
+/// a sample of it is not canonical ([`mostly_canonical_model`]), made in memory from its
+/// serialization; `None` when it is mostly canonical. What `merge` writes in place of the
+/// model as held: written as held and made canonical afterwards, the model was written
+/// twice and read back between (issue 29).
+/// Faults are named after `file`, the model file `model` was read from.
+pub(crate) fn canonical_form_of_held(
+    model: &WireMessage,
+    file: &Path,
+) -> super::Result<Option<Bytes>> {
+    if mostly_canonical_model(model) {
+        return Ok(None);
+    }
+    let made = || -> super::Result<Bytes> {
+        let serialized = model
+            .to_vec()
+            .map_err(|e| super::model_fault(e.to_string()))?;
+        Ok(Bytes::from(streamed::canonical_model(&serialized)?))
+    };
+    made().map(Some).map_err(|e| super::naming_file(file, e))
 }
 
 /// How many bytes of nodes, and of functions, [`mostly_canonical_pb`] checks.

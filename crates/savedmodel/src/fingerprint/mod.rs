@@ -44,6 +44,7 @@ use unbound_proto::tensorflow::VersionDef;
 use unbound_wire::WireMessage;
 
 use self::canonical::{Encoder, Source};
+pub(crate) use self::canonicalized::canonical_form_of_held;
 pub(crate) use self::verdict::CanonicalVerdict;
 
 pub use self::canonicalized::{
@@ -132,6 +133,14 @@ pub(crate) fn fingerprint_written(
         pb::hashes_and_canonical_form(&model.data()?, file).map_err(|e| naming_file(file, e))?;
     let def = definition(hashes, checkpoint_hash(dir), false);
     Ok((def, canonical.map(|bytes| (file.to_path_buf(), bytes))))
+}
+
+/// The fingerprint of `bytes`, a canonical form the encoder made and that is being written as
+/// `pb_file` (not checked again: see [`pb::hashes`]); its checkpoint hash is left to the
+/// writer, which knows the variables it writes.
+pub(crate) fn fingerprint_made_canonical(bytes: &Bytes, pb_file: &Path) -> Result<FingerprintDef> {
+    let hashes = pb::hashes(bytes, pb_file, None, true).map_err(|e| naming_file(pb_file, e))?;
+    Ok(definition(hashes, 0, false))
 }
 
 /// [`fingerprint_model`], reading the `.cpb` through `shared` when it is the file

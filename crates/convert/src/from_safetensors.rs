@@ -21,8 +21,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use safetensors::{Dtype, SafeTensors};
@@ -493,53 +491,14 @@ pub fn to_tf(
         .map(|p| Ok(unbound_io::open_regular(p)?.0))
         .collect::<Result<Vec<File>>>()?;
     unbound_bundle::prepare_shards(dst, nshards as i32)?;
-    let next = AtomicUsize::new(0);
-    let entries: Mutex<BTreeMap<Vec<u8>, BundleEntryProto>> = Mutex::new(BTreeMap::new());
-    let finished = Mutex::new(Vec::new());
-    let first_error: Mutex<Option<ConvertError>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..nshards {
-            scope.spawn(|| loop {
-                if first_error
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .is_some()
-                {
-                    return;
-                }
-                let s = next.fetch_add(1, Ordering::Relaxed);
-                if s >= nshards {
-                    return;
-                }
-                let result = write_shard(dst, s, nshards, &source, &shard_of, &handles, progress);
-                match result {
-                    Ok((done, list)) => {
-                        finished
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push(done);
-                        entries
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .extend(list);
-                    }
-                    Err(e) => {
-                        first_error
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .get_or_insert(e);
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        return Err(e);
-    }
-    let entries = entries.into_inner().unwrap_or_else(|e| e.into_inner());
-    for f in finished.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        f.persist_unsynced()?;
+    let shards: Vec<usize> = (0..nshards).collect();
+    let written = unbound_io::run_until_error(&shards, nshards, |&s, _| {
+        write_shard(dst, s, nshards, &source, &shard_of, &handles, progress)
+    })?;
+    let mut entries: BTreeMap<Vec<u8>, BundleEntryProto> = BTreeMap::new();
+    for (finished, list) in written {
+        entries.extend(list);
+        finished.persist_unsynced()?;
     }
     unbound_io::sync_parent(&index);
     // Read back: every entry's bytes on disk against the checksum computed from the bytes

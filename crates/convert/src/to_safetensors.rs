@@ -14,8 +14,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use safetensors::tensor::TensorInfo;
@@ -226,39 +224,12 @@ pub fn to_safetensors(
     let tmp = TempPath::new(dst);
     tmp.create_dir().map_err(|e| ConvertError::os(dst, e))?;
     let boxes = BoxReader::new(&vars.reader);
-    let next = AtomicUsize::new(0);
-    let first_error: Mutex<Option<ConvertError>> = Mutex::new(None);
-    let failed = || {
-        first_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
-    };
-    std::thread::scope(|scope| {
-        for _ in 0..options.jobs.clamp(1, nfiles.max(1)) {
-            scope.spawn(|| loop {
-                if failed() {
-                    return;
-                }
-                let f = next.fetch_add(1, Ordering::Relaxed);
-                if f >= nfiles {
-                    return;
-                }
-                let path = tmp.path().join(&files[f].name);
-                let mine: Vec<&Item> = items.iter().filter(|i| i.file == f).collect();
-                if let Err(e) = write_file(&path, &mine, graph.as_deref(), &boxes, progress) {
-                    first_error
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get_or_insert(e);
-                    return;
-                }
-            });
-        }
-    });
-    if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        return Err(e);
-    }
+    let indices: Vec<usize> = (0..nfiles).collect();
+    unbound_io::run_until_error(&indices, options.jobs, |&f, _| {
+        let path = tmp.path().join(&files[f].name);
+        let mine: Vec<&Item> = items.iter().filter(|i| i.file == f).collect();
+        write_file(&path, &mine, graph.as_deref(), &boxes, progress)
+    })?;
     // Every byte read is covered by the checkpoint's checksums before anything is renamed.
     boxes.finish()?;
     for f in &files {

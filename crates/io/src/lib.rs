@@ -27,12 +27,17 @@
 //! # Ok::<(), unbound_io::IoError>(())
 //! ```
 //!
+//! Files written at once by several threads go through [`run_until_error`]: it stops
+//! starting work at the first error and returns that error, so every writer fails the same
+//! way (and nothing is renamed into place after a failure).
+//!
 //! Errors are [`IoError`]s naming the path; each crate above wraps them with `#[from]`.
 
 mod atomic;
 mod error;
 mod map;
 mod open;
+mod parallel;
 mod stale;
 mod temp_name;
 
@@ -43,5 +48,6 @@ pub use atomic::{
 pub use error::{io_err, IoError};
 pub use map::{map_file, release_pages};
 pub use open::{open_regular, read_file, regular_file_len};
+pub use parallel::run_until_error;
 pub use stale::{remove_stale_temporaries, remove_stale_temporaries_of, take_removed_stale};
 pub use temp_name::{temp_path_for, MAX_FILE_NAME};

@@ -4,8 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -106,43 +105,12 @@ pub(crate) fn write_shards(
     let boxes = BoxReader::new(&src.reader);
     let mut order: Vec<usize> = subset.to_vec();
     order.sort_by_key(|&i| std::cmp::Reverse(plan.shards[i].bytes));
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let results: Mutex<Vec<(i32, FinishedShard, Vec<Written>)>> = Mutex::new(Vec::new());
-    let first_error: Mutex<Option<ReshardError>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1).min(order.len().max(1)) {
-            scope.spawn(|| loop {
-                if failed.load(Ordering::Relaxed) {
-                    return;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&shard) = order.get(i) else {
-                    return;
-                };
-                match write_shard(plan, shard, dst, &boxes, &failed, progress) {
-                    Ok((finished, written)) => results
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((shard as i32, finished, written)),
-                    Err(e) => {
-                        failed.store(true, Ordering::Relaxed);
-                        first_error
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .get_or_insert(e);
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        return Err(e);
-    }
+    let mut results = unbound_io::run_until_error(&order, jobs, |&shard, stop| {
+        let (finished, written) = write_shard(plan, shard, dst, &boxes, stop, progress)?;
+        Ok::<_, ReshardError>((shard as i32, finished, written))
+    })?;
     // Every source byte read is checked before anything takes its final name.
     boxes.finish()?;
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by_key(|r| r.0);
     Ok(results)
 }

@@ -17,8 +17,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
@@ -152,55 +150,26 @@ pub fn run_safetensors(
     std::fs::create_dir_all(parent).map_err(|e| BundleError::io(parent, e))?;
     let tmp = TempDir::new(parent, dst)?;
     let boxes = BoxReader::new(&src.reader);
-    let next = AtomicUsize::new(0);
-    let bytes = AtomicUsize::new(0);
-    let first_error: Mutex<Option<ReshardError>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1).min(n.max(1)) {
-            scope.spawn(|| loop {
-                if first_error
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .is_some()
-                {
-                    return;
-                }
-                let pos = next.fetch_add(1, Ordering::Relaxed);
-                if pos >= n {
-                    return;
-                }
-                let mut meta = HashMap::from([
-                    (META_MESH.to_string(), plan.mesh.clone()),
-                    (META_DEVICE.to_string(), pos.to_string()),
-                    (META_LAYOUTS.to_string(), layouts_json.clone()),
-                ]);
-                if let Some(g) = &object_graph {
-                    meta.insert(META_OBJECT_GRAPH.to_string(), g.clone());
-                }
-                let path = tmp.path.join(device_file_name(pos));
-                match write_device(plan, &vars, &mesh, pos, &boxes, meta, &path) {
-                    Ok(b) => {
-                        bytes.fetch_add(b, Ordering::Relaxed);
-                        progress(b as u64);
-                    }
-                    Err(e) => {
-                        first_error
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .get_or_insert(e);
-                        return;
-                    }
-                }
-            });
+    let devices: Vec<usize> = (0..n).collect();
+    let written = unbound_io::run_until_error(&devices, jobs, |&pos, _| {
+        let mut meta = HashMap::from([
+            (META_MESH.to_string(), plan.mesh.clone()),
+            (META_DEVICE.to_string(), pos.to_string()),
+            (META_LAYOUTS.to_string(), layouts_json.clone()),
+        ]);
+        if let Some(g) = &object_graph {
+            meta.insert(META_OBJECT_GRAPH.to_string(), g.clone());
         }
-    });
-    if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        return Err(e);
-    }
+        let path = tmp.path.join(device_file_name(pos));
+        let b = write_device(plan, &vars, &mesh, pos, &boxes, meta, &path)?;
+        progress(b as u64);
+        Ok::<_, ReshardError>(b)
+    })?;
+    let bytes: usize = written.into_iter().sum();
     boxes.finish()?;
     tmp.persist(dst)?;
     Ok(SafetensorsReport {
-        bytes: bytes.into_inner() as u64,
+        bytes: bytes as u64,
         dst: dst.display().to_string(),
         files: n,
         tensors: vars.len(),

@@ -201,7 +201,7 @@ pub fn descr_itemsize(descr: &str) -> Option<usize> {
 }
 
 /// Reads the header of `.npy` bytes: descriptor, shape and where the data starts, as NumPy
-/// reads them or refused ([`parse_header_dict`]). `path` names the file in errors.
+/// reads them or refused (`npy_header::parse_header_dict`). `path` names the file in errors.
 pub fn parse_npy_header(bytes: &[u8], path: &Path) -> Result<(String, Vec<i64>, usize), NpyError> {
     let bad = |what: String| NpyError::Malformed {
         path: path.to_path_buf(),

@@ -218,7 +218,7 @@ impl Parser<'_> {
 
 /// Reads the header dictionary `text` of a `.npy` file of format `version` (1, 2 or 3).
 /// Errors say what is wrong (the caller names the file).
-pub fn parse_header_dict(text: &[u8], version: u8) -> Result<NpyHeader, String> {
+pub(crate) fn parse_header_dict(text: &[u8], version: u8) -> Result<NpyHeader, String> {
     if text.len() > MAX_NPY_HEADER {
         return Err(format!(
             "header of {} bytes, more than the {MAX_NPY_HEADER} np.load reads",

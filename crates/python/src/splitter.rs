@@ -53,11 +53,11 @@ fn chunk_bytes(chunk: &Chunk) -> Result<(Vec<Bytes>, bool), MessageError> {
     Ok(match chunk {
         Chunk::Message(m) => (message_segments(m, "a chunk")?, true),
         Chunk::SerializedMessage(p) => (
-            vec![p.bytes().map_err(unbound_chunked::ChunkedError::from)?],
+            vec![p.bytes()?],
             true,
         ),
         Chunk::Bytes(p) => (
-            vec![p.bytes().map_err(unbound_chunked::ChunkedError::from)?],
+            vec![p.bytes()?],
             false,
         ),
     })

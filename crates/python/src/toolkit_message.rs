@@ -23,6 +23,9 @@ pub enum MessageError {
     /// Reading or merging failed.
     #[error(transparent)]
     Chunked(#[from] ChunkedError),
+    /// A value could not be read or serialized (a lazy record that fails its check).
+    #[error(transparent)]
+    Wire(#[from] unbound_wire::WireError),
     /// The merged message breaks its schema.
     #[error(transparent)]
     Schema(#[from] SavedModelError),
@@ -50,6 +53,7 @@ impl ToPyErr for MessageError {
             MessageError::Type(e @ TypeError::Unknown(_)) => raise(Kind::InvalidArgument, e),
             MessageError::Type(e) => raise(Kind::Format, e),
             MessageError::Chunked(e) => e.to_py_err(),
+            MessageError::Wire(e) => e.to_py_err(),
             MessageError::Schema(e) => e.to_py_err(),
             MessageError::Malformed { .. } => raise(Kind::Format, self),
             MessageError::TooLarge { .. } => raise(Kind::TooLarge, self),
@@ -75,7 +79,7 @@ pub fn message_segments(
     source_name: &str,
 ) -> Result<Vec<Bytes>, MessageError> {
     check_size(message, source_name)?;
-    Ok(message.to_segments().map_err(ChunkedError::from)?)
+    Ok(message.to_segments()?)
 }
 
 /// Reads the message under `prefix` (`.cpb` first, as TensorFlow) and serializes it:

@@ -652,13 +652,17 @@ fn write_pb(
 ) -> Result<(Written, Option<FingerprintDef>)> {
     let path = dir.join(ModelFormat::Pb.file_name());
     let data_bytes = write_message_with_progress(&path, model, progress)?;
-    let written = Written {
+    Ok((pb_written(path, data_bytes), None))
+}
+
+/// What writing a `saved_model.pb` of `data_bytes` at `path` wrote.
+fn pb_written(path: PathBuf, data_bytes: u64) -> Written {
+    Written {
         path,
         chunked: false,
         chunks: 0,
         data_bytes,
-    };
-    Ok((written, None))
+    }
 }
 
 /// Fills the output directory begun as `tmp` ([`new_output_dir`]) and renames it into place:
@@ -709,13 +713,7 @@ fn write_canonical_pb(dir: &Path, bytes: &Bytes) -> Result<(Written, Option<Fing
         || crate::fingerprint::fingerprint_made_canonical(bytes, &path),
         || write_canonical_form(&path, bytes),
     )?;
-    let written = Written {
-        path,
-        chunked: false,
-        chunks: 0,
-        data_bytes,
-    };
-    Ok((written, fingerprint))
+    Ok((pb_written(path, data_bytes), fingerprint))
 }
 
 /// Writes `bytes`, the canonical form of the `.pb` at `path` (found while it was fingerprinted),

@@ -16,7 +16,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -76,8 +75,8 @@ fn targets() -> [Vec<FieldIndex>; 3] {
 /// tree is `root`; chunks `chunks` keeps decoded are hashed from its cache (shared with
 /// whatever else reads them, `verify` on another thread for one), the others streamed.
 pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Hashes> {
-    hashes_with(chunks, root, Trust::Nothing, |wanted, _| {
-        chunk_prints(chunks, wanted).map(ChunkPrints::only)
+    hashes_with(chunks, root, Trust::Nothing, |wanted, graph| {
+        chunk_prints(chunks, wanted, graph)
     })
 }
 
@@ -142,16 +141,9 @@ struct ChunkPrints {
     /// The pieces the serialization of some is made of (a split's chunks merged whole into
     /// the graph: [`SplitOutput::segments_at`]), for the graph's hash to take as they are.
     pieces: HashMap<u64, Vec<Bytes>>,
-}
-
-impl ChunkPrints {
-    /// Fingerprints only.
-    fn only(prints: HashMap<u64, u64>) -> Self {
-        Self {
-            prints,
-            pieces: HashMap::new(),
-        }
-    }
+    /// The bytes of a file's chunks of the graph, decoded once to be fingerprinted, for the
+    /// graph's hash to read.
+    decoded: HashMap<u64, Bytes>,
 }
 
 /// The hash fields of the chunked SavedModel read through `chunks` with metadata tree `root`;
@@ -188,8 +180,11 @@ fn hashes_with(
         .iter()
         .flat_map(|(_, graph_chunks)| graph_chunks.iter().map(|&(index, _)| index))
         .collect();
-    let ChunkPrints { prints, pieces } =
-        chunk_prints(wanted.into_iter().collect(), &graph_indices)?;
+    let ChunkPrints {
+        prints,
+        pieces,
+        mut decoded,
+    } = chunk_prints(wanted.into_iter().collect(), &graph_indices)?;
     let mut print = |index: u64| {
         prints
             .get(&index)
@@ -223,7 +218,10 @@ fn hashes_with(
         .iter()
         .filter(|(_, chunk)| chunk.is_none())
         .map(|&(index, _)| {
-            let bytes = chunks.bytes(index)?;
+            let bytes = match decoded.remove(&index) {
+                Some(bytes) => bytes,
+                None => chunks.bytes(index)?,
+            };
             chunks.check_len(index, bytes.len() as u64)?;
             Ok((index, bytes))
         })
@@ -325,62 +323,53 @@ fn graph_outside_takes(model: &WireMessage) -> bool {
 /// `Fingerprint64` of each chunk in `indices`, on as many threads as there are cores: a chunk
 /// `chunks` keeps decoded is hashed from its cache (decoded there once for every reader),
 /// any other streamed from the file (a multi-gigabyte chunk is never held whole).
-fn chunk_prints(chunks: &FileChunks, indices: Vec<u64>) -> Result<HashMap<u64, u64>> {
+fn chunk_prints(chunks: &FileChunks, indices: Vec<u64>, keep: &[u64]) -> Result<ChunkPrints> {
     let reader = chunks.reader();
     let infos = chunks.infos();
-    let next = AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(indices.len())
-        .max(1);
-    let work = || -> Result<Vec<(u64, u64)>> {
-        let mut out = Vec::new();
-        while let Some(&index) = indices.get(next.fetch_add(1, Ordering::Relaxed)) {
-            let info = usize::try_from(index)
-                .ok()
-                .and_then(|i| infos.get(i))
-                .ok_or_else(|| {
-                    SavedModelError::invalid(
-                        reader.name(),
-                        format!(
-                            "bad chunk metadata: chunk index {index} is out of range for {} chunks",
-                            infos.len()
-                        ),
-                    )
-                })?;
-            let kept = chunks
-                .cache()
-                .is_some_and(|cache| cache.is_cached(index))
-                .then(|| chunks.bytes(index).ok())
-                .flatten();
-            let print = match kept {
-                Some(bytes) => fingerprint64(&bytes),
-                // Not kept, or it failed to decode (streamed again, the error then says why).
-                None => {
-                    let mut hasher = HashWriter(Fingerprint64::new());
-                    reader.copy_record_to(info.offset, &mut hasher)?;
-                    hasher.0.finish()
-                }
-            };
-            // Hashed once: its mapped pages leave resident memory (the pruned merge below
-            // maps back only the chunks of the first graph that were not kept decoded).
-            reader.release_chunk_pages(info.offset);
-            out.push((index, print));
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let printed = unbound_io::run_until_error(&indices, threads, |&index, _| {
+        let info = usize::try_from(index)
+            .ok()
+            .and_then(|i| infos.get(i))
+            .ok_or_else(|| {
+                SavedModelError::invalid(
+                    reader.name(),
+                    format!(
+                        "bad chunk metadata: chunk index {index} is out of range for {} chunks",
+                        infos.len()
+                    ),
+                )
+            })?;
+        let cached = chunks.cache().is_some_and(|cache| cache.is_cached(index));
+        // A chunk of the graph is decoded whole here, and kept: the graph's hash reads it
+        // next (issue 29: it was decoded a second time for that, a tenth of a `merge` or a
+        // `verify` of a Brotli-compressed `.cpb`).
+        let decoded = (cached || keep.contains(&index))
+            .then(|| chunks.bytes(index).ok())
+            .flatten();
+        let print = match &decoded {
+            Some(bytes) => fingerprint64(bytes),
+            // Not kept, or it failed to decode (streamed again, the error then says why).
+            None => {
+                let mut hasher = HashWriter(Fingerprint64::new());
+                reader.copy_record_to(info.offset, &mut hasher)?;
+                hasher.0.finish()
+            }
+        };
+        // Hashed once: its mapped pages leave resident memory (the pruned merge below
+        // maps back only the chunks of the first graph that were not kept decoded).
+        reader.release_chunk_pages(info.offset);
+        let kept = decoded.filter(|_| keep.contains(&index));
+        Ok::<_, SavedModelError>((index, print, kept))
+    })?;
+    let mut found = ChunkPrints::default();
+    for (index, print, kept) in printed {
+        found.prints.insert(index, print);
+        if let Some(bytes) = kept {
+            found.decoded.insert(index, bytes);
         }
-        Ok(out)
-    };
-    let results: Vec<Result<Vec<(u64, u64)>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("chunk hashing thread panicked"))
-            .collect()
-    });
-    let mut prints = HashMap::with_capacity(indices.len());
-    for r in results {
-        prints.extend(r?);
     }
-    Ok(prints)
+    Ok(found)
 }
 
 /// A [`Fingerprint64`] fed through `io::Write`.

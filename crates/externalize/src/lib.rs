@@ -49,6 +49,8 @@ mod graph_edit;
 mod inline;
 mod report;
 mod restore;
+mod splice;
+mod strip;
 mod variables;
 
 use std::collections::HashSet;
@@ -57,7 +59,7 @@ use std::path::Path;
 use bytes::Bytes;
 use prost::Message;
 use unbound_savedmodel::write::{write_model_dir_with_variables, WriteOptions};
-use unbound_savedmodel::{ModelFormat, SavedModel, SavedModelError, MAX_PROTO_SIZE};
+use unbound_savedmodel::{SavedModel, SavedModelError, MAX_PROTO_SIZE};
 
 pub use error::{ExternalizeError, Result};
 pub use inline::{inline, InlineReport, InlinedVariable, KeptVariable};
@@ -99,26 +101,10 @@ pub fn externalize(
         .into());
     }
     let opened = SavedModel::open(src)?;
-    let verified = unbound_savedmodel::verify::verified_model(&opened)?;
-    // A `.pb` is decoded from its mapping: the constants stay slices of the file.
-    let bytes: Bytes = if opened.format() == ModelFormat::Pb {
-        drop(verified);
-        opened.data()?
-    } else {
-        let vec = verified
-            .to_vec()
-            .map_err(|e| ExternalizeError::SavedModel(e.into()))?;
-        drop(verified);
-        Bytes::from(vec)
-    };
     let source_name = src.display().to_string();
-    let model_bytes_before = bytes.len() as u64;
-    let mut model = unbound_wire::decode_lenient::<unbound_proto::tensorflow::SavedModel>(
-        bytes,
-        unbound_proto::descriptor_pool(),
-    )
-    .map_err(|e| ExternalizeError::invalid(&source_name, format!("not a SavedModel: {e}")))?;
-
+    let read = read_source(&opened, &source_name, true)?;
+    let model_bytes_before = read.source.root.encoded_len();
+    let mut model = read.model;
     let mut taken: HashSet<String> = HashSet::new();
     let mut report = ExternalizeReport {
         moved: Vec::new(),
@@ -147,6 +133,7 @@ pub fn externalize(
             .collect();
         let outcome = graph_edit::externalize_graph(
             &mut graph,
+            &read.source.values,
             index,
             &saver_roots,
             options.min_size,
@@ -189,7 +176,9 @@ pub fn externalize(
             pending.push((key, var));
         }
     }
-    let encoded = model.encoded_len() as u64;
+    let wire = write_over(&read.source, &model, &source_name)?;
+    drop(model);
+    let encoded = wire.encoded_len();
     report.model_bytes_after = encoded;
     if encoded > MAX_PROTO_SIZE {
         let hint = if options.min_size > 1 {
@@ -210,16 +199,6 @@ pub fn externalize(
     if options.dry_run {
         return Ok(report);
     }
-    let encoded = Bytes::from(model.encode_to_vec());
-    drop(model);
-    let desc = unbound_savedmodel::dir::saved_model_descriptor()?;
-    let wire = unbound_wire::WireMessage::parse(&encoded, Some(desc)).map_err(|error| {
-        SavedModelError::from(unbound_wire::WireError::Malformed {
-            source_name: format!("the externalized model of {source_name}"),
-            error,
-        })
-    })?;
-    drop(encoded);
     let pending = variables::PendingVariables {
         source: opened
             .variables_index()
@@ -236,6 +215,64 @@ pub fn externalize(
     )?;
     report.written = true;
     Ok(report)
+}
+
+/// A model read for a rewrite: as read ([`strip::Source`]), and decoded.
+pub(crate) struct ReadModel {
+    /// The model as read.
+    pub source: strip::Source,
+    /// The model decoded (with markers for large values when stripped).
+    pub model: unbound_proto::tensorflow::SavedModel,
+}
+
+/// Reads and verifies the model of `opened` (as every writer does), the large values of its
+/// constants left where they are read when `strip_values` ([`strip`]), and decodes it.
+pub(crate) fn read_source(
+    opened: &SavedModel,
+    source_name: &str,
+    strip_values: bool,
+) -> Result<ReadModel> {
+    let root = unbound_savedmodel::verify::verified_model(opened)?;
+    let source = if strip_values {
+        strip::strip(root, source_name)?
+    } else {
+        strip::Source {
+            stripped: root.clone(),
+            root,
+            values: strip::Values::none(),
+        }
+    };
+    let bytes = source
+        .stripped
+        .to_vec()
+        .map_err(|e| ExternalizeError::SavedModel(e.into()))?;
+    let model = unbound_wire::decode_lenient::<unbound_proto::tensorflow::SavedModel>(
+        Bytes::from(bytes),
+        unbound_proto::descriptor_pool(),
+    )
+    .map_err(|e| ExternalizeError::invalid(source_name, format!("not a SavedModel: {e}")))?;
+    Ok(ReadModel { source, model })
+}
+
+/// The rewritten `model` written over the source read ([`splice`]): what it did not change
+/// is as read, unknown fields included.
+pub(crate) fn write_over(
+    source: &strip::Source,
+    model: &unbound_proto::tensorflow::SavedModel,
+    source_name: &str,
+) -> Result<unbound_wire::WireMessage> {
+    let desc = unbound_savedmodel::dir::saved_model_descriptor()?;
+    let encoded = Bytes::from(model.encode_to_vec());
+    let original = splice::Original {
+        root: &source.root,
+        stripped: &source.stripped,
+    };
+    splice::splice(original, &encoded, &desc, &source.values).map_err(|e| {
+        ExternalizeError::invalid(
+            source_name,
+            format!("the rewritten model could not be written over the source: {e}"),
+        )
+    })
 }
 
 /// An error of this crate as the SavedModel writer's callback returns it.

@@ -18,12 +18,12 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
-use unbound_wire::Payload;
 use unbound_bundle::dtype::{storage, Storage};
 use unbound_proto::tensorflow::{
     attr_value, function_def::ArgAttrs, op_def::ArgDef, AttrValue, DataType, FunctionDef, GraphDef,
     NodeDef, TensorShapeProto,
 };
+use unbound_wire::Payload;
 
 use crate::error::{ExternalizeError, Result};
 use crate::report::KeptConstant;
@@ -825,8 +825,16 @@ mod tests {
     fn constants_become_captured_reads_fed_at_every_call_site() {
         let mut g = graph();
         let mut taken = HashSet::new();
-        let outcome =
-            externalize_graph(&mut g, &Values::none(), 0, &["restore_call".into()], 1000, &mut taken, "m").unwrap();
+        let outcome = externalize_graph(
+            &mut g,
+            &Values::none(),
+            0,
+            &["restore_call".into()],
+            1000,
+            &mut taken,
+            "m",
+        )
+        .unwrap();
         let moved: Vec<(Option<&str>, &str)> = outcome
             .variables
             .iter()
@@ -896,7 +904,8 @@ mod tests {
         g.node
             .push(call("body_call", "PartitionedCall", "body", &["x"]));
         let mut taken = HashSet::new();
-        let outcome = externalize_graph(&mut g, &Values::none(), 0, &[], 1000, &mut taken, "m").unwrap();
+        let outcome =
+            externalize_graph(&mut g, &Values::none(), 0, &[], 1000, &mut taken, "m").unwrap();
         let names: Vec<&str> = outcome.variables.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(
             names,
@@ -937,7 +946,8 @@ mod tests {
         }
         g.node.push(splat);
         let mut taken = HashSet::new();
-        let outcome = externalize_graph(&mut g, &Values::none(), 0, &[], 1200, &mut taken, "m").unwrap();
+        let outcome =
+            externalize_graph(&mut g, &Values::none(), 0, &[], 1200, &mut taken, "m").unwrap();
         assert!(outcome.variables.iter().all(|v| v.bytes >= 1200));
         assert!(outcome
             .kept
@@ -946,7 +956,8 @@ mod tests {
         // Nothing at or above a size no constant reaches: the graph is as it was.
         let mut g = graph();
         let before = g.clone();
-        let outcome = externalize_graph(&mut g, &Values::none(), 0, &[], 1 << 20, &mut taken, "m").unwrap();
+        let outcome =
+            externalize_graph(&mut g, &Values::none(), 0, &[], 1 << 20, &mut taken, "m").unwrap();
         assert!(outcome.variables.is_empty());
         assert_eq!(g, before);
     }

@@ -14,8 +14,8 @@
 //!
 //! The variables, their handles and the restore path stay as they are (the checkpoint is
 //! carried over): the signatures no longer depend on them, and every loader still restores
-//! them. The model is written as one `saved_model.pb`, or as `saved_model.cpb` when it passes
-//! protobuf's 2 GiB.
+//! them. The model is written over the one read (`crate::splice`: unknown fields kept), as one
+//! `saved_model.pb`, or as `saved_model.cpb` when it passes protobuf's 2 GiB.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

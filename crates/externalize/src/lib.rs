@@ -14,7 +14,8 @@
 //!    `ReadVariableOp` under the same name; inside functions a new captured resource argument,
 //!    fed at every call site, nested calls included;
 //! 2. the restore path is extended (`restore`): the `SaverDef`'s restore op restores the new
-//!    variables (a `SaverDef` is made for a graph without one), and a TF2 model's object graph
+//!    variables, a TF1 `Saver`'s save op saves them (a `SaverDef` is made for a graph without
+//!    one), and a TF2 model's object graph
 //!    gets them (`SavedVariable`s bound to the concrete functions that capture them);
 //! 3. the values are written to `OUT/variables/` beside the model's own variables
 //!    (`variables`: the source's data shards carried over byte for byte, the new values
@@ -37,10 +38,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! The model is read once, at the wire level (`strip`): the constants' values stay where they
+//! are read (a slice of the mapped `.pb`, a lazy reference into the `.cpb`'s records, streamed
+//! into the checkpoint: the model is never merged into memory) and the rest is decoded; the
+//! rewritten model is written over the one read (`splice`), so every message the rewrite does
+//! not change is written as read, and the fields our schema does not know (a newer
+//! TensorFlow's) are kept at every depth.
+//!
 //! Invariants: the model is untrusted input (nothing here panics on its contents); the value of
-//! a constant is held once, as a slice of the model read (a `.pb` is mapped, not copied); the
-//! output appears atomically or not at all, and is never written over an existing path.
-//! Unknown fields of the model's messages are not kept (the model is decoded whole).
+//! a constant is never copied into memory whole; the output appears atomically or not at all,
+//! and is never written over an existing path; unknown fields are passed through.
 
 #![forbid(unsafe_code)]
 

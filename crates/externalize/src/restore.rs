@@ -121,7 +121,10 @@ fn extend_save(
     };
     let strings_of = |input: Option<&String>| -> Option<Vec<Bytes>> {
         let name = crate::graph_edit::tensor_node(input?);
-        let node = graph.node.iter().find(|n| n.name == name && n.op == "Const")?;
+        let node = graph
+            .node
+            .iter()
+            .find(|n| n.name == name && n.op == "Const")?;
         match node.attr.get("value").and_then(|v| v.value.as_ref()) {
             Some(attr_value::Value::Tensor(t)) if t.tensor_content.is_empty() => {
                 Some(t.string_val.clone())
@@ -130,7 +133,8 @@ fn extend_save(
         }
     };
     let node = &graph.node[save];
-    let (Some(names), Some(slices)) = (strings_of(node.input.get(1)), strings_of(node.input.get(2)))
+    let (Some(names), Some(slices)) =
+        (strings_of(node.input.get(1)), strings_of(node.input.get(2)))
     else {
         return;
     };
@@ -144,11 +148,17 @@ fn extend_save(
     let mut new_nodes = vec![
         string_const(
             &names_node,
-            names.iter().map(|b| &b[..]).chain(keys.iter().map(|k| k.as_bytes())),
+            names
+                .iter()
+                .map(|b| &b[..])
+                .chain(keys.iter().map(|k| k.as_bytes())),
         ),
         string_const(
             &slices_node,
-            slices.iter().map(|b| &b[..]).chain(keys.iter().map(|_| &b""[..])),
+            slices
+                .iter()
+                .map(|b| &b[..])
+                .chain(keys.iter().map(|_| &b""[..])),
         ),
     ];
     for node in &mut new_nodes {
@@ -173,7 +183,10 @@ fn extend_save(
     let control = node.input.iter().position(|i| i.starts_with('^'));
     let at = control.unwrap_or(node.input.len());
     node.input.splice(at..at, reads);
-    let dtypes = node.attr.entry("dtypes".into()).or_insert_with(|| type_list([]));
+    let dtypes = node
+        .attr
+        .entry("dtypes".into())
+        .or_insert_with(|| type_list([]));
     if let Some(attr_value::Value::List(list)) = dtypes.value.as_mut() {
         list.r#type.extend(vars.iter().map(|v| v.dtype));
     }
@@ -363,22 +376,45 @@ mod tests {
         let mut save = node(
             "save/SaveV2",
             "SaveV2",
-            &["save/ShardedFilename", "save/SaveV2/tensor_names", "save/SaveV2/shape_and_slices", "v/Read", "^save/StringJoin"],
+            &[
+                "save/ShardedFilename",
+                "save/SaveV2/tensor_names",
+                "save/SaveV2/shape_and_slices",
+                "v/Read",
+                "^save/StringJoin",
+            ],
         );
-        save.attr.insert("dtypes".into(), type_list([DataType::DtFloat as i32]));
+        save.attr
+            .insert("dtypes".into(), type_list([DataType::DtFloat as i32]));
         let graph = GraphDef {
             node: vec![
                 node("v", "VarHandleOp", &[]),
                 node("v/Read", "ReadVariableOp", &["v"]),
                 node("save/filename", "PlaceholderWithDefault", &[]),
                 node("save/StringJoin", "StringJoin", &["save/filename"]),
-                node("save/ShardedFilename", "ShardedFilename", &["save/StringJoin"]),
+                node(
+                    "save/ShardedFilename",
+                    "ShardedFilename",
+                    &["save/StringJoin"],
+                ),
                 string_const("save/SaveV2/tensor_names", [&b"v"[..]]),
                 string_const("save/SaveV2/shape_and_slices", [&b""[..]]),
                 save,
-                node("save/control_dependency", "Identity", &["save/ShardedFilename", "^save/SaveV2"]),
-                node("save/MergeV2Checkpoints", "MergeV2Checkpoints", &["save/control_dependency"]),
-                node("save/Identity", "Identity", &["save/filename", "^save/MergeV2Checkpoints"]),
+                node(
+                    "save/control_dependency",
+                    "Identity",
+                    &["save/ShardedFilename", "^save/SaveV2"],
+                ),
+                node(
+                    "save/MergeV2Checkpoints",
+                    "MergeV2Checkpoints",
+                    &["save/control_dependency"],
+                ),
+                node(
+                    "save/Identity",
+                    "Identity",
+                    &["save/filename", "^save/MergeV2Checkpoints"],
+                ),
                 node("save/restore_all", "NoOp", &[]),
             ],
             ..GraphDef::default()
@@ -435,7 +471,10 @@ mod tests {
         assert_eq!(
             names.tensor_shape,
             Some(TensorShapeProto {
-                dim: vec![unbound_proto::tensorflow::tensor_shape_proto::Dim { size: 2, name: String::new() }],
+                dim: vec![unbound_proto::tensorflow::tensor_shape_proto::Dim {
+                    size: 2,
+                    name: String::new()
+                }],
                 unknown_rank: false,
             })
         );
@@ -446,9 +485,15 @@ mod tests {
         let Some(attr_value::Value::List(dtypes)) = save.attr["dtypes"].value.clone() else {
             panic!("no dtypes")
         };
-        assert_eq!(dtypes.r#type, [DataType::DtFloat as i32, DataType::DtInt32 as i32]);
+        assert_eq!(
+            dtypes.r#type,
+            [DataType::DtFloat as i32, DataType::DtInt32 as i32]
+        );
         // The old constants are left to whatever else reads them.
-        assert!(graph.node.iter().any(|n| n.name == "save/SaveV2/tensor_names"));
+        assert!(graph
+            .node
+            .iter()
+            .any(|n| n.name == "save/SaveV2/tensor_names"));
         // The restore op restores it.
         assert!(by_name("save/restore_all")
             .input

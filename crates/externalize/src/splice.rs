@@ -177,16 +177,20 @@ impl Counterparts {
             return Ok(positions);
         }
         let ordinal = self.seen.entry(number).or_insert(0);
-        let new_identity = identity(&Cow::Owned(WireMessage::parse(bytes, None).map_err(malformed)?), desc, *ordinal)?;
+        let new_identity = identity(
+            &Cow::Owned(WireMessage::parse(bytes, None).map_err(malformed)?),
+            desc,
+            *ordinal,
+        )?;
         *ordinal += 1;
-        if !self.by_field.contains_key(&number) {
+        if let std::collections::hash_map::Entry::Vacant(vacant) = self.by_field.entry(number) {
             let mut map = HashMap::new();
             for (k, &p) in positions.iter().enumerate() {
                 let message = as_message(&original.fields[p])?;
                 // The last of several with one key wins, as protobuf's maps do.
                 map.insert(identity(&message, desc, k)?, p);
             }
-            self.by_field.insert(number, map);
+            vacant.insert(map);
         }
         Ok(self
             .by_field
@@ -201,7 +205,9 @@ impl Counterparts {
 fn as_message(field: &WireField) -> unbound_wire::Result<Cow<'_, WireMessage>> {
     Ok(match &field.value {
         WireValue::Message(m) => Cow::Borrowed(m),
-        WireValue::Bytes(p) => Cow::Owned(WireMessage::parse(&p.bytes()?, None).map_err(malformed)?),
+        WireValue::Bytes(p) => {
+            Cow::Owned(WireMessage::parse(&p.bytes()?, None).map_err(malformed)?)
+        }
         _ => Cow::Owned(WireMessage::new(None)),
     })
 }
@@ -304,7 +310,10 @@ mod tests {
             root: &source,
             stripped: &source,
         };
-        let out = splice(original, &new, &g, &Values::none()).unwrap().to_vec().unwrap();
+        let out = splice(original, &new, &g, &Values::none())
+            .unwrap()
+            .to_vec()
+            .unwrap();
         let back = GraphDef::decode(&out[..]).unwrap();
         assert_eq!(back, decoded);
         for unknown in [&b"in a"[..], b"in b", b"in graph"] {

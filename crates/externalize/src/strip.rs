@@ -63,7 +63,8 @@ impl Values {
         }
         let mut i = [0u8; 8];
         i.copy_from_slice(&rest[8..]);
-        self.payloads.get(usize::try_from(u64::from_le_bytes(i)).ok()?)
+        self.payloads
+            .get(usize::try_from(u64::from_le_bytes(i)).ok()?)
     }
 
     /// Keeps `payload`, returning its marker.
@@ -195,7 +196,9 @@ fn const_values(
 ) -> unbound_wire::Result<Vec<Path>> {
     let is_const = match &parent.fields[n].value {
         WireValue::Message(m) => op_is_const(m),
-        WireValue::Bytes(p) => op_is_const(&WireMessage::parse(&p.bytes()?, None).map_err(malformed)?),
+        WireValue::Bytes(p) => {
+            op_is_const(&WireMessage::parse(&p.bytes()?, None).map_err(malformed)?)
+        }
         _ => false,
     };
     if !is_const {
@@ -243,7 +246,9 @@ fn op_is_const(node: &WireMessage) -> bool {
         .iter()
         .rev()
         .find(|f| f.number == node_def::OP)
-        .is_some_and(|f| matches!(&f.value, WireValue::Bytes(Payload::Inline(b)) if &b[..] == b"Const"))
+        .is_some_and(
+            |f| matches!(&f.value, WireValue::Bytes(Payload::Inline(b)) if &b[..] == b"Const"),
+        )
 }
 
 #[cfg(test)]

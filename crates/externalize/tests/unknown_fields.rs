@@ -9,8 +9,7 @@ use bytes::Bytes;
 use prost_reflect::{Kind, MessageDescriptor};
 use unbound_externalize::{externalize, inline, ExternalizeOptions};
 use unbound_proto::fields::tensorflow::{
-    function_def, function_def_library, graph_def, meta_graph_def, node_def, op_def,
-    saved_model,
+    function_def, function_def_library, graph_def, meta_graph_def, node_def, op_def, saved_model,
 };
 use unbound_wire::{wire_type_fits, Payload, WireField, WireMessage, WireValue};
 
@@ -95,15 +94,24 @@ fn scrambled(dir: &Path) -> Vec<(String, u32, Vec<u8>)> {
     };
     root.fields.push(next("SavedModel"));
     let meta = root
-        .expand_at(root.message_positions(saved_model::META_GRAPHS)[0], &desc("tensorflow.MetaGraphDef"))
+        .expand_at(
+            root.message_positions(saved_model::META_GRAPHS)[0],
+            &desc("tensorflow.MetaGraphDef"),
+        )
         .unwrap();
     meta.fields.push(next("MetaGraphDef"));
     for (number, name) in [
-        (meta_graph_def::META_INFO_DEF, "tensorflow.MetaGraphDef.MetaInfoDef"),
+        (
+            meta_graph_def::META_INFO_DEF,
+            "tensorflow.MetaGraphDef.MetaInfoDef",
+        ),
         (meta_graph_def::SAVER_DEF, "tensorflow.SaverDef"),
     ] {
         if let Some(&p) = meta.message_positions(number).first() {
-            meta.expand_at(p, &desc(name)).unwrap().fields.push(next(name));
+            meta.expand_at(p, &desc(name))
+                .unwrap()
+                .fields
+                .push(next(name));
         }
     }
     let g = meta.message_positions(meta_graph_def::GRAPH_DEF)[0];
@@ -130,10 +138,14 @@ fn scrambled(dir: &Path) -> Vec<(String, u32, Vec<u8>)> {
         }
     }
     let l = graph.message_positions(graph_def::LIBRARY)[0];
-    let library = graph.expand_at(l, &desc("tensorflow.FunctionDefLibrary")).unwrap();
+    let library = graph
+        .expand_at(l, &desc("tensorflow.FunctionDefLibrary"))
+        .unwrap();
     library.fields.push(next("FunctionDefLibrary"));
     for f in library.message_positions(function_def_library::FUNCTION) {
-        let function = library.expand_at(f, &desc("tensorflow.FunctionDef")).unwrap();
+        let function = library
+            .expand_at(f, &desc("tensorflow.FunctionDef"))
+            .unwrap();
         function.fields.push(next("FunctionDef"));
         let s = function.message_positions(function_def::SIGNATURE)[0];
         let signature = function.expand_at(s, &desc("tensorflow.OpDef")).unwrap();
@@ -193,7 +205,9 @@ fn externalize_and_inline_keep_unknown_fields_at_every_depth() {
             String::from_utf8_lossy(&field.2)
         );
     }
-    assert!(unbound_savedmodel::verify::verify_dir(&ext).faults.is_empty());
+    assert!(unbound_savedmodel::verify::verify_dir(&ext)
+        .faults
+        .is_empty());
 
     let back = tmp.path().join("back");
     let report = inline(&ext, &back, false).unwrap();

@@ -4,12 +4,12 @@ each, `PATH NUMBER WIRE_TYPE DATA_HEX`, PATH naming the message (graph nodes and
 name, map values by key, other repeated fields by position).
 
 usage: python unknown_fields.py DIR            (prints the lines, sorted)
-       python unknown_fields.py --kept IN OUT REPORT_JSON
+       python unknown_fields.py --kept IN OUT
          checks that every unknown field of IN is in OUT but those inside the attributes of the
-         constants `unbound externalize` moved (REPORT_JSON: its --json report), which it
-         replaces; prints one line and exits 1 when any is lost.
+         nodes the rewrite replaced (a node whose op OUT changes: a constant `externalize` moves
+         becomes an Identity, a read `--inline` inlines becomes a Const, each with its own
+         attributes); prints one line and exits 1 when any is lost.
 """
-import json
 import os
 import sys
 
@@ -54,25 +54,40 @@ def walk(message, path, out):
             walk(value, f"{path}.{field.name}", out)
 
 
-def unknowns(d):
+def load(d):
     model = saved_model_pb2.SavedModel()
     with open(os.path.join(d, "saved_model.pb"), "rb") as fh:
         model.ParseFromString(fh.read())
+    return model
+
+
+def unknowns(d):
     out = []
-    walk(model, "SavedModel", out)
+    walk(load(d), "SavedModel", out)
     return sorted(out)
 
 
+def node_ops(model):
+    """Path prefix of each node (graph and functions) -> its op."""
+    ops = {}
+    for m, meta in enumerate(model.meta_graphs):
+        graph = f"SavedModel.meta_graphs[{m}].graph_def"
+        for n in meta.graph_def.node:
+            ops[f"{graph}.node[{n.name}]"] = n.op
+        for f in meta.graph_def.library.function:
+            for n in f.node_def:
+                ops[f"{graph}.library.function[{f.signature.name}].node_def[{n.name}]"] = n.op
+    return ops
+
+
 if sys.argv[1] == "--kept":
-    src, dst, report = sys.argv[2:5]
-    moved = json.load(open(report))["moved"]
-    replaced = []
-    for m in moved:
-        graph = f"SavedModel.meta_graphs[{m['meta_graph']}].graph_def"
-        if m["function"] is None:
-            replaced.append(f"{graph}.node[{m['node']}].attr[")
-        else:
-            replaced.append(f"{graph}.library.function[{m['function']}].node_def[{m['node']}].attr[")
+    src, dst = sys.argv[2:4]
+    ops_before, ops_after = node_ops(load(src)), node_ops(load(dst))
+    replaced = [
+        f"{path}.attr["
+        for path, op in ops_before.items()
+        if ops_after.get(path, op) != op
+    ]
     before, after = unknowns(src), set(unknowns(dst))
     lost = [
         line for line in before
@@ -84,6 +99,6 @@ if sys.argv[1] == "--kept":
     if lost:
         print(f"{len(lost)} of {len(before)} unknown fields lost, e.g. {lost[0][:200]}")
         sys.exit(1)
-    print(f"all {len(before)} unknown fields kept (but those of the constants moved)")
+    print(f"all {len(before)} unknown fields kept (but those in the attributes of the {len(replaced)} nodes replaced)")
 else:
     print("\n".join(unknowns(sys.argv[1])))

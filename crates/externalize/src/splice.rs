@@ -219,21 +219,31 @@ fn identity(
     k: usize,
 ) -> unbound_wire::Result<Identity> {
     let key = if desc.is_map_entry() {
-        Some(scalar_key(message, 1))
+        Some(scalar_key(message, desc, 1))
     } else {
         match desc.full_name() {
-            "tensorflow.NodeDef" | "tensorflow.OpDef.ArgDef" => Some(scalar_key(message, 1)),
+            "tensorflow.NodeDef" | "tensorflow.OpDef.ArgDef" => Some(scalar_key(message, desc, 1)),
             // A function by its signature's name.
             "tensorflow.FunctionDef" => {
+                let signature_fd = desc.get_field(1);
                 let mut signature = WireMessage::new(None);
                 for f in message.fields.iter().filter(|f| f.number == 1) {
+                    if !signature_fd
+                        .as_ref()
+                        .is_some_and(|fd| wire_type_fits(fd, &f.value))
+                    {
+                        continue;
+                    }
                     if let WireValue::Bytes(p) = &f.value {
                         signature.append_bytes(&p.bytes()?).map_err(malformed)?;
                     } else if let WireValue::Message(m) = &f.value {
                         signature.fields.extend(m.fields.iter().cloned());
                     }
                 }
-                Some(scalar_key(&signature, 1))
+                match signature_fd.and_then(|fd| fd.kind().as_message().cloned()) {
+                    Some(op_def) => Some(scalar_key(&signature, &op_def, 1)),
+                    None => None,
+                }
             }
             _ => None,
         }
@@ -244,10 +254,20 @@ fn identity(
     })
 }
 
-/// The value of field `number` (its last occurrence) as bytes: a string's bytes, a number's
-/// decimal digits; empty when absent or zero, as protobuf reads a missing field.
-fn scalar_key(message: &WireMessage, number: u32) -> Vec<u8> {
-    let Some(field) = message.fields.iter().rev().find(|f| f.number == number) else {
+/// The value of field `number` of `message` (of type `desc`; its last occurrence of a wire
+/// type protobuf parses as that field, the others being unknown fields) as bytes: a string's
+/// bytes, a number's decimal digits; empty when absent or zero, as protobuf reads a missing
+/// field.
+fn scalar_key(message: &WireMessage, desc: &MessageDescriptor, number: u32) -> Vec<u8> {
+    let Some(fd) = desc.get_field(number) else {
+        return Vec::new();
+    };
+    let Some(field) = message
+        .fields
+        .iter()
+        .rev()
+        .find(|f| f.number == number && wire_type_fits(&fd, &f.value))
+    else {
         return Vec::new();
     };
     match &field.value {
@@ -325,5 +345,46 @@ mod tests {
         }
         // `b`, unchanged, is written as read.
         assert!(out.windows(b.len()).any(|w| w == &b[..]));
+    }
+
+    #[test]
+    fn a_name_of_the_wrong_wire_type_is_an_unknown_field_not_the_name() {
+        // Node `a` with, after its name, field 1 as a varint (protobuf keeps it as an
+        // unknown field; the name is still "a"), and another unknown field.
+        let mut a = node("a", "Const").encode_to_vec();
+        a.extend_from_slice(&[0x08, 0x2a]);
+        let a = with_unknown(a, b"in a");
+        let mut graph = vec![0x0a, a.len() as u8];
+        graph.extend_from_slice(&a);
+        let g = desc("tensorflow.GraphDef");
+        let source = WireMessage::parse(&Bytes::from(graph.clone()), Some(g.clone())).unwrap();
+        let lenient = |b: &[u8]| {
+            unbound_wire::decode_lenient::<GraphDef>(
+                Bytes::copy_from_slice(b),
+                unbound_proto::descriptor_pool(),
+            )
+            .unwrap()
+        };
+        let mut decoded = lenient(&graph);
+        assert_eq!(decoded.node[0].name, "a");
+        decoded.node[0].op = "Identity".into();
+        let new = Bytes::from(decoded.encode_to_vec());
+        let original = Original {
+            root: &source,
+            stripped: &source,
+        };
+        let out = splice(original, &new, &g, &Values::none())
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        assert_eq!(lenient(&out), decoded);
+        assert!(
+            out.windows(4).any(|w| w == b"in a"),
+            "the node's unknown field lost"
+        );
+        assert!(
+            out.windows(2).any(|w| w == [0x08, 0x2a]),
+            "the wrong-typed name lost"
+        );
     }
 }

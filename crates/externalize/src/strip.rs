@@ -212,7 +212,9 @@ fn const_values(
             .fields
             .iter()
             .rev()
-            .find(|f| f.number == node_def::attr_entry::KEY)
+            .find(|f| {
+                f.number == node_def::attr_entry::KEY && matches!(f.value, WireValue::Bytes(_))
+            })
             .and_then(|f| match &f.value {
                 WireValue::Bytes(Payload::Inline(b)) => Some(b.clone()),
                 _ => None,
@@ -240,12 +242,13 @@ fn const_values(
     Ok(paths)
 }
 
-/// Whether a NodeDef's op (its last occurrence) is `Const`.
+/// Whether a NodeDef's op (its last length-delimited occurrence: one of another wire type is
+/// an unknown field) is `Const`.
 fn op_is_const(node: &WireMessage) -> bool {
     node.fields
         .iter()
         .rev()
-        .find(|f| f.number == node_def::OP)
+        .find(|f| f.number == node_def::OP && matches!(f.value, WireValue::Bytes(_)))
         .is_some_and(
             |f| matches!(&f.value, WireValue::Bytes(Payload::Inline(b)) if &b[..] == b"Const"),
         )

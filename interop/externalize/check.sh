@@ -14,8 +14,9 @@
 # - `--dry-run --json` lists the constants the real run moves, and writes nothing;
 # - `--inline` of each externalized model (its variables read by the signatures turned back
 #   into constants) serves, and loads in Python, with the original's outputs bit for bit;
-# - unknown fields (a newer TensorFlow's: scramble_model --classes unknown puts them in messages
-#   at every depth) are kept by externalize and by --inline, but those inside the attributes of
+# - unknown fields (a newer TensorFlow's: scramble_model puts them in messages at every depth,
+#   with its other classes: fields out of order, split messages, wrong wire types, padded
+#   varints) are kept by externalize and by --inline, but those inside the attributes of
 #   the nodes they replace (unknown_fields.py walks the parsed model), and the output serves
 #   with outputs bit for bit the original's;
 # - the README's table of which loaders read which format, measured (loader_table.py).
@@ -138,7 +139,7 @@ for model in tf2_func_consts tf1_vars; do
   orig="$work/models/$model"
   name="$model with unknown fields"
   src="$work/$model.unknown"
-  if ! "$scramble" "$orig" "$src" --classes unknown --no-entry-unknowns --seed 33 >/dev/null 2>"$work/err"; then
+  if ! "$scramble" "$orig" "$src" --classes all --no-entry-unknowns --seed 33 >/dev/null 2>"$work/err"; then
     fail "$name: scramble_model: $(tail -n 1 "$work/err")"; continue
   fi
   out="$src.ext"

@@ -240,10 +240,9 @@ fn identity(
                         signature.fields.extend(m.fields.iter().cloned());
                     }
                 }
-                match signature_fd.and_then(|fd| fd.kind().as_message().cloned()) {
-                    Some(op_def) => Some(scalar_key(&signature, &op_def, 1)),
-                    None => None,
-                }
+                signature_fd
+                    .and_then(|fd| fd.kind().as_message().cloned())
+                    .map(|op_def| scalar_key(&signature, &op_def, 1))
             }
             _ => None,
         }

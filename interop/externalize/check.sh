@@ -14,6 +14,11 @@
 # - `--dry-run --json` lists the constants the real run moves, and writes nothing;
 # - `--inline` of each externalized model (its variables read by the signatures turned back
 #   into constants) serves, and loads in Python, with the original's outputs bit for bit;
+# - unknown fields (a newer TensorFlow's: scramble_model puts them in messages at every depth,
+#   with its other classes: fields out of order, split messages, wrong wire types, padded
+#   varints) are kept by externalize and by --inline, but those inside the attributes of
+#   the nodes they replace (unknown_fields.py walks the parsed model), and the output serves
+#   with outputs bit for bit the original's;
 # - the README's table of which loaders read which format, measured (loader_table.py).
 #
 # Outputs are compared with oneDNN off (TF_ENABLE_ONEDNN_OPTS=0): with it on, TensorFlow picks
@@ -125,6 +130,42 @@ print("; ".join(diff(fingerprint_pb(sys.argv[1]), tf_json(sys.argv[2]))))' "$out
       fi
     fi
   done
+done
+
+echo "== unknown fields (a newer TensorFlow's) kept"
+cargo build --quiet --release -p unbound-savedmodel --example scramble_model
+scramble="$target/release/examples/scramble_model"
+for model in tf2_func_consts tf1_vars; do
+  orig="$work/models/$model"
+  name="$model with unknown fields"
+  src="$work/$model.unknown"
+  if ! "$scramble" "$orig" "$src" --classes all --no-entry-unknowns --seed 33 >/dev/null 2>"$work/err"; then
+    fail "$name: scramble_model: $(tail -n 1 "$work/err")"; continue
+  fi
+  out="$src.ext"
+  if ! "$unbound" externalize "$src" "$out" --min-size "$min" --json >"$work/unknown.json" 2>"$work/err"; then
+    fail "$name: externalize: $(tail -n 1 "$work/err")"; continue
+  fi
+  if "$py" interop/externalize/unknown_fields.py --kept "$src" "$out" >"$work/kept" 2>"$work/err"; then
+    pass "$name: externalize: $(tail -n 1 "$work/kept")"
+  else
+    fail "$name: externalize: $(tail -n 1 "$work/kept") $(tail -n 1 "$work/err")"
+  fi
+  if ! "$serve" "$out" >"$work/$model.unknown.out" 2>"$work/err"; then
+    fail "$name: C++ LoadSavedModel: $(grep -v '^[IW]0000' "$work/err" | tail -n 1)"
+  elif cmp -s "$work/$model.orig.out" "$work/$model.unknown.out"; then
+    pass "$name: C++ LoadSavedModel serves the externalized model, outputs bit for bit the original's"
+  else
+    fail "$name: C++ LoadSavedModel: outputs differ from the original's"
+  fi
+  back="$out.inlined"
+  if ! "$unbound" externalize --inline "$out" "$back" >/dev/null 2>"$work/err"; then
+    fail "$name: --inline: $(tail -n 1 "$work/err")"
+  elif "$py" interop/externalize/unknown_fields.py --kept "$out" "$back" >"$work/kept" 2>"$work/err"; then
+    pass "$name: --inline: $(tail -n 1 "$work/kept")"
+  else
+    fail "$name: --inline: $(tail -n 1 "$work/kept") $(tail -n 1 "$work/err")"
+  fi
 done
 
 echo "== tf.saved_model.load and the TF1 loader"

@@ -2,12 +2,16 @@
 run through `tf.saved_model.load` and through the TF1 loader (`tf.compat.v1.saved_model.load`
 in a graph session) gives outputs bit for bit equal to the original's, on inputs filled as
 serve_harness fills them (element i: (i % 7) * 0.5 - 1.25 for floats, i % 5 for integers;
-unknown dimensions 2).
+unknown dimensions 2). With the TF1 loader, a TF1 model's Saver (its SaverDef, the save op a
+TF1 program runs after loading) saves every tensor of the model's checkpoint, with its value:
+a Saver saves every variable it restores.
 
 usage: python loaders_check.py ORIG EXT [ORIG EXT ...]
 Prints one PASS/FAIL line per model and loader; exits 1 if any failed.
 """
+import os
 import sys
+import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -45,6 +49,27 @@ def tf2_outputs(path):
     return out
 
 
+def saves_what_it_restores(sess, meta, path):
+    """None, or why the SaverDef's save op of a TF1 model loaded in `sess` does not save every
+    tensor of the checkpoint in `path` with its value (a TF2 model, with an object graph, is
+    saved through it instead: not checked here)."""
+    index = os.path.join(path, "variables", "variables.index")
+    if meta.object_graph_def.nodes or not meta.HasField("saver_def") or not os.path.exists(index):
+        return None
+    saver = meta.saver_def
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = os.path.join(tmp, "saved")
+        sess.run(saver.save_tensor_name, {saver.filename_tensor_name: prefix})
+        saved = tf.train.load_checkpoint(prefix)
+        source = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+        for key in sorted(source.get_variable_to_shape_map()):
+            if not saved.has_tensor(key):
+                return f"the Saver's save op does not save {key}, which it restores"
+            if np.asarray(source.get_tensor(key)).tobytes() != np.asarray(saved.get_tensor(key)).tobytes():
+                return f"the Saver's save op saves {key} with another value than it restores"
+    return None
+
+
 def tf1_outputs(path):
     graph = tf.Graph()
     out = {}
@@ -64,6 +89,9 @@ def tf1_outputs(path):
             values = sess.run([sig.outputs[k].name for k in keys], feeds)
             for key, value in zip(keys, values):
                 out[f"{name}/{key}"] = value
+        fault = saves_what_it_restores(sess, meta, path)
+        if fault:
+            raise AssertionError(fault)
     return out
 
 

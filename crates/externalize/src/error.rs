@@ -53,3 +53,11 @@ impl ExternalizeError {
 
 /// The crate's result type.
 pub type Result<T, E = ExternalizeError> = std::result::Result<T, E>;
+
+/// A fault parsing the model's bytes, as the wire layer reports one.
+pub(crate) fn malformed(error: unbound_wire::DecodeError) -> unbound_wire::WireError {
+    unbound_wire::WireError::Malformed {
+        source_name: "the model".into(),
+        error,
+    }
+}

@@ -23,9 +23,11 @@ use unbound_proto::tensorflow::{
     attr_value, function_def::ArgAttrs, op_def::ArgDef, AttrValue, DataType, FunctionDef, GraphDef,
     NodeDef, TensorShapeProto,
 };
+use unbound_wire::Payload;
 
 use crate::error::{ExternalizeError, Result};
 use crate::report::KeptConstant;
+use crate::strip::Values;
 
 /// The call ops whose `f` a function is fed through.
 const CALL_OPS: [&str; 2] = ["PartitionedCall", "StatefulPartitionedCall"];
@@ -33,8 +35,9 @@ const CALL_OPS: [&str; 2] = ["PartitionedCall", "StatefulPartitionedCall"];
 /// A constant's value, taken out of its node, to be written to the checkpoint.
 #[derive(Debug, Clone)]
 pub(crate) enum Value {
-    /// Fixed-size elements, little-endian (a `tensor_content`).
-    Raw(Bytes),
+    /// Fixed-size elements, little-endian (a `tensor_content`), where the model read holds
+    /// them (a slice of the mapped `.pb`, a lazy reference into the `.cpb`'s records).
+    Raw(Payload),
     /// `DT_STRING` elements.
     Strings(Vec<Bytes>),
 }
@@ -80,9 +83,11 @@ type Place = Option<usize>;
 /// own save and restore path (the graph nodes `saver_roots` depend on, and the functions they
 /// call) keeps its constants: a restore cannot read a variable it is to restore. `taken` holds the
 /// names already used (by other MetaGraphDefs' variables); `source_name` names the model for
-/// errors; `meta_graph` is the MetaGraphDef's position, for the report.
+/// errors; `meta_graph` is the MetaGraphDef's position, for the report; `values` resolves the
+/// markers standing for values ([`crate::strip`]).
 pub(crate) fn externalize_graph(
     graph: &mut GraphDef,
+    values: &Values,
     meta_graph: usize,
     saver_roots: &[String],
     min_size: u64,
@@ -139,7 +144,7 @@ pub(crate) fn externalize_graph(
             if node.op != "Const" {
                 continue;
             }
-            let found = match constant_value(node) {
+            let found = match constant_value(node, values) {
                 Candidate::Small => continue,
                 Candidate::Unmovable(bytes, reason) if bytes >= min_size => {
                     outcome.kept.push(KeptConstant {
@@ -551,8 +556,9 @@ struct Found {
     bytes: u64,
 }
 
-/// The value of the `Const` `node`, and whether it can move.
-fn constant_value(node: &NodeDef) -> Candidate {
+/// The value of the `Const` `node` (its `tensor_content` perhaps a marker `values` resolves),
+/// and whether it can move.
+fn constant_value(node: &NodeDef, values: &Values) -> Candidate {
     use prost::Message;
     let Some(attr_value::Value::Tensor(t)) = node.attr.get("value").and_then(|v| v.value.as_ref())
     else {
@@ -584,17 +590,25 @@ fn constant_value(node: &NodeDef) -> Candidate {
         return Candidate::Unmovable(proto_bytes, "its dtype attribute and value disagree".into());
     }
     match storage(t.dtype) {
-        Storage::Fixed(size)
-            if t.dtype < 100 && (t.tensor_content.len() as u64) == elements * size as u64 =>
-        {
-            if t.tensor_content.is_empty() {
+        Storage::Fixed(size) if t.dtype < 100 => {
+            let content = values
+                .resolve(&t.tensor_content)
+                .cloned()
+                .unwrap_or_else(|| Payload::Inline(t.tensor_content.clone()));
+            if content.len() != elements * size as u64 {
+                return Candidate::Unmovable(
+                    proto_bytes,
+                    "its value is not stored whole as tensor_content (or string_val)".into(),
+                );
+            }
+            if content.is_empty() {
                 return Candidate::Small;
             }
             Candidate::Movable(Found {
                 dtype: t.dtype,
                 shape,
-                bytes: t.tensor_content.len() as u64,
-                value: Value::Raw(t.tensor_content.clone()),
+                bytes: content.len(),
+                value: Value::Raw(content),
             })
         }
         Storage::String if t.string_val.len() as u64 == elements && elements > 0 => {
@@ -811,8 +825,16 @@ mod tests {
     fn constants_become_captured_reads_fed_at_every_call_site() {
         let mut g = graph();
         let mut taken = HashSet::new();
-        let outcome =
-            externalize_graph(&mut g, 0, &["restore_call".into()], 1000, &mut taken, "m").unwrap();
+        let outcome = externalize_graph(
+            &mut g,
+            &Values::none(),
+            0,
+            &["restore_call".into()],
+            1000,
+            &mut taken,
+            "m",
+        )
+        .unwrap();
         let moved: Vec<(Option<&str>, &str)> = outcome
             .variables
             .iter()
@@ -882,7 +904,8 @@ mod tests {
         g.node
             .push(call("body_call", "PartitionedCall", "body", &["x"]));
         let mut taken = HashSet::new();
-        let outcome = externalize_graph(&mut g, 0, &[], 1000, &mut taken, "m").unwrap();
+        let outcome =
+            externalize_graph(&mut g, &Values::none(), 0, &[], 1000, &mut taken, "m").unwrap();
         let names: Vec<&str> = outcome.variables.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(
             names,
@@ -923,7 +946,8 @@ mod tests {
         }
         g.node.push(splat);
         let mut taken = HashSet::new();
-        let outcome = externalize_graph(&mut g, 0, &[], 1200, &mut taken, "m").unwrap();
+        let outcome =
+            externalize_graph(&mut g, &Values::none(), 0, &[], 1200, &mut taken, "m").unwrap();
         assert!(outcome.variables.iter().all(|v| v.bytes >= 1200));
         assert!(outcome
             .kept
@@ -932,7 +956,8 @@ mod tests {
         // Nothing at or above a size no constant reaches: the graph is as it was.
         let mut g = graph();
         let before = g.clone();
-        let outcome = externalize_graph(&mut g, 0, &[], 1 << 20, &mut taken, "m").unwrap();
+        let outcome =
+            externalize_graph(&mut g, &Values::none(), 0, &[], 1 << 20, &mut taken, "m").unwrap();
         assert!(outcome.variables.is_empty());
         assert_eq!(g, before);
     }

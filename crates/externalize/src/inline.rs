@@ -14,14 +14,12 @@
 //!
 //! The variables, their handles and the restore path stay as they are (the checkpoint is
 //! carried over): the signatures no longer depend on them, and every loader still restores
-//! them. The model is written as one `saved_model.pb`, or as `saved_model.cpb` when it passes
-//! protobuf's 2 GiB.
+//! them. The model is written over the one read (`crate::splice`: unknown fields kept), as one
+//! `saved_model.pb`, or as `saved_model.cpb` when it passes protobuf's 2 GiB.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use bytes::Bytes;
-use prost::Message;
 use serde::Serialize;
 use unbound_bundle::{BundleReader, TensorData};
 use unbound_proto::tensorflow::{
@@ -30,7 +28,7 @@ use unbound_proto::tensorflow::{
 use unbound_savedmodel::write::{write_model_dir, WriteOptions};
 use unbound_savedmodel::{SavedModel, SavedModelError, MAX_PROTO_SIZE};
 
-use crate::error::{ExternalizeError, Result};
+use crate::error::Result;
 use crate::graph_edit::{ancestors, tensor_node, type_attr};
 
 /// One variable inlined.
@@ -96,27 +94,17 @@ pub fn inline(src: &Path, out: &Path, dry_run: bool) -> Result<InlineReport> {
         .into());
     }
     let opened = SavedModel::open(src)?;
-    let verified = unbound_savedmodel::verify::verified_model(&opened)?;
-    let bytes = Bytes::from(
-        verified
-            .to_vec()
-            .map_err(|e| ExternalizeError::SavedModel(e.into()))?,
-    );
-    drop(verified);
     let source_name = src.display().to_string();
+    let read = crate::read_source(&opened, &source_name, false)?;
     let mut report = InlineReport {
         inlined: Vec::new(),
         kept: Vec::new(),
-        model_bytes_before: bytes.len() as u64,
+        model_bytes_before: read.source.root.encoded_len(),
         model_bytes_after: 0,
         chunked: false,
         written: false,
     };
-    let mut model = unbound_wire::decode_lenient::<unbound_proto::tensorflow::SavedModel>(
-        bytes,
-        unbound_proto::descriptor_pool(),
-    )
-    .map_err(|e| ExternalizeError::invalid(&source_name, format!("not a SavedModel: {e}")))?;
+    let mut model = read.model;
     let reader = match opened.variables_index() {
         Some(_) => Some(BundleReader::open(&unbound_bundle::saved_model_prefix(
             src,
@@ -155,22 +143,14 @@ pub fn inline(src: &Path, out: &Path, dry_run: bool) -> Result<InlineReport> {
             &mut report,
         )?;
     }
-    let encoded = model.encoded_len() as u64;
+    let wire = crate::write_over(&read.source, &model, &source_name)?;
+    drop(model);
+    let encoded = wire.encoded_len();
     report.model_bytes_after = encoded;
     report.chunked = encoded > MAX_PROTO_SIZE;
     if dry_run {
         return Ok(report);
     }
-    let encoded = Bytes::from(model.encode_to_vec());
-    drop(model);
-    let desc = unbound_savedmodel::dir::saved_model_descriptor()?;
-    let wire = unbound_wire::WireMessage::parse(&encoded, Some(desc)).map_err(|error| {
-        SavedModelError::from(unbound_wire::WireError::Malformed {
-            source_name: format!("the inlined model of {source_name}"),
-            error,
-        })
-    })?;
-    drop(encoded);
     let options = if report.chunked {
         WriteOptions::default()
     } else {

@@ -14,7 +14,8 @@
 //!    `ReadVariableOp` under the same name; inside functions a new captured resource argument,
 //!    fed at every call site, nested calls included;
 //! 2. the restore path is extended (`restore`): the `SaverDef`'s restore op restores the new
-//!    variables (a `SaverDef` is made for a graph without one), and a TF2 model's object graph
+//!    variables, a TF1 `Saver`'s save op saves them (a `SaverDef` is made for a graph without
+//!    one), and a TF2 model's object graph
 //!    gets them (`SavedVariable`s bound to the concrete functions that capture them);
 //! 3. the values are written to `OUT/variables/` beside the model's own variables
 //!    (`variables`: the source's data shards carried over byte for byte, the new values
@@ -37,10 +38,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! The model is read once, at the wire level (`strip`): the constants' values stay where they
+//! are read (a slice of the mapped `.pb`, a lazy reference into the `.cpb`'s records, streamed
+//! into the checkpoint: the model is never merged into memory) and the rest is decoded; the
+//! rewritten model is written over the one read (`splice`), so every message the rewrite does
+//! not change is written as read, and the fields our schema does not know (a newer
+//! TensorFlow's) are kept at every depth.
+//!
 //! Invariants: the model is untrusted input (nothing here panics on its contents); the value of
-//! a constant is held once, as a slice of the model read (a `.pb` is mapped, not copied); the
-//! output appears atomically or not at all, and is never written over an existing path.
-//! Unknown fields of the model's messages are not kept (the model is decoded whole).
+//! a constant is never copied into memory whole; the output appears atomically or not at all,
+//! and is never written over an existing path; unknown fields are passed through.
 
 #![forbid(unsafe_code)]
 
@@ -49,6 +56,8 @@ mod graph_edit;
 mod inline;
 mod report;
 mod restore;
+mod splice;
+mod strip;
 mod variables;
 
 use std::collections::HashSet;
@@ -57,7 +66,7 @@ use std::path::Path;
 use bytes::Bytes;
 use prost::Message;
 use unbound_savedmodel::write::{write_model_dir_with_variables, WriteOptions};
-use unbound_savedmodel::{ModelFormat, SavedModel, SavedModelError, MAX_PROTO_SIZE};
+use unbound_savedmodel::{SavedModel, SavedModelError, MAX_PROTO_SIZE};
 
 pub use error::{ExternalizeError, Result};
 pub use inline::{inline, InlineReport, InlinedVariable, KeptVariable};
@@ -99,26 +108,10 @@ pub fn externalize(
         .into());
     }
     let opened = SavedModel::open(src)?;
-    let verified = unbound_savedmodel::verify::verified_model(&opened)?;
-    // A `.pb` is decoded from its mapping: the constants stay slices of the file.
-    let bytes: Bytes = if opened.format() == ModelFormat::Pb {
-        drop(verified);
-        opened.data()?
-    } else {
-        let vec = verified
-            .to_vec()
-            .map_err(|e| ExternalizeError::SavedModel(e.into()))?;
-        drop(verified);
-        Bytes::from(vec)
-    };
     let source_name = src.display().to_string();
-    let model_bytes_before = bytes.len() as u64;
-    let mut model = unbound_wire::decode_lenient::<unbound_proto::tensorflow::SavedModel>(
-        bytes,
-        unbound_proto::descriptor_pool(),
-    )
-    .map_err(|e| ExternalizeError::invalid(&source_name, format!("not a SavedModel: {e}")))?;
-
+    let read = read_source(&opened, &source_name, true)?;
+    let model_bytes_before = read.source.root.encoded_len();
+    let mut model = read.model;
     let mut taken: HashSet<String> = HashSet::new();
     let mut report = ExternalizeReport {
         moved: Vec::new(),
@@ -147,6 +140,7 @@ pub fn externalize(
             .collect();
         let outcome = graph_edit::externalize_graph(
             &mut graph,
+            &read.source.values,
             index,
             &saver_roots,
             options.min_size,
@@ -189,7 +183,9 @@ pub fn externalize(
             pending.push((key, var));
         }
     }
-    let encoded = model.encoded_len() as u64;
+    let wire = write_over(&read.source, &model, &source_name)?;
+    drop(model);
+    let encoded = wire.encoded_len();
     report.model_bytes_after = encoded;
     if encoded > MAX_PROTO_SIZE {
         let hint = if options.min_size > 1 {
@@ -210,16 +206,6 @@ pub fn externalize(
     if options.dry_run {
         return Ok(report);
     }
-    let encoded = Bytes::from(model.encode_to_vec());
-    drop(model);
-    let desc = unbound_savedmodel::dir::saved_model_descriptor()?;
-    let wire = unbound_wire::WireMessage::parse(&encoded, Some(desc)).map_err(|error| {
-        SavedModelError::from(unbound_wire::WireError::Malformed {
-            source_name: format!("the externalized model of {source_name}"),
-            error,
-        })
-    })?;
-    drop(encoded);
     let pending = variables::PendingVariables {
         source: opened
             .variables_index()
@@ -236,6 +222,64 @@ pub fn externalize(
     )?;
     report.written = true;
     Ok(report)
+}
+
+/// A model read for a rewrite: as read ([`strip::Source`]), and decoded.
+pub(crate) struct ReadModel {
+    /// The model as read.
+    pub source: strip::Source,
+    /// The model decoded (with markers for large values when stripped).
+    pub model: unbound_proto::tensorflow::SavedModel,
+}
+
+/// Reads and verifies the model of `opened` (as every writer does), the large values of its
+/// constants left where they are read when `strip_values` ([`strip`]), and decodes it.
+pub(crate) fn read_source(
+    opened: &SavedModel,
+    source_name: &str,
+    strip_values: bool,
+) -> Result<ReadModel> {
+    let root = unbound_savedmodel::verify::verified_model(opened)?;
+    let source = if strip_values {
+        strip::strip(root, source_name)?
+    } else {
+        strip::Source {
+            stripped: root.clone(),
+            root,
+            values: strip::Values::none(),
+        }
+    };
+    let bytes = source
+        .stripped
+        .to_vec()
+        .map_err(|e| ExternalizeError::SavedModel(e.into()))?;
+    let model = unbound_wire::decode_lenient::<unbound_proto::tensorflow::SavedModel>(
+        Bytes::from(bytes),
+        unbound_proto::descriptor_pool(),
+    )
+    .map_err(|e| ExternalizeError::invalid(source_name, format!("not a SavedModel: {e}")))?;
+    Ok(ReadModel { source, model })
+}
+
+/// The rewritten `model` written over the source read ([`splice`]): what it did not change
+/// is as read, unknown fields included.
+pub(crate) fn write_over(
+    source: &strip::Source,
+    model: &unbound_proto::tensorflow::SavedModel,
+    source_name: &str,
+) -> Result<unbound_wire::WireMessage> {
+    let desc = unbound_savedmodel::dir::saved_model_descriptor()?;
+    let encoded = Bytes::from(model.encode_to_vec());
+    let original = splice::Original {
+        root: &source.root,
+        stripped: &source.stripped,
+    };
+    splice::splice(original, &encoded, &desc, &source.values).map_err(|e| {
+        ExternalizeError::invalid(
+            source_name,
+            format!("the rewritten model could not be written over the source: {e}"),
+        )
+    })
 }
 
 /// An error of this crate as the SavedModel writer's callback returns it.

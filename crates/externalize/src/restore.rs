@@ -36,7 +36,10 @@ pub(crate) fn extend_restore(
     }
     let graph = meta.graph_def.get_or_insert_with(GraphDef::default);
     let saver = match meta.saver_def.take() {
-        Some(saver) => saver,
+        Some(saver) => {
+            extend_save(graph, &saver, vars, keys, taken);
+            saver
+        }
         None => new_saver(graph, vars, keys, taken),
     };
     let filename = saver.filename_tensor_name.clone();
@@ -91,6 +94,103 @@ pub(crate) fn extend_restore(
     };
     node.input.extend(assigns);
     Ok(())
+}
+
+/// Extends the save op of `saver` (a TF1 `Saver`'s: a `SaveV2` in the graph that its
+/// `save_tensor_name` depends on) to `vars`, under `keys`: a Saver saves every variable it
+/// restores, so a model saved after loading (the TF1 loader, then `saver.save`) keeps them.
+/// The `SaveV2` (the first, in a sharded save) is given new tensor names and slices (its own
+/// followed by the new ones: the constants it read may feed other nodes) and a read of each
+/// variable. A save op inside a function (a TF2 model's, whose object graph is what
+/// `tf.saved_model.load` saves from) is left as it is.
+fn extend_save(
+    graph: &mut GraphDef,
+    saver: &SaverDef,
+    vars: &[NewVariable],
+    keys: &[String],
+    taken: &mut HashSet<String>,
+) {
+    let root = crate::graph_edit::tensor_node(&saver.save_tensor_name).to_string();
+    let path = crate::graph_edit::ancestors(&graph.node, &[root]);
+    let Some(save) = graph
+        .node
+        .iter()
+        .position(|n| n.op == "SaveV2" && path.contains(&n.name))
+    else {
+        return;
+    };
+    let strings_of = |input: Option<&String>| -> Option<Vec<Bytes>> {
+        let name = crate::graph_edit::tensor_node(input?);
+        let node = graph
+            .node
+            .iter()
+            .find(|n| n.name == name && n.op == "Const")?;
+        match node.attr.get("value").and_then(|v| v.value.as_ref()) {
+            Some(attr_value::Value::Tensor(t)) if t.tensor_content.is_empty() => {
+                Some(t.string_val.clone())
+            }
+            _ => None,
+        }
+    };
+    let node = &graph.node[save];
+    let (Some(names), Some(slices)) =
+        (strings_of(node.input.get(1)), strings_of(node.input.get(2)))
+    else {
+        return;
+    };
+    if names.len() != slices.len() {
+        return;
+    }
+    let base = node.name.clone();
+    let device = node.device.clone();
+    let names_node = unique(&format!("{base}/externalized_tensor_names"), taken);
+    let slices_node = unique(&format!("{base}/externalized_shape_and_slices"), taken);
+    let mut new_nodes = vec![
+        string_const(
+            &names_node,
+            names
+                .iter()
+                .map(|b| &b[..])
+                .chain(keys.iter().map(|k| k.as_bytes())),
+        ),
+        string_const(
+            &slices_node,
+            slices
+                .iter()
+                .map(|b| &b[..])
+                .chain(keys.iter().map(|_| &b""[..])),
+        ),
+    ];
+    for node in &mut new_nodes {
+        node.device.clone_from(&device);
+    }
+    let mut reads = Vec::new();
+    for var in vars {
+        let read = unique(&format!("{}/externalized_save_read", var.name), taken);
+        let mut node = NodeDef {
+            name: read.clone(),
+            op: "ReadVariableOp".into(),
+            input: vec![var.name.clone()],
+            ..NodeDef::default()
+        };
+        node.attr.insert("dtype".into(), type_attr(var.dtype));
+        new_nodes.push(node);
+        reads.push(read);
+    }
+    let node = &mut graph.node[save];
+    node.input[1] = names_node;
+    node.input[2] = slices_node;
+    let control = node.input.iter().position(|i| i.starts_with('^'));
+    let at = control.unwrap_or(node.input.len());
+    node.input.splice(at..at, reads);
+    let dtypes = node
+        .attr
+        .entry("dtypes".into())
+        .or_insert_with(|| type_list([]));
+    if let Some(attr_value::Value::List(list)) = dtypes.value.as_mut() {
+        list.r#type.extend(vars.iter().map(|v| v.dtype));
+    }
+    graph.node.extend(new_nodes);
 }
 
 /// A `SaverDef` for a graph that has none, and the nodes it names: a filename constant, a
@@ -251,5 +351,153 @@ fn type_list(types: impl IntoIterator<Item = i32>) -> AttrValue {
             r#type: types.into_iter().collect(),
             ..Default::default()
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use unbound_proto::tensorflow::TensorShapeProto;
+
+    use super::*;
+    use crate::graph_edit::Value;
+
+    fn node(name: &str, op: &str, inputs: &[&str]) -> NodeDef {
+        NodeDef {
+            name: name.into(),
+            op: op.into(),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            ..NodeDef::default()
+        }
+    }
+
+    /// A TF1 `Saver`'s graph (sharded, as the TF1 SavedModel builder makes it) saving and
+    /// restoring one variable `v`.
+    fn tf1_saver_graph() -> MetaGraphDef {
+        let mut save = node(
+            "save/SaveV2",
+            "SaveV2",
+            &[
+                "save/ShardedFilename",
+                "save/SaveV2/tensor_names",
+                "save/SaveV2/shape_and_slices",
+                "v/Read",
+                "^save/StringJoin",
+            ],
+        );
+        save.attr
+            .insert("dtypes".into(), type_list([DataType::DtFloat as i32]));
+        let graph = GraphDef {
+            node: vec![
+                node("v", "VarHandleOp", &[]),
+                node("v/Read", "ReadVariableOp", &["v"]),
+                node("save/filename", "PlaceholderWithDefault", &[]),
+                node("save/StringJoin", "StringJoin", &["save/filename"]),
+                node(
+                    "save/ShardedFilename",
+                    "ShardedFilename",
+                    &["save/StringJoin"],
+                ),
+                string_const("save/SaveV2/tensor_names", [&b"v"[..]]),
+                string_const("save/SaveV2/shape_and_slices", [&b""[..]]),
+                save,
+                node(
+                    "save/control_dependency",
+                    "Identity",
+                    &["save/ShardedFilename", "^save/SaveV2"],
+                ),
+                node(
+                    "save/MergeV2Checkpoints",
+                    "MergeV2Checkpoints",
+                    &["save/control_dependency"],
+                ),
+                node(
+                    "save/Identity",
+                    "Identity",
+                    &["save/filename", "^save/MergeV2Checkpoints"],
+                ),
+                node("save/restore_all", "NoOp", &[]),
+            ],
+            ..GraphDef::default()
+        };
+        MetaGraphDef {
+            graph_def: Some(graph),
+            saver_def: Some(SaverDef {
+                filename_tensor_name: "save/filename:0".into(),
+                save_tensor_name: "save/Identity:0".into(),
+                restore_op_name: "save/restore_all".into(),
+                sharded: true,
+                version: CheckpointFormatVersion::V2 as i32,
+                ..SaverDef::default()
+            }),
+            ..MetaGraphDef::default()
+        }
+    }
+
+    fn variable(name: &str) -> NewVariable {
+        NewVariable {
+            name: name.into(),
+            local_name: name.replace('/', "_"),
+            dtype: DataType::DtInt32 as i32,
+            shape: vec![4],
+            value: Value::Raw(unbound_wire::Payload::Inline(Bytes::from(vec![0u8; 16]))),
+            function: None,
+            node: "c".into(),
+            bytes: 16,
+        }
+    }
+
+    #[test]
+    fn a_tf1_saver_saves_the_new_variables_it_restores() {
+        let mut meta = tf1_saver_graph();
+        let vars = [variable("externalized/c")];
+        let keys = ["externalized/c".to_string()];
+        let mut taken: HashSet<String> = meta
+            .graph_def
+            .iter()
+            .flat_map(|g| g.node.iter().map(|n| n.name.clone()))
+            .collect();
+        extend_restore(&mut meta, &vars, &keys, &mut taken, "m").unwrap();
+        let graph = meta.graph_def.as_ref().unwrap();
+        let by_name = |name: &str| graph.node.iter().find(|n| n.name == name).unwrap();
+        let save = by_name("save/SaveV2");
+        // The old names, then the new key; a read of the variable among the data inputs,
+        // before the control input; its dtype.
+        let Some(attr_value::Value::Tensor(names)) =
+            by_name(&save.input[1]).attr["value"].value.clone()
+        else {
+            panic!("no names")
+        };
+        assert_eq!(names.string_val, [&b"v"[..], b"externalized/c"]);
+        assert_eq!(
+            names.tensor_shape,
+            Some(TensorShapeProto {
+                dim: vec![unbound_proto::tensorflow::tensor_shape_proto::Dim {
+                    size: 2,
+                    name: String::new()
+                }],
+                unknown_rank: false,
+            })
+        );
+        assert_eq!(save.input[3], "v/Read");
+        assert_eq!(by_name(&save.input[4]).op, "ReadVariableOp");
+        assert_eq!(by_name(&save.input[4]).input, ["externalized/c"]);
+        assert_eq!(save.input[5], "^save/StringJoin");
+        let Some(attr_value::Value::List(dtypes)) = save.attr["dtypes"].value.clone() else {
+            panic!("no dtypes")
+        };
+        assert_eq!(
+            dtypes.r#type,
+            [DataType::DtFloat as i32, DataType::DtInt32 as i32]
+        );
+        // The old constants are left to whatever else reads them.
+        assert!(graph
+            .node
+            .iter()
+            .any(|n| n.name == "save/SaveV2/tensor_names"));
+        // The restore op restores it.
+        assert!(by_name("save/restore_all")
+            .input
+            .iter()
+            .any(|i| i.starts_with("^externalized/c/externalized_assign")));
     }
 }

@@ -20,6 +20,7 @@ use unbound_proto::tensorflow::{
 use crate::error::{ExternalizeError, Result};
 use crate::graph_edit::{NewVariable, Value};
 use crate::restore::VARIABLE_VALUE_SUFFIX;
+use unbound_wire::Payload;
 
 /// What is written, once the model is: the new variables and their keys, and whether the
 /// checkpoint's object graph gets them.
@@ -84,11 +85,27 @@ pub(crate) fn write_variables(dir: &Path, pending: PendingVariables) -> Result<(
             ));
         }
         let entry = match &var.value {
-            Value::Raw(bytes) => writer.append_with(var.dtype, &var.shape, |sink| {
-                for block in bytes.chunks(BLOCK) {
-                    sink.write(block)?;
+            Value::Raw(Payload::Inline(bytes)) => {
+                writer.append_with(var.dtype, &var.shape, |sink| {
+                    for block in bytes.chunks(BLOCK) {
+                        sink.write(block)?;
+                    }
+                    Ok::<_, unbound_bundle::BundleError>(())
+                })?
+            }
+            // Streamed from the `.cpb`'s record, never whole in memory.
+            Value::Raw(payload) => writer.append_with(var.dtype, &var.shape, |sink| {
+                let mut out = SinkWriter { sink, fault: None };
+                let streamed = payload.write_to(&mut out);
+                if let Some(fault) = out.fault {
+                    return Err(ExternalizeError::Bundle(fault));
                 }
-                Ok::<_, unbound_bundle::BundleError>(())
+                streamed.map_err(|e| {
+                    ExternalizeError::invalid(
+                        prefix.display().to_string(),
+                        format!("reading the value of {key:?} from the model: {e}"),
+                    )
+                })
             })?,
             Value::Strings(values) => {
                 writer.append_tensor(&Tensor::strings(var.shape.clone(), values.clone()))?
@@ -136,6 +153,27 @@ pub(crate) fn write_variables(dir: &Path, pending: PendingVariables) -> Result<(
     writer.finish()?.persist()?;
     unbound_bundle::write_index(&prefix, 1, &entries)?;
     Ok(())
+}
+
+/// A value's bytes streamed into a checkpoint entry, the entry's first fault kept.
+struct SinkWriter<'a, 'b> {
+    sink: &'a mut unbound_bundle::EntrySink<'b>,
+    fault: Option<unbound_bundle::BundleError>,
+}
+
+impl std::io::Write for SinkWriter<'_, '_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.sink.write(data).map_err(|e| {
+            let message = e.to_string();
+            self.fault = Some(e);
+            std::io::Error::other(message)
+        })?;
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The checkpoint key of `var`: under its local name in an object-based checkpoint, its name

@@ -122,8 +122,16 @@ fn tokens(v: &OpView, layout_for_keep: &[Spec]) -> Option<Vec<Token>> {
     Some(out)
 }
 
-/// The input layout the slice can run on locally, and the output layout it gives.
-fn strided_layouts(v: &OpView, input: &[Spec]) -> Option<(Specs, Specs)> {
+/// DTensor's message where an ellipsis or implicit axis is copied from an input axis that
+/// does not exist (TensorFlow 2.21 fails, or crashes, there).
+const COPY_OUT_OF_RANGE: &str = "ComputeLayoutForward error: sharding spec out of range: an \
+     ellipsis or implicit axis after a new axis is copied from the input axis of its output \
+     index, which does not exist (TensorFlow 2.21's DTensor fails or crashes here)";
+
+/// The input layout the slice can run on locally, and the output layout it gives; `Err`
+/// where DTensor fails. Quirk kept from `slice_util.cc`: an ellipsis or implicit axis copies
+/// the input spec at its *output* index (so `a[:, 3]` of `[x,y,u]` is `[x,y]`).
+fn strided_layouts(v: &OpView, input: &[Spec]) -> Option<Result<(Specs, Specs), Refusal>> {
     let toks = tokens(v, input)?;
     let mut target = input.to_vec();
     let mut out = Vec::new();
@@ -140,15 +148,20 @@ fn strided_layouts(v: &OpView, input: &[Spec]) -> Option<(Specs, Specs)> {
             }
             Token::Shrink { input: a } => *target.get_mut(a)? = Spec::U,
             Token::NewAxis => out.push(Spec::U),
-            Token::Copy { input: a } => out.push(input.get(a).copied()?),
+            Token::Copy { .. } => match input.get(out.len()) {
+                Some(&s) => out.push(s),
+                None => return Some(Err(COPY_OUT_OF_RANGE.into())),
+            },
         }
     }
-    Some((target, out))
+    Some(Ok((target, out)))
 }
 
 /// F: the output layout the slice gives the input's.
 pub fn strided_forward(v: &OpView, ins: &[Option<Specs>]) -> Option<Specs> {
-    strided_layouts(v, ins.first()?.as_ref()?).map(|(_, o)| o)
+    strided_layouts(v, ins.first()?.as_ref()?)?
+        .ok()
+        .map(|(_, o)| o)
 }
 
 /// B: the output's specs carried back to the input axes that can keep them.
@@ -194,7 +207,8 @@ pub fn strided_backward(v: &OpView, outs: &[Option<Specs>]) -> Vec<Option<Specs>
 /// X: the input relayouted (axes that cannot keep their sharding gathered), a local slice.
 pub fn strided_expand(v: &OpView, ins: &[Specs], _outs: &[Specs]) -> Result<Expansion, Refusal> {
     let mut ex = super::simple::local(v);
-    if let Some((t, o)) = strided_layouts(v, &ins[0]) {
+    if let Some(r) = strided_layouts(v, &ins[0]) {
+        let (t, o) = r?;
         ex.operands[0] = Some(t);
         ex.results = vec![Some(o)];
     }

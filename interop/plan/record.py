@@ -155,7 +155,31 @@ def cases():
     c.append(case("mlp_loss", "2x4", [f32("a", [8, 16], ["x", U])],
                   lambda v, a: [tf.reduce_mean(tf.nn.relu(tf.matmul(tf.nn.relu(tf.matmul(a, v["w1"])), v["w2"])))],
                   [("w1", [16, 32], [U, "y"]), ("w2", [32, 8], ["y", U])]))
+    # A transformer block (layer norm, multi-head attention, MLP) on 2x4: data parallel on x,
+    # heads and MLP columns model parallel on y; and the same block purely data parallel.
+    for name, model_parallel in (("transformer_block_dp_mp", True), ("transformer_block_dp", False)):
+        y = "y" if model_parallel else U
+        c.append(case(name, "2x4", [f32("x", [8, 16, 32], ["x", U, U])], transformer_block, [
+            ("ln_g", [32], [U]), ("ln_b", [32], [U]),
+            ("wq", [32, 4, 8], [U, y, U]), ("wk", [32, 4, 8], [U, y, U]), ("wv", [32, 4, 8], [U, y, U]),
+            ("wo", [4, 8, 32], [y, U, U]),
+            ("w1", [32, 64], [U, y]), ("b1", [64], [y]), ("w2", [64, 32], [y, U]),
+        ]))
     return c
+
+
+def transformer_block(v, x):
+    mu = tf.reduce_mean(x, axis=-1, keepdims=True)
+    var = tf.reduce_mean(tf.square(x - mu), axis=-1, keepdims=True)
+    h = (x - mu) * tf.math.rsqrt(var + 1e-6) * v["ln_g"] + v["ln_b"]
+    q = tf.einsum("bsd,dhk->bshk", h, v["wq"])
+    k = tf.einsum("bsd,dhk->bshk", h, v["wk"])
+    val = tf.einsum("bsd,dhk->bshk", h, v["wv"])
+    p = tf.nn.softmax(tf.einsum("bshk,bthk->bhst", q, k) * (8 ** -0.5))
+    ctx = tf.einsum("bhst,bthk->bshk", p, val)
+    x2 = x + tf.einsum("bshk,hkd->bsd", ctx, v["wo"])
+    m = tf.nn.relu(tf.einsum("bsd,df->bsf", x2, v["w1"]) + v["b1"])
+    return [x2 + tf.einsum("bsf,fd->bsd", m, v["w2"])]
 
 
 def make_module(cs):

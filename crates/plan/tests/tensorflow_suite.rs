@@ -107,3 +107,32 @@ fn unknown_inputs_and_bad_layouts_are_refused_by_name() {
     assert!(bad(vec![("a".into(), "z,unsharded".into())]).contains("no dimension \"z\""));
     assert!(bad(vec![("a".into(), "x".into())]).contains("rank 2"));
 }
+
+/// The transformer block, data parallel on x and model parallel on y (heads, MLP columns):
+/// DTensor's einsum rule all-reduces the two contractions over y (the attention output
+/// projection and the MLP's second matmul), nothing else communicates, and the output keeps
+/// the batch sharding DTensor gave it.
+#[test]
+fn a_transformer_block_costs_two_all_reduces() {
+    let v = |n: &str, s: &str| (n.to_string(), s.to_string());
+    let options = PlanOptions {
+        mesh: "x=2,y=4".into(),
+        inputs: vec![v("x", "x,unsharded,unsharded")],
+        variables: vec![
+            v("w[qkv]", "unsharded,y,unsharded"),
+            v("wo", "y,unsharded,unsharded"),
+            v("w1", "unsharded,y"),
+            v("b1", "y"),
+            v("w2", "y,unsharded"),
+        ],
+        ..PlanOptions::default()
+    };
+    let report = plan(&testdata().join("transformer_block_dp_mp"), &options).unwrap();
+    assert_eq!(report.outputs["out0"].specs, ["x", "unsharded", "unsharded"]);
+    assert_eq!(report.totals.collectives, 2);
+    let ar = &report.totals.per_kind["all_reduce"];
+    assert_eq!(ar.count, 2);
+    // [8,16,32] f32 on [x,u,u]: 8192 bytes locally, 2·3/4 of it sent per all-reduce.
+    assert_eq!(ar.bytes, 2 * 12288);
+    assert!(report.assumed.is_empty());
+}

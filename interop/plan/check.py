@@ -4,7 +4,11 @@
 
 For every case: the layout `unbound plan --json` gives each output equals the one DTensor gave
 (`dtensor.fetch_layout`), and where DTensor refused the program, the plan refuses it too
-(exit 1, naming the op). Prints one line per case and a summary; exits 1 on any mismatch.
+(exit 1, naming the op); and the number of communicating collectives the plan counts
+(all-gathers, all-reduces, all-to-alls) equals the number of Collective*V2 ops DTensor's
+expanded program holds on one device (record.py; on CPU an all-gather lowers to an
+all-reduce, so kinds are not compared, only the count). Prints one line per case and a
+summary; exits 1 on any mismatch.
 """
 
 import argparse
@@ -40,6 +44,11 @@ def main():
             got = {k: v["specs"] for k, v in report["outputs"].items()}
             want = e["outputs"]
             ok = got == want
+            if ok and e.get("collectives") is not None:
+                n = report["totals"]["collectives"]
+                if n != len(e["collectives"]):
+                    ok = False
+                    got, want = f"{n} collectives", f"{len(e['collectives'])} collectives {e['collectives']}"
         if ok:
             passed += 1
             print(f"ok {e['name']}")

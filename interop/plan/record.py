@@ -15,13 +15,24 @@ sharded, and programs DTensor refuses), it
 and writes OUTDIR/expected.json: one entry per case with the mesh, the layouts given, the
 static shapes and what DTensor gave. `check.py` plans each model with `unbound plan` and
 compares.
+
+The collectives: TensorFlow dumps the graphs it runs when TF_DUMP_GRAPH_PREFIX is set. After
+DTensor's SPMD expansion and lowering, device CPU:0's partition of the case's function holds
+one `Collective*V2` op per collective DTensor emitted (an all-gather lowers to an all-reduce
+of a zero-padded buffer on CPU); their number, by op type, is recorded as `collectives`.
 """
 
+import glob
 import json
 import os
+import re
+import shutil
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+DUMP = os.path.join(sys.argv[1] if len(sys.argv) > 1 else ".", ".graph_dump")
+os.environ["TF_DUMP_GRAPH_PREFIX"] = DUMP
+os.environ["TF_DUMP_GRAPH_NAME_FILTER"] = "*"
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.experimental import dtensor  # noqa: E402
@@ -228,6 +239,21 @@ def run_dtensor(cs, devices):
     return {f"out{i}": list(dtensor.fetch_layout(t).sharding_specs) for i, t in enumerate(outs)}
 
 
+COLLECTIVE_OP = re.compile(r'op: "(Collective\w+V2)"')
+
+
+def dumped_collectives():
+    """The Collective*V2 ops in device CPU:0's partition of the function `run` (the graph
+    dumped before partition passes that holds the most: the function is dumped once per
+    pass and piece), then the dump cleared."""
+    files = glob.glob(os.path.join(DUMP, "__inference_run_*CPU:0*before_partition_passes*"))
+    found = [COLLECTIVE_OP.findall(open(f).read()) for f in files]
+    ops = max(found, key=len) if found else None
+    shutil.rmtree(DUMP, ignore_errors=True)
+    os.makedirs(DUMP, exist_ok=True)
+    return None if ops is None else sorted(ops)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -247,13 +273,16 @@ def main():
             "inputs": {name: specs for name, _, _, specs in cs["inputs"]},
             "variables": {name: specs for name, _, specs in cs["variables"]},
         }
+        dumped_collectives()
         try:
             entry["outputs"] = run_dtensor(cs, devices)
+            entry["collectives"] = dumped_collectives()
         except Exception as e:  # DTensor's refusal is the expectation
             msg = str(e).strip().splitlines()
             entry["refused"] = next((l for l in msg if l.strip()), type(e).__name__)[:400]
         expected.append(entry)
         print(cs["name"], entry.get("outputs", "REFUSED: " + entry.get("refused", "")), flush=True)
+    shutil.rmtree(DUMP, ignore_errors=True)
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
 

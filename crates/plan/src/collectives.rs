@@ -25,6 +25,10 @@ pub struct Collective {
     pub on: String,
     /// Bytes each device sends per call; `None` when a shape is not static.
     pub bytes: Option<u64>,
+    /// Packed into an earlier collective's call by DTensor's all-reduce combiner (the same
+    /// mesh dims and dtype, independent of it); its bytes still move, in that call.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub combined: bool,
 }
 
 /// The mesh: dimension names and sizes.
@@ -97,6 +101,7 @@ impl MeshDims<'_> {
                 bytes: self
                     .local_bytes(shape, src, elem)
                     .map(|l| l * (k - 1) / k.max(1)),
+                combined: false,
             });
             return out;
         }
@@ -132,6 +137,7 @@ impl MeshDims<'_> {
                 mesh_dims: self.names_of(&dims),
                 on: on.into(),
                 bytes: before.zip(after).map(|(b, a)| a.saturating_sub(b)),
+                combined: false,
             });
         }
         if i2 != dst {
@@ -154,6 +160,7 @@ impl MeshDims<'_> {
             mesh_dims: self.names_of(&dims),
             on: on.into(),
             bytes: Some(0),
+            combined: false,
         }
     }
 
@@ -179,6 +186,7 @@ impl MeshDims<'_> {
             bytes: self
                 .local_bytes(Some(shape), specs, elem)
                 .map(|l| 2 * (k - 1) * l / k),
+            combined: false,
         })
     }
 }

@@ -61,6 +61,9 @@ pub fn expand_all(
         }
         let mut relayouts = Vec::new();
         let mut collectives: Vec<Collective> = Vec::new();
+        // The operands' all-gathers run side by side before the op: DTensor's combiner packs
+        // those on the same mesh dims and dtype into one all-reduce call.
+        let mut gathers: Vec<(Vec<String>, i32)> = Vec::new();
         for (i, target) in ex.operands.iter().enumerate() {
             let (Some(t), Some(&x)) = (target, node.inputs.get(i)) else {
                 continue;
@@ -82,6 +85,16 @@ pub fn expand_all(
             );
             if moves.is_empty() {
                 continue;
+            }
+            let mut moves = moves;
+            for c in &mut moves {
+                if c.kind == "all_gather" {
+                    let key = (c.mesh_dims.clone(), value.dtype);
+                    c.combined = gathers.contains(&key);
+                    if !c.combined {
+                        gathers.push(key);
+                    }
+                }
             }
             relayouts.push(Relayout {
                 operand: i,

@@ -258,7 +258,7 @@ fn totals(ops: &[OpPlan]) -> Totals {
             }
             None => t.unknown_bytes += 1,
         }
-        if c.kind != "all_scatter" {
+        if c.kind != "all_scatter" && !c.combined {
             t.collectives += 1;
         }
     }

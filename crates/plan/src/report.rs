@@ -68,7 +68,8 @@ pub struct KindTotal {
 pub struct Totals {
     /// Per kind (`all_gather`, `all_reduce`, `all_to_all`, `all_scatter`).
     pub per_kind: BTreeMap<String, KindTotal>,
-    /// Collectives that communicate (all-scatter, a local slice, not counted).
+    /// Calls of collectives that communicate (all-scatters, local slices, are not counted;
+    /// collectives DTensor packs into one call count once).
     pub collectives: usize,
     /// Bytes each device sends in one step.
     pub bytes_per_step: u64,

@@ -1,6 +1,6 @@
-//! `plan` against layouts TensorFlow 2.21's DTensor gave (testdata/plan, recorded by
-//! interop/plan/record.py on 8 logical CPU devices): every output's layout equal, every
-//! refusal a refusal.
+//! `plan` against what TensorFlow 2.21's DTensor did (testdata/plan, recorded by
+//! interop/plan/record.py on 8 logical CPU devices): every output's layout equal, as many
+//! collective calls as DTensor's expanded program holds, every refusal a refusal.
 
 use std::path::{Path, PathBuf};
 
@@ -44,14 +44,32 @@ fn layouts_equal_dtensor() {
         let got = plan(&testdata().join(name), &options);
         match (case.get("refused"), got) {
             (Some(_), Err(PlanError::Refused { .. })) => {}
-            (Some(why), Ok(_)) => failures.push(format!("{name}: DTensor refused ({why}), plan did not")),
+            (Some(why), Ok(_)) => {
+                failures.push(format!("{name}: DTensor refused ({why}), plan did not"))
+            }
             (_, Err(e)) => failures.push(format!("{name}: {e}")),
             (None, Ok(report)) => {
+                // DTensor's expanded program holds one Collective*V2 op per call.
+                if let Some(ops) = case.get("collectives").and_then(Value::as_array) {
+                    if ops.len() != report.totals.collectives {
+                        failures.push(format!(
+                            "{name}: DTensor ran {} collectives, plan counts {}",
+                            ops.len(),
+                            report.totals.collectives
+                        ));
+                    }
+                }
                 for (out, specs) in case["outputs"].as_object().unwrap() {
-                    let want: Vec<&str> =
-                        specs.as_array().unwrap().iter().filter_map(Value::as_str).collect();
+                    let want: Vec<&str> = specs
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect();
                     let have = report.outputs.get(out).map(|t| t.specs.clone());
-                    if have.as_deref().map(|h| h.iter().map(String::as_str).collect::<Vec<_>>())
+                    if have
+                        .as_deref()
+                        .map(|h| h.iter().map(String::as_str).collect::<Vec<_>>())
                         != Some(want.clone())
                     {
                         failures.push(format!("{name} {out}: DTensor {want:?}, plan {have:?}"));
@@ -69,10 +87,17 @@ fn layouts_equal_dtensor() {
 fn a_sharded_contraction_is_all_reduced() {
     let options = PlanOptions {
         mesh: "x=2,y=4".into(),
-        inputs: vec![("a".into(), "unsharded,x".into()), ("b".into(), "unsharded,y".into())],
+        inputs: vec![
+            ("a".into(), "unsharded,x".into()),
+            ("b".into(), "unsharded,y".into()),
+        ],
         ..PlanOptions::default()
     };
-    let report = plan(&testdata().join("matmul_unsharded_x__unsharded_y"), &options).unwrap();
+    let report = plan(
+        &testdata().join("matmul_unsharded_x__unsharded_y"),
+        &options,
+    )
+    .unwrap();
     let mm = report.ops.iter().find(|o| o.op == "MatMul").unwrap();
     let kinds: Vec<(&str, Vec<String>)> = mm
         .collectives
@@ -81,7 +106,10 @@ fn a_sharded_contraction_is_all_reduced() {
         .collect();
     // b [16,8] on [u,y]: its contracting axis takes a's x (a slice), the local product
     // [8, 8/4] is summed over x.
-    assert!(kinds.contains(&("all_reduce", vec!["x".to_string()])), "{kinds:?}");
+    assert!(
+        kinds.contains(&("all_reduce", vec!["x".to_string()])),
+        "{kinds:?}"
+    );
     assert_eq!(report.outputs["out0"].specs, ["unsharded", "y"]);
     assert_eq!(report.totals.per_kind["all_reduce"].count, 1);
     // [8,8] f32 sharded [u,y] on 4: 64 bytes locally; 2·(2-1)/2 of it over x.
@@ -128,7 +156,10 @@ fn a_transformer_block_costs_two_all_reduces() {
         ..PlanOptions::default()
     };
     let report = plan(&testdata().join("transformer_block_dp_mp"), &options).unwrap();
-    assert_eq!(report.outputs["out0"].specs, ["x", "unsharded", "unsharded"]);
+    assert_eq!(
+        report.outputs["out0"].specs,
+        ["x", "unsharded", "unsharded"]
+    );
     assert_eq!(report.totals.collectives, 2);
     let ar = &report.totals.per_kind["all_reduce"];
     assert_eq!(ar.count, 2);

@@ -128,13 +128,15 @@ const COPY_OUT_OF_RANGE: &str = "ComputeLayoutForward error: sharding spec out o
      ellipsis or implicit axis after a new axis is copied from the input axis of its output \
      index, which does not exist (TensorFlow 2.21's DTensor fails or crashes here)";
 
-/// The input layout the slice can run on locally, and the output layout it gives; `Err`
+/// The input layout the slice can run on locally, the output layout DTensor gives, and the
+/// layout the local slice produces; `Err`
 /// where DTensor fails. Quirk kept from `slice_util.cc`: an ellipsis or implicit axis copies
 /// the input spec at its *output* index (so `a[:, 3]` of `[x,y,u]` is `[x,y]`).
-fn strided_layouts(v: &OpView, input: &[Spec]) -> Option<Result<(Specs, Specs), Refusal>> {
+fn strided_layouts(v: &OpView, input: &[Spec]) -> Option<Result<(Specs, Specs, Specs), Refusal>> {
     let toks = tokens(v, input)?;
     let mut target = input.to_vec();
     let mut out = Vec::new();
+    let mut local = Vec::new();
     for t in toks {
         match t {
             Token::Regular { input: a, keep } => {
@@ -145,23 +147,30 @@ fn strided_layouts(v: &OpView, input: &[Spec]) -> Option<Result<(Specs, Specs), 
                 };
                 *target.get_mut(a)? = s;
                 out.push(s);
+                local.push(s);
             }
             Token::Shrink { input: a } => *target.get_mut(a)? = Spec::U,
-            Token::NewAxis => out.push(Spec::U),
-            Token::Copy { .. } => match input.get(out.len()) {
-                Some(&s) => out.push(s),
+            Token::NewAxis => {
+                out.push(Spec::U);
+                local.push(Spec::U);
+            }
+            Token::Copy { input: a } => match input.get(out.len()) {
+                Some(&s) => {
+                    out.push(s);
+                    local.push(input.get(a).copied()?);
+                }
                 None => return Some(Err(COPY_OUT_OF_RANGE.into())),
             },
         }
     }
-    Some(Ok((target, out)))
+    Some(Ok((target, out, local)))
 }
 
 /// F: the output layout the slice gives the input's.
 pub fn strided_forward(v: &OpView, ins: &[Option<Specs>]) -> Option<Specs> {
     strided_layouts(v, ins.first()?.as_ref()?)?
         .ok()
-        .map(|(_, o)| o)
+        .map(|(_, o, _)| o)
 }
 
 /// B: the output's specs carried back to the input axes that can keep them.
@@ -208,9 +217,11 @@ pub fn strided_backward(v: &OpView, outs: &[Option<Specs>]) -> Vec<Option<Specs>
 pub fn strided_expand(v: &OpView, ins: &[Specs], _outs: &[Specs]) -> Result<Expansion, Refusal> {
     let mut ex = super::simple::local(v);
     if let Some(r) = strided_layouts(v, &ins[0]) {
-        let (t, o) = r?;
+        // The local slice gives each copied axis its own sharding; the quirk's output layout
+        // is reached by a relayout after it.
+        let (t, _, local) = r?;
         ex.operands[0] = Some(t);
-        ex.results = vec![Some(o)];
+        ex.results = vec![Some(local)];
     }
     Ok(ex)
 }

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use unbound_dtensor::{
-    chunking, from_op_sharding, pack_dir, parse_sharding, read_array, read_layout_or_mesh,
-    relayout_dirs, unpack_file, LayoutOrMesh, LayoutReport, MeshReport, RelayoutPlan,
-    RelayoutRequest,
+    chunking, from_op_sharding, pack_dir, parse_sharding, picture, read_array,
+    read_layout_or_mesh, relayout_dirs, unpack_file, LayoutOrMesh, LayoutReport, MeshReport,
+    Picture, RelayoutPlan, RelayoutRequest,
 };
 
 use super::CmdResult;
@@ -16,7 +16,8 @@ use super::CmdResult;
 #[derive(clap::Subcommand)]
 pub enum LayoutCommand {
     /// Show a layout or a mesh: TensorFlow's string and proto, the XLA/HLO sharding, JAX
-    /// PartitionSpec, PyTorch placements, and with --global-shape what each device holds.
+    /// PartitionSpec, PyTorch placements, and with --global-shape what each device holds
+    /// (for rank 1 and 2, drawn as a grid of blocks; coloured on a terminal).
     Show(ShowArgs),
     /// Find a mesh and layout realising an XLA OpSharding (or explain why none exists).
     FromOpSharding(FromOpShardingArgs),
@@ -320,6 +321,9 @@ fn print_layout(r: &LayoutReport) -> Result<(), crate::output::StdoutError> {
     if let (Some(g), Some(l)) = (&r.global_shape, &r.local_shape) {
         outln!("  global shape: [{}]   local shape: [{}]", list(g), list(l))?;
     }
+    if let Some(p) = picture(r) {
+        print_picture(&p)?;
+    }
     if let Some(devices) = &r.devices {
         outln!("  component  device id  position  location  offset  shape")?;
         for d in devices {
@@ -335,6 +339,49 @@ fn print_layout(r: &LayoutReport) -> Result<(), crate::output::StdoutError> {
             )?;
         }
     }
+    Ok(())
+}
+
+/// Background colours for the blocks on a terminal (ANSI 256-colour codes), cycled.
+const BLOCK_COLOURS: [u8; 8] = [153, 223, 194, 217, 189, 229, 159, 224];
+
+/// Draws which devices hold which block (JAX's `visualize_array_sharding`): a grid of boxes,
+/// coloured on a terminal, plain text otherwise.
+fn print_picture(p: &Picture) -> Result<(), crate::output::StdoutError> {
+    use std::io::IsTerminal;
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let label = |r: usize, c: usize| -> String {
+        let ids: Vec<String> = p.cells[r][c].iter().map(i64::to_string).collect();
+        format!("CPU {}", ids.join(","))
+    };
+    let range = |(a, b): (i64, i64)| format!("{a}:{b}");
+    let width = (0..p.rows.len())
+        .flat_map(|r| (0..p.cols.len()).map(move |c| (r, c)))
+        .map(|(r, c)| label(r, c).len())
+        .chain(p.cols.iter().map(|&c| range(c).len()))
+        .max()
+        .unwrap_or(1)
+        + 2;
+    let rule = format!("  +{}", vec!["-".repeat(width); p.cols.len()].join("+")) + "+";
+    outln!("  blocks (rows: axis 0{}):", if p.rows.len() > 1 || p.cols.len() > 1 { ", columns: last axis" } else { "" })?;
+    let header: Vec<String> = p.cols.iter().map(|&c| format!("{:^width$}", range(c))).collect();
+    outln!("   {}", header.join(" "))?;
+    for (r, &rows) in p.rows.iter().enumerate() {
+        outln!("{rule}")?;
+        let cells: Vec<String> = (0..p.cols.len())
+            .map(|c| {
+                let text = format!("{:^width$}", label(r, c));
+                if colour {
+                    let k = BLOCK_COLOURS[(r * p.cols.len() + c) % BLOCK_COLOURS.len()];
+                    format!("\x1b[30;48;5;{k}m{text}\x1b[0m")
+                } else {
+                    text
+                }
+            })
+            .collect();
+        outln!("  |{}|  {}", cells.join("|"), range(rows))?;
+    }
+    outln!("{rule}")?;
     Ok(())
 }
 

@@ -5,10 +5,12 @@
 //! `from-op-sharding`, `unpack`, `pack` and `relayout`. Callers only render.
 
 mod components;
+mod picture;
 mod reports;
 mod text;
 
 pub use components::{read_array, read_components, write_array, write_components, NpyData};
+pub use picture::{picture, Picture};
 pub use reports::{
     from_op_sharding, pack_dir, relayout_dirs, unpack_file, ComponentFile, FromOpShardingReport,
     PackReport, RelayoutReport, RelayoutRequest, UnpackReport,

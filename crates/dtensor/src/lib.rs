@@ -84,10 +84,11 @@ pub use plan::{relayout_plan, resolve_match, RelayoutPlan, RelayoutStep};
 pub use report::{DeviceBox, LayoutReport, MeshReport};
 pub use sharding::{chunk, Chunking, ShardBox, Sharding};
 pub use tools::{
-    chunking, from_op_sharding, is_layout_text, pack_dir, parse_mesh_arg, parse_shape, picture,
-    parse_sharding, read_array, read_components, read_layout_or_mesh, relayout_dirs, unpack_file,
-    write_array, write_components, ComponentFile, FromOpShardingReport, LayoutOrMesh, NpyData,
-    PackReport, ParsedSharding, Picture, RelayoutReport, RelayoutRequest, SpecKind, UnpackReport,
+    chunking, from_op_sharding, is_layout_text, pack_dir, parse_mesh_arg, parse_shape,
+    parse_sharding, picture, read_array, read_components, read_layout_or_mesh, relayout_dirs,
+    unpack_file, write_array, write_components, ComponentFile, FromOpShardingReport, LayoutOrMesh,
+    NpyData, PackReport, ParsedSharding, Picture, RelayoutReport, RelayoutRequest, SpecKind,
+    UnpackReport,
 };
 pub use torch::{parse_torch_placements, to_torch, TorchSharding};
 pub use unbound_proto::xla::OpSharding;

@@ -4,11 +4,22 @@
 
 use std::collections::BTreeMap;
 
-use unbound_proto::tensorflow::attr_value::Value;
-use unbound_proto::tensorflow::{AttrValue, DataType, TensorProto, TensorShapeProto};
+use prost::Message;
+use unbound_proto::tensorflow::attr_value::ListValue;
+use unbound_proto::tensorflow::{DataType, TensorProto, TensorShapeProto};
+
+use crate::lite::{AttrValue, NameOnly, Value};
 
 /// A node's attributes.
 pub type Attrs = BTreeMap<String, AttrValue>;
+
+/// The list attribute `name`, decoded.
+fn list(attrs: &Attrs, name: &str) -> Option<ListValue> {
+    match attrs.get(name)?.value.as_ref()? {
+        Value::List(b) => ListValue::decode(b.clone()).ok(),
+        _ => None,
+    }
+}
 
 /// The int attribute `name`.
 pub fn int(attrs: &Attrs, name: &str) -> Option<i64> {
@@ -36,10 +47,12 @@ pub fn string(attrs: &Attrs, name: &str) -> Option<String> {
 
 /// The list-of-ints attribute `name`.
 pub fn ints(attrs: &Attrs, name: &str) -> Option<Vec<i64>> {
-    match attrs.get(name)?.value.as_ref()? {
-        Value::List(l) => Some(l.i.clone()),
-        _ => None,
-    }
+    list(attrs, name).map(|l| l.i)
+}
+
+/// The number of types of the list-of-types attribute `name`.
+pub fn type_count(attrs: &Attrs, name: &str) -> Option<usize> {
+    list(attrs, name).map(|l| l.r#type.len())
 }
 
 /// The type attribute `name`.
@@ -53,7 +66,7 @@ pub fn dtype(attrs: &Attrs, name: &str) -> Option<i32> {
 /// The function named by the func attribute `name`.
 pub fn func(attrs: &Attrs, name: &str) -> Option<String> {
     match attrs.get(name)?.value.as_ref()? {
-        Value::Func(f) => Some(f.name.clone()),
+        Value::Func(f) => NameOnly::decode(f.clone()).ok().map(|f| f.name),
         _ => None,
     }
 }
@@ -76,10 +89,7 @@ pub fn shape(attrs: &Attrs, name: &str) -> Option<Vec<i64>> {
 
 /// The `_output_shapes` TensorFlow records on every node it saves, one per output.
 pub fn output_shapes(attrs: &Attrs) -> Option<Vec<Option<Vec<i64>>>> {
-    match attrs.get("_output_shapes")?.value.as_ref()? {
-        Value::List(l) => Some(l.shape.iter().map(dims).collect()),
-        _ => None,
-    }
+    list(attrs, "_output_shapes").map(|l| l.shape.iter().map(dims).collect())
 }
 
 /// The most elements a constant read for its values may hold (shapes, axes, perms are small).
@@ -87,10 +97,14 @@ const MAX_CONST_INTS: usize = 1 << 16;
 
 /// The values of an int32/int64 constant tensor (`Const`'s `value`), flattened.
 pub fn const_ints(attrs: &Attrs) -> Option<Vec<i64>> {
+    let int = [DataType::DtInt32 as i32, DataType::DtInt64 as i32];
+    if !int.contains(&dtype(attrs, "dtype")?) {
+        return None;
+    }
     let Value::Tensor(t) = attrs.get("value")?.value.as_ref()? else {
         return None;
     };
-    tensor_ints(t)
+    tensor_ints(&TensorProto::decode(t.clone()).ok()?)
 }
 
 fn tensor_ints(t: &TensorProto) -> Option<Vec<i64>> {

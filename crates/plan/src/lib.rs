@@ -36,6 +36,7 @@ pub mod collectives;
 mod error;
 pub mod expand;
 mod inputs;
+mod lite;
 mod model;
 pub mod program;
 pub mod propagate;

@@ -6,11 +6,12 @@ use std::path::Path;
 use prost::Message;
 use unbound_graph::OpLibrary;
 use unbound_proto::tensorflow::tensor_info::Encoding;
-use unbound_proto::tensorflow::{MetaGraphDef, SavedModel as SavedModelProto, TensorInfo};
+use unbound_proto::tensorflow::TensorInfo;
 use unbound_savedmodel::SavedModel;
 
 use crate::attrs;
 use crate::error::{PlanError, Result};
+use crate::lite::{MetaGraphDef, SavedModel as SavedModelProto};
 use crate::program::{Builder, Program, Value};
 
 /// A signature's program with its inputs and outputs.
@@ -28,12 +29,9 @@ fn model_err(dir: &Path, fault: impl Into<String>) -> PlanError {
     }
 }
 
-/// The MetaGraphDef with tag-set `tags` (comma-separated), else the only one, else `serve`.
-fn pick_meta<'m>(
-    dir: &Path,
-    model: &'m SavedModelProto,
-    tags: Option<&str>,
-) -> Result<&'m MetaGraphDef> {
+/// The index of the MetaGraphDef with tag-set `tags` (comma-separated), else the only one,
+/// else the one tagged `serve`.
+fn pick_meta(dir: &Path, model: &SavedModelProto, tags: Option<&str>) -> Result<usize> {
     let tags_of = |m: &MetaGraphDef| -> Vec<String> {
         let mut t = m
             .meta_info_def
@@ -49,12 +47,12 @@ fn pick_meta<'m>(
         v
     });
     let found = match &want {
-        Some(w) => model.meta_graphs.iter().find(|m| tags_of(m) == *w),
-        None if model.meta_graphs.len() == 1 => model.meta_graphs.first(),
+        Some(w) => model.meta_graphs.iter().position(|m| tags_of(m) == *w),
+        None if model.meta_graphs.len() == 1 => Some(0),
         None => model
             .meta_graphs
             .iter()
-            .find(|m| tags_of(m) == ["serve".to_string()]),
+            .position(|m| tags_of(m) == ["serve".to_string()]),
     };
     found.ok_or_else(|| {
         let all: Vec<String> = model
@@ -94,9 +92,12 @@ pub fn load(
         .message
         .to_vec()
         .map_err(|e| model_err(dir, format!("cannot re-encode the model: {e}")))?;
-    let model = SavedModelProto::decode(bytes.as_slice())
+    let mut model = SavedModelProto::decode(bytes.as_slice())
         .map_err(|e| model_err(dir, format!("cannot decode the SavedModel: {e}")))?;
-    let meta = pick_meta(dir, &model, tags)?;
+    drop(bytes);
+    let index = pick_meta(dir, &model, tags)?;
+    let mut meta = model.meta_graphs.swap_remove(index);
+    drop(model);
     let sig = meta.signature_def.get(signature).ok_or_else(|| {
         let names: Vec<&String> = meta.signature_def.keys().collect();
         model_err(
@@ -111,17 +112,16 @@ pub fn load(
             });
         }
     }
-    let mut graph = meta.graph_def.clone().unwrap_or_default();
+    let mut graph = meta.graph_def.take().unwrap_or_default();
     let library = graph.library.take().unwrap_or_default();
-    let versions = graph.versions.clone();
     let ops = OpLibrary::new(
-        Some(&library),
+        None,
         meta.meta_info_def
             .as_ref()
             .and_then(|i| i.stripped_op_list.as_ref()),
     );
     let mut program = Program::default();
-    let mut builder = Builder::new(&library.function, &ops, versions.as_ref());
+    let mut builder = Builder::new(&mut program, library.function, &ops);
     let mut feeds = HashMap::new();
     for (name, info) in &sig.inputs {
         let t = tensor_name(info)
@@ -172,7 +172,7 @@ pub fn load(
         out_names.push(name.clone());
     }
     let values = builder
-        .add_main(&mut program, graph, &feeds, &fetch)
+        .add_main(&mut program, graph.node, &feeds, &fetch)
         .map_err(|e| model_err(dir, e))?;
     program.outputs = out_names.into_iter().zip(values).collect();
     Ok(Signature {

@@ -2,16 +2,17 @@
 //! flattened into one dataflow graph. Calls (`PartitionedCall`, `StatefulPartitionedCall`)
 //! are passed through, as DTensor's propagation traces through them: a callee's arguments are
 //! the caller's operands and the call's results are the callee's returns. Every node is
-//! visited once per call site, so building is linear in the nodes.
+//! visited once per call site, so building is linear in the nodes; node definitions are
+//! shared with the decoded model, never copied.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use unbound_graph::functions::{function_to_graph, ARG_OP, RETVAL_OP};
 use unbound_graph::OpLibrary;
-use unbound_proto::tensorflow::{FunctionDef, GraphDef, NodeDef, VersionDef};
+use unbound_proto::tensorflow::OpDef;
 
 use crate::attrs::{self, Attrs};
+use crate::lite::{FunctionDef, NodeDef};
 
 /// Index of a node in [`Program::nodes`].
 pub type NodeId = usize;
@@ -24,11 +25,11 @@ const MAX_CALL_DEPTH: usize = 64;
 /// One op instance.
 #[derive(Debug)]
 pub struct Node {
-    /// The node's name, prefixed by the functions it sits in (`f/g/node`).
+    /// The node's name, prefixed by the calls it sits in (`call/inner_call/node`).
     pub name: String,
     /// Its op type.
     pub op: String,
-    /// Which graph of [`Program::graphs`] and which node of it.
+    /// Which body of [`Program::bodies`] and which node of it.
     pub def: (usize, usize),
     /// Its data operands.
     pub inputs: Vec<ValueId>,
@@ -69,8 +70,8 @@ pub struct Variable {
 /// The flattened program.
 #[derive(Debug, Default)]
 pub struct Program {
-    /// The graphs nodes point into: the main graph, then one per function converted.
-    pub graphs: Vec<Rc<GraphDef>>,
+    /// The node lists nodes point into: the main graph's, then each function's.
+    pub bodies: Vec<Rc<Vec<NodeDef>>>,
     /// Every op instance, in an order where producers come first.
     pub nodes: Vec<Node>,
     /// Every tensor.
@@ -81,15 +82,15 @@ pub struct Program {
     pub outputs: Vec<(String, ValueId)>,
     /// The variables (resource values refer to them).
     pub variables: Vec<Variable>,
-    /// Nodes left out, with why (cycles, unknown functions).
+    /// Nodes left out, with why (cycles, unknown inputs).
     pub skipped: Vec<String>,
 }
 
 impl Program {
     /// The attributes of node `n`.
     pub fn attrs(&self, n: NodeId) -> &Attrs {
-        let (g, i) = self.nodes[n].def;
-        &self.graphs[g].node[i].attr
+        let (b, i) = self.nodes[n].def;
+        &self.bodies[b][i].attr
     }
 
     fn new_value(&mut self, v: Value) -> ValueId {
@@ -98,52 +99,71 @@ impl Program {
     }
 }
 
-/// What the builder needs besides the program.
-pub struct Builder<'a> {
-    /// The model's functions by name.
-    pub functions: HashMap<&'a str, &'a FunctionDef>,
-    /// Op definitions (for converting functions).
-    pub ops: &'a OpLibrary,
-    /// The main graph's versions.
-    pub versions: Option<&'a VersionDef>,
-    /// Converted functions: function name -> graph index.
-    converted: HashMap<String, usize>,
+/// A function's body and signature, its nodes moved into [`Program::bodies`].
+struct Function {
+    body: usize,
+    signature: OpDef,
+    ret: Vec<String>,
 }
 
-/// Splits `node:k` (graph form) into the node and its output index; `None` for `^control`.
-fn split_tensor(name: &str) -> Option<(&str, usize)> {
-    if name.starts_with('^') {
+/// Builds a [`Program`] from a model's main graph and functions.
+pub struct Builder<'a> {
+    functions: HashMap<String, Function>,
+    ops: &'a OpLibrary,
+}
+
+/// Whether `op` is a call DTensor traces through.
+pub fn is_call(op: &str) -> bool {
+    matches!(op, "PartitionedCall" | "StatefulPartitionedCall")
+}
+
+/// A tensor reference in a graph (`node`, `node:k`) or function body (`arg`,
+/// `node:out_arg:k`): the node (or arg) and how to find the output.
+enum Ref<'s> {
+    /// Output `k` of a node, counted over all its outputs.
+    Flat(&'s str, usize),
+    /// Element `k` of output arg `arg` of a node.
+    Arg(&'s str, &'s str, usize),
+}
+
+fn parse_ref(t: &str) -> Option<Ref<'_>> {
+    if t.starts_with('^') {
         return None;
     }
-    match name.rsplit_once(':') {
-        Some((n, k)) => k.parse().ok().map(|k| (n, k)),
-        None => Some((name, 0)),
+    let mut parts = t.split(':');
+    let node = parts.next()?;
+    match (parts.next(), parts.next()) {
+        (None, _) => Some(Ref::Flat(node, 0)),
+        (Some(k), None) => k.parse().ok().map(|k| Ref::Flat(node, k)),
+        (Some(arg), Some(k)) => k.parse().ok().map(|k| Ref::Arg(node, arg, k)),
     }
 }
 
-/// The nodes of `graph` in an order where data producers come first (Kahn's algorithm over
-/// data and control inputs), restricted to `wanted` when given. Nodes on cycles are left out
-/// and returned second.
-fn topo_order(graph: &GraphDef, wanted: Option<&[bool]>) -> (Vec<usize>, Vec<usize>) {
-    let index: HashMap<&str, usize> = graph
-        .node
+/// The node a reference names.
+fn ref_node(t: &str) -> &str {
+    let t = t.trim_start_matches('^');
+    t.split(':').next().unwrap_or(t)
+}
+
+/// The nodes of `nodes` in an order where producers come first (Kahn's algorithm over data
+/// and control inputs), restricted to `wanted` when given; nodes on cycles come second.
+fn topo_order(nodes: &[NodeDef], wanted: Option<&[bool]>) -> (Vec<usize>, Vec<usize>) {
+    let index: HashMap<&str, usize> = nodes
         .iter()
         .enumerate()
         .map(|(i, n)| (n.name.as_str(), i))
         .collect();
-    let n = graph.node.len();
+    let n = nodes.len();
     let keep = |i: usize| wanted.is_none_or(|w| w[i]);
     let mut indegree = vec![0usize; n];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, node) in graph.node.iter().enumerate() {
+    for (i, node) in nodes.iter().enumerate() {
         if !keep(i) {
             continue;
         }
         for input in &node.input {
-            let src = input.trim_start_matches('^');
-            let src = src.rsplit_once(':').map_or(src, |(a, _)| a);
-            if let Some(&j) = index.get(src) {
-                if keep(j) {
+            if let Some(&j) = index.get(ref_node(input)) {
+                if keep(j) && j != i {
                     indegree[i] += 1;
                     users[j].push(i);
                 }
@@ -170,51 +190,92 @@ fn topo_order(graph: &GraphDef, wanted: Option<&[bool]>) -> (Vec<usize>, Vec<usi
     (order, cyclic)
 }
 
-/// Whether `op` is a call DTensor traces through.
-pub fn is_call(op: &str) -> bool {
-    matches!(op, "PartitionedCall" | "StatefulPartitionedCall")
+/// How many tensors each output arg of `op` makes, for a node with `attrs`.
+fn output_sizes(op: &OpDef, attrs: &Attrs) -> Vec<(String, usize)> {
+    let default_int = |name: &str| {
+        op.attr
+            .iter()
+            .find(|a| a.name == name)
+            .and_then(|a| a.default_value.as_ref())
+            .and_then(|v| match v.value {
+                Some(unbound_proto::tensorflow::attr_value::Value::I(i)) => Some(i),
+                _ => None,
+            })
+    };
+    op.output_arg
+        .iter()
+        .map(|a| {
+            let n = if !a.number_attr.is_empty() {
+                attrs::int(attrs, &a.number_attr)
+                    .or_else(|| default_int(&a.number_attr))
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(1)
+            } else if !a.type_list_attr.is_empty() {
+                attrs::type_count(attrs, &a.type_list_attr).unwrap_or(1)
+            } else {
+                1
+            };
+            (a.name.clone(), n)
+        })
+        .collect()
 }
 
 impl<'a> Builder<'a> {
-    /// A builder over a model's functions.
-    pub fn new(
-        functions: &'a [FunctionDef],
-        ops: &'a OpLibrary,
-        versions: Option<&'a VersionDef>,
-    ) -> Self {
-        Builder {
-            functions: functions
+    /// A builder over `functions` (their node lists moved into `program`).
+    pub fn new(program: &mut Program, functions: Vec<FunctionDef>, ops: &'a OpLibrary) -> Self {
+        let mut map = HashMap::with_capacity(functions.len());
+        for f in functions {
+            let Some(signature) = f.signature else {
+                continue;
+            };
+            let ret = signature
+                .output_arg
                 .iter()
-                .filter_map(|f| f.signature.as_ref().map(|s| (s.name.as_str(), f)))
-                .collect(),
+                .map(|a| f.ret.get(&a.name).cloned().unwrap_or_default())
+                .collect();
+            program.bodies.push(Rc::new(f.node_def));
+            map.insert(
+                signature.name.clone(),
+                Function {
+                    body: program.bodies.len() - 1,
+                    signature,
+                    ret,
+                },
+            );
+        }
+        Builder {
+            functions: map,
             ops,
-            versions,
-            converted: HashMap::new(),
         }
     }
 
-    /// Adds the main graph's nodes that the tensors `fetch` depend on (their data inputs,
-    /// transitively); placeholders named in `feeds` become the given values. Returns the
-    /// values of `fetch`.
+    /// The OpDef of `op`: a library function's signature or a registered op.
+    fn op_def(&self, op: &str) -> Option<&OpDef> {
+        self.functions
+            .get(op)
+            .map(|f| &f.signature)
+            .or_else(|| self.ops.op_def(op))
+    }
+
+    /// Adds the main graph's nodes the tensors `fetch` depend on; placeholders named in
+    /// `feeds` become the given values. Returns the values of `fetch`.
     pub fn add_main(
         &mut self,
         program: &mut Program,
-        graph: GraphDef,
+        nodes: Vec<NodeDef>,
         feeds: &HashMap<String, ValueId>,
         fetch: &[String],
     ) -> Result<Vec<ValueId>, String> {
-        let index: HashMap<String, usize> = graph
-            .node
+        let index: HashMap<&str, usize> = nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.name.clone(), i))
+            .map(|(i, n)| (n.name.as_str(), i))
             .collect();
-        let mut wanted = vec![false; graph.node.len()];
+        let mut wanted = vec![false; nodes.len()];
         let mut stack: Vec<usize> = Vec::new();
         for t in fetch {
-            let (n, _) = split_tensor(t).ok_or_else(|| format!("bad tensor name {t:?}"))?;
             let i = *index
-                .get(n)
+                .get(ref_node(t))
                 .ok_or_else(|| format!("tensor {t:?} names no node of the graph"))?;
             stack.push(i);
         }
@@ -223,64 +284,49 @@ impl<'a> Builder<'a> {
                 continue;
             }
             wanted[i] = true;
-            if feeds.contains_key(&graph.node[i].name) {
+            if feeds.contains_key(&nodes[i].name) {
                 continue;
             }
-            for input in &graph.node[i].input {
-                if let Some((n, _)) = split_tensor(input) {
-                    if let Some(&j) = index.get(n) {
-                        stack.push(j);
-                    }
+            for input in &nodes[i].input {
+                if input.starts_with('^') {
+                    continue;
+                }
+                if let Some(&j) = index.get(ref_node(input)) {
+                    stack.push(j);
                 }
             }
         }
-        program.graphs.push(Rc::new(graph));
-        let g = program.graphs.len() - 1;
-        let (names, _) = self.add_graph(program, g, "", &[], Some(&wanted), feeds, 0)?;
+        drop(index);
+        program.bodies.push(Rc::new(nodes));
+        let body = program.bodies.len() - 1;
+        let (names, _) =
+            self.add_body(program, body, "", &[], &[], Some(&wanted), feeds, &[], 0)?;
         fetch
             .iter()
             .map(|t| {
-                let (n, k) = split_tensor(t).ok_or_else(|| format!("bad tensor name {t:?}"))?;
-                names
-                    .get(n)
-                    .and_then(|v| v.get(k))
-                    .copied()
-                    .ok_or_else(|| format!("tensor {t:?} has no value"))
+                let v = match parse_ref(t) {
+                    Some(Ref::Flat(n, k)) => names.get(n).and_then(|v| v.get(k)).copied(),
+                    _ => None,
+                };
+                v.ok_or_else(|| format!("tensor {t:?} has no value"))
             })
             .collect()
     }
 
-    /// The graph of function `name`, converted once.
-    fn function_graph(
-        &mut self,
-        program: &mut Program,
-        name: &str,
-    ) -> Result<Option<usize>, String> {
-        if let Some(&g) = self.converted.get(name) {
-            return Ok(Some(g));
-        }
-        let Some(f) = self.functions.get(name) else {
-            return Ok(None);
-        };
-        let fg = function_to_graph(f, self.ops, self.versions).map_err(|e| e.to_string())?;
-        program.graphs.push(Rc::new(fg.graph));
-        let g = program.graphs.len() - 1;
-        self.converted.insert(name.to_string(), g);
-        Ok(Some(g))
-    }
-
-    /// Adds the nodes of graph `g` (all, or those `wanted`), with its `_Arg`s bound to
-    /// `args` and the placeholders in `feeds` to their values. Returns every node's values
-    /// by name and the `_Retval` values in order.
+    /// Adds the nodes of body `body` (all, or those `wanted`), its args (`arg_names`) bound
+    /// to `args` and the placeholders in `feeds` to their values; returns every node's values
+    /// by name and the values of the tensors `ret`.
     #[allow(clippy::too_many_arguments)]
-    fn add_graph(
+    fn add_body(
         &mut self,
         program: &mut Program,
-        g: usize,
+        body: usize,
         prefix: &str,
+        arg_names: &[String],
         args: &[ValueId],
         wanted: Option<&[bool]>,
         feeds: &HashMap<String, ValueId>,
+        ret: &[String],
         depth: usize,
     ) -> Result<(HashMap<String, Vec<ValueId>>, Vec<ValueId>), String> {
         if depth > MAX_CALL_DEPTH {
@@ -288,18 +334,42 @@ impl<'a> Builder<'a> {
                 "calls nest deeper than {MAX_CALL_DEPTH} at {prefix}"
             ));
         }
-        let graph = Rc::clone(&program.graphs[g]);
-        let (order, cyclic) = topo_order(&graph, wanted);
+        let nodes = Rc::clone(&program.bodies[body]);
+        let (order, cyclic) = topo_order(&nodes, wanted);
         for i in cyclic {
             program.skipped.push(format!(
                 "{prefix}{}: on a cycle (not planned)",
-                graph.node[i].name
+                nodes[i].name
             ));
         }
+        let args_by_name: HashMap<&str, ValueId> = arg_names
+            .iter()
+            .map(String::as_str)
+            .zip(args.iter().copied())
+            .collect();
         let mut names: HashMap<String, Vec<ValueId>> = HashMap::with_capacity(order.len());
-        let mut retvals: Vec<Option<ValueId>> = Vec::new();
+        let mut arg_offsets: HashMap<String, Vec<(String, usize)>> = HashMap::new();
+        let resolve = |names: &HashMap<String, Vec<ValueId>>,
+                       offsets: &HashMap<String, Vec<(String, usize)>>,
+                       t: &str|
+         -> Option<ValueId> {
+            match parse_ref(t)? {
+                Ref::Flat(n, 0) if args_by_name.contains_key(n) => args_by_name.get(n).copied(),
+                Ref::Flat(n, k) => names.get(n)?.get(k).copied(),
+                Ref::Arg(n, arg, k) => {
+                    let mut flat = 0;
+                    for (name, size) in offsets.get(n)? {
+                        if name == arg {
+                            return names.get(n)?.get(flat + k).copied();
+                        }
+                        flat += size;
+                    }
+                    None
+                }
+            }
+        };
         for i in order {
-            let node: &NodeDef = &graph.node[i];
+            let node: &NodeDef = &nodes[i];
             if let Some(&v) = feeds.get(&node.name) {
                 names.insert(node.name.clone(), vec![v]);
                 continue;
@@ -309,11 +379,11 @@ impl<'a> Builder<'a> {
             }
             let mut inputs = Vec::with_capacity(node.input.len());
             for t in &node.input {
-                let Some((n, k)) = split_tensor(t) else {
+                if t.starts_with('^') {
                     continue;
-                };
-                let v = match names.get(n).and_then(|vs| vs.get(k)) {
-                    Some(&v) => v,
+                }
+                let v = match resolve(&names, &arg_offsets, t) {
+                    Some(v) => v,
                     None => {
                         program.skipped.push(format!(
                             "{prefix}{}: input {t} has no known value (taken as unknown)",
@@ -325,41 +395,34 @@ impl<'a> Builder<'a> {
                 inputs.push(v);
             }
             let attr = &node.attr;
-            if node.op == ARG_OP {
-                let idx = attrs::int(attr, "index").unwrap_or(-1);
-                let v = usize::try_from(idx)
-                    .ok()
-                    .and_then(|i| args.get(i).copied())
-                    .ok_or_else(|| {
-                        format!("{prefix}{}: _Arg index {idx} out of range", node.name)
-                    })?;
-                names.insert(node.name.clone(), vec![v]);
-                continue;
-            }
-            if node.op == RETVAL_OP {
-                let idx = usize::try_from(attrs::int(attr, "index").unwrap_or(-1))
-                    .map_err(|_| format!("{prefix}{}: bad _Retval index", node.name))?;
-                if let Some(&v) = inputs.first() {
-                    if retvals.len() <= idx {
-                        retvals.resize(idx + 1, None);
-                    }
-                    retvals[idx] = Some(v);
-                }
-                continue;
+            if let Some(op) = self.op_def(&node.op) {
+                arg_offsets.insert(node.name.clone(), output_sizes(op, attr));
             }
             if is_call(&node.op) {
                 if let Some(fname) = attrs::func(attr, "f") {
-                    if let Some(callee) = self.function_graph(program, &fname)? {
+                    if let Some(f) = self.functions.get(&fname) {
+                        let (callee, callee_args, callee_ret) = (
+                            f.body,
+                            f.signature
+                                .input_arg
+                                .iter()
+                                .map(|a| a.name.clone())
+                                .collect::<Vec<_>>(),
+                            f.ret.clone(),
+                        );
                         let inner = format!("{prefix}{}/", node.name);
-                        let (_, rets) = self.add_graph(
+                        let (_, rets) = self.add_body(
                             program,
                             callee,
                             &inner,
+                            &callee_args,
                             &inputs,
                             None,
                             &HashMap::new(),
+                            &callee_ret,
                             depth + 1,
                         )?;
+                        arg_offsets.insert(node.name.clone(), vec![("output".into(), rets.len())]);
                         names.insert(node.name.clone(), rets);
                         continue;
                     }
@@ -383,14 +446,19 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let id = program.nodes.len();
-            let shapes = attrs::output_shapes(attr).unwrap_or_else(|| vec![None]);
+            let count = arg_offsets
+                .get(&node.name)
+                .map(|o| o.iter().map(|(_, n)| n).sum::<usize>());
+            let mut shapes = attrs::output_shapes(attr).unwrap_or_default();
+            let count = count.unwrap_or(shapes.len()).max(shapes.len()).max(1);
+            shapes.resize(count, None);
             let dtype = attrs::output_dtype(&node.op, attr);
             let ints = if node.op == "Const" {
                 attrs::const_ints(attr)
             } else {
                 None
             };
-            let mut outputs = Vec::with_capacity(shapes.len().max(1));
+            let mut outputs = Vec::with_capacity(count);
             for (k, shape) in shapes.into_iter().enumerate() {
                 outputs.push(program.new_value(Value {
                     producer: Some(id),
@@ -409,16 +477,19 @@ impl<'a> Builder<'a> {
             program.nodes.push(Node {
                 name: format!("{prefix}{}", node.name),
                 op: node.op.clone(),
-                def: (g, i),
+                def: (body, i),
                 inputs,
                 input_slots,
                 outputs,
             });
         }
-        let retvals = retvals
-            .into_iter()
-            .map(|v| v.unwrap_or_else(|| program.new_value(Value::default())))
+        let rets = ret
+            .iter()
+            .map(|t| {
+                resolve(&names, &arg_offsets, t)
+                    .unwrap_or_else(|| program.new_value(Value::default()))
+            })
             .collect();
-        Ok((names, retvals))
+        Ok((names, rets))
     }
 }

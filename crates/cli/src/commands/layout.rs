@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use unbound_dtensor::{
-    chunking, from_op_sharding, pack_dir, parse_sharding, picture, read_array,
-    read_layout_or_mesh, relayout_dirs, unpack_file, LayoutOrMesh, LayoutReport, MeshReport,
-    Picture, RelayoutPlan, RelayoutRequest,
+    chunking, from_op_sharding, pack_dir, parse_sharding, picture, read_array, read_layout_or_mesh,
+    relayout_dirs, unpack_file, LayoutOrMesh, LayoutReport, MeshReport, Picture, RelayoutPlan,
+    RelayoutRequest,
 };
 
 use super::CmdResult;
@@ -322,7 +322,7 @@ fn print_layout(r: &LayoutReport) -> Result<(), crate::output::StdoutError> {
         outln!("  global shape: [{}]   local shape: [{}]", list(g), list(l))?;
     }
     if let Some(p) = picture(r) {
-        print_picture(&p)?;
+        print_picture(&p, &r.mesh.device_type)?;
     }
     if let Some(devices) = &r.devices {
         outln!("  component  device id  position  location  offset  shape")?;
@@ -347,12 +347,12 @@ const BLOCK_COLOURS: [u8; 8] = [153, 223, 194, 217, 189, 229, 159, 224];
 
 /// Draws which devices hold which block (JAX's `visualize_array_sharding`): a grid of boxes,
 /// coloured on a terminal, plain text otherwise.
-fn print_picture(p: &Picture) -> Result<(), crate::output::StdoutError> {
+fn print_picture(p: &Picture, device_type: &str) -> Result<(), crate::output::StdoutError> {
     use std::io::IsTerminal;
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let label = |r: usize, c: usize| -> String {
         let ids: Vec<String> = p.cells[r][c].iter().map(i64::to_string).collect();
-        format!("CPU {}", ids.join(","))
+        format!("{device_type} {}", ids.join(","))
     };
     let range = |(a, b): (i64, i64)| format!("{a}:{b}");
     let width = (0..p.rows.len())
@@ -363,8 +363,19 @@ fn print_picture(p: &Picture) -> Result<(), crate::output::StdoutError> {
         .unwrap_or(1)
         + 2;
     let rule = format!("  +{}", vec!["-".repeat(width); p.cols.len()].join("+")) + "+";
-    outln!("  blocks (rows: axis 0{}):", if p.rows.len() > 1 || p.cols.len() > 1 { ", columns: last axis" } else { "" })?;
-    let header: Vec<String> = p.cols.iter().map(|&c| format!("{:^width$}", range(c))).collect();
+    outln!(
+        "  blocks (rows: axis 0{}):",
+        if p.rows.len() > 1 || p.cols.len() > 1 {
+            ", columns: last axis"
+        } else {
+            ""
+        }
+    )?;
+    let header: Vec<String> = p
+        .cols
+        .iter()
+        .map(|&c| format!("{:^width$}", range(c)))
+        .collect();
     outln!("   {}", header.join(" "))?;
     for (r, &rows) in p.rows.iter().enumerate() {
         outln!("{rule}")?;

@@ -33,8 +33,18 @@ pub fn picture(report: &LayoutReport) -> Option<Picture> {
     };
     let row_of = |d: &crate::report::DeviceBox| if rank == 2 { span(d, 0) } else { (0, 1) };
     let col_of = |d: &crate::report::DeviceBox| span(d, rank - 1);
-    let rows: Vec<(i64, i64)> = devices.iter().map(row_of).collect::<BTreeSet<_>>().into_iter().collect();
-    let cols: Vec<(i64, i64)> = devices.iter().map(col_of).collect::<BTreeSet<_>>().into_iter().collect();
+    let rows: Vec<(i64, i64)> = devices
+        .iter()
+        .map(row_of)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let cols: Vec<(i64, i64)> = devices
+        .iter()
+        .map(col_of)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut cells = vec![vec![Vec::new(); cols.len()]; rows.len()];
     for d in devices {
         let r = rows.binary_search(&row_of(d)).ok()?;

@@ -7,7 +7,7 @@ use prost::Message;
 use unbound_graph::OpLibrary;
 use unbound_proto::tensorflow::tensor_info::Encoding;
 use unbound_proto::tensorflow::TensorInfo;
-use unbound_savedmodel::SavedModel;
+use unbound_savedmodel::{ModelFormat, SavedModel};
 
 use crate::attrs;
 use crate::error::{PlanError, Result};
@@ -87,12 +87,17 @@ pub fn load(
     pins: &HashMap<String, Vec<i64>>,
 ) -> Result<Signature> {
     let opened = SavedModel::open(dir)?;
-    let bytes = opened
-        .read()?
-        .message
-        .to_vec()
-        .map_err(|e| model_err(dir, format!("cannot re-encode the model: {e}")))?;
-    let mut model = SavedModelProto::decode(bytes.as_slice())
+    // A .pb is decoded from its mapping; a .cpb is merged (and a .pbtxt parsed) first.
+    let bytes = match opened.format() {
+        ModelFormat::Pb => opened.data()?,
+        _ => opened
+            .read()?
+            .message
+            .to_vec()
+            .map_err(|e| model_err(dir, format!("cannot re-encode the model: {e}")))?
+            .into(),
+    };
+    let mut model = SavedModelProto::decode(bytes.clone())
         .map_err(|e| model_err(dir, format!("cannot decode the SavedModel: {e}")))?;
     drop(bytes);
     let index = pick_meta(dir, &model, tags)?;

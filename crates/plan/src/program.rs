@@ -147,12 +147,11 @@ fn ref_node(t: &str) -> &str {
 
 /// The nodes of `nodes` in an order where producers come first (Kahn's algorithm over data
 /// and control inputs), restricted to `wanted` when given; nodes on cycles come second.
-fn topo_order(nodes: &[NodeDef], wanted: Option<&[bool]>) -> (Vec<usize>, Vec<usize>) {
-    let index: HashMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name.as_str(), i))
-        .collect();
+fn topo_order(
+    nodes: &[NodeDef],
+    index: &HashMap<&str, usize>,
+    wanted: Option<&[bool]>,
+) -> (Vec<usize>, Vec<usize>) {
     let n = nodes.len();
     let keep = |i: usize| wanted.is_none_or(|w| w[i]);
     let mut indegree = vec![0usize; n];
@@ -266,56 +265,82 @@ impl<'a> Builder<'a> {
         feeds: &HashMap<String, ValueId>,
         fetch: &[String],
     ) -> Result<Vec<ValueId>, String> {
-        let index: HashMap<&str, usize> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect();
         let mut wanted = vec![false; nodes.len()];
-        let mut stack: Vec<usize> = Vec::new();
-        for t in fetch {
-            let i = *index
-                .get(ref_node(t))
-                .ok_or_else(|| format!("tensor {t:?} names no node of the graph"))?;
-            stack.push(i);
-        }
-        while let Some(i) = stack.pop() {
-            if wanted[i] {
-                continue;
+        {
+            let index: HashMap<&str, usize> = nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.as_str(), i))
+                .collect();
+            let mut stack: Vec<usize> = Vec::new();
+            for t in fetch {
+                let i = *index
+                    .get(ref_node(t))
+                    .ok_or_else(|| format!("tensor {t:?} names no node of the graph"))?;
+                stack.push(i);
             }
-            wanted[i] = true;
-            if feeds.contains_key(&nodes[i].name) {
-                continue;
-            }
-            for input in &nodes[i].input {
-                if input.starts_with('^') {
+            while let Some(i) = stack.pop() {
+                if wanted[i] {
                     continue;
                 }
-                if let Some(&j) = index.get(ref_node(input)) {
-                    stack.push(j);
+                wanted[i] = true;
+                if feeds.contains_key(&nodes[i].name) {
+                    continue;
+                }
+                for input in &nodes[i].input {
+                    if input.starts_with('^') {
+                        continue;
+                    }
+                    if let Some(&j) = index.get(ref_node(input)) {
+                        stack.push(j);
+                    }
                 }
             }
         }
-        drop(index);
         program.bodies.push(Rc::new(nodes));
         let body = program.bodies.len() - 1;
-        let (names, _) =
-            self.add_body(program, body, "", &[], &[], Some(&wanted), feeds, &[], 0)?;
-        fetch
-            .iter()
-            .map(|t| {
-                let v = match parse_ref(t) {
-                    Some(Ref::Flat(n, k)) => names.get(n).and_then(|v| v.get(k)).copied(),
-                    _ => None,
-                };
-                v.ok_or_else(|| format!("tensor {t:?} has no value"))
-            })
-            .collect()
+        let values = self.add_body(program, body, "", &[], &[], Some(&wanted), feeds, fetch, 0)?;
+        if let Some(missing) = fetch.iter().zip(&values).find(|(_, v)| v.is_none()) {
+            return Err(format!("tensor {:?} has no value", missing.0));
+        }
+        Ok(values.into_iter().flatten().collect())
+    }
+
+    /// The value a tensor reference `t` of body `nodes` names: an arg, or an output of a node
+    /// already added (`values[node]`), counted by output arg for `node:out_arg:k`.
+    fn resolve(
+        &self,
+        nodes: &[NodeDef],
+        index: &HashMap<&str, usize>,
+        values: &[Vec<ValueId>],
+        args: &HashMap<&str, ValueId>,
+        t: &str,
+    ) -> Option<ValueId> {
+        match parse_ref(t)? {
+            Ref::Flat(n, 0) if args.contains_key(n) => args.get(n).copied(),
+            Ref::Flat(n, k) => values.get(*index.get(n)?)?.get(k).copied(),
+            Ref::Arg(n, arg, k) => {
+                let i = *index.get(n)?;
+                let node = &nodes[i];
+                let mut flat = 0;
+                if is_call(&node.op) || self.op_def(&node.op).is_none() {
+                    // A call's results, or an op we know nothing of: one flat list.
+                    return values[i].get(k).copied();
+                }
+                for (name, size) in output_sizes(self.op_def(&node.op)?, &node.attr) {
+                    if name == arg {
+                        return values[i].get(flat + k).copied();
+                    }
+                    flat += size;
+                }
+                None
+            }
+        }
     }
 
     /// Adds the nodes of body `body` (all, or those `wanted`), its args (`arg_names`) bound
-    /// to `args` and the placeholders in `feeds` to their values; returns every node's values
-    /// by name and the values of the tensors `ret`.
+    /// to `args` and the placeholders in `feeds` to their values; returns the values of the
+    /// tensors `ret` (`None` where a tensor has none).
     #[allow(clippy::too_many_arguments)]
     fn add_body(
         &mut self,
@@ -328,14 +353,19 @@ impl<'a> Builder<'a> {
         feeds: &HashMap<String, ValueId>,
         ret: &[String],
         depth: usize,
-    ) -> Result<(HashMap<String, Vec<ValueId>>, Vec<ValueId>), String> {
+    ) -> Result<Vec<Option<ValueId>>, String> {
         if depth > MAX_CALL_DEPTH {
             return Err(format!(
                 "calls nest deeper than {MAX_CALL_DEPTH} at {prefix}"
             ));
         }
         let nodes = Rc::clone(&program.bodies[body]);
-        let (order, cyclic) = topo_order(&nodes, wanted);
+        let index: HashMap<&str, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let (order, cyclic) = topo_order(&nodes, &index, wanted);
         for i in cyclic {
             program.skipped.push(format!(
                 "{prefix}{}: on a cycle (not planned)",
@@ -347,31 +377,11 @@ impl<'a> Builder<'a> {
             .map(String::as_str)
             .zip(args.iter().copied())
             .collect();
-        let mut names: HashMap<String, Vec<ValueId>> = HashMap::with_capacity(order.len());
-        let mut arg_offsets: HashMap<String, Vec<(String, usize)>> = HashMap::new();
-        let resolve = |names: &HashMap<String, Vec<ValueId>>,
-                       offsets: &HashMap<String, Vec<(String, usize)>>,
-                       t: &str|
-         -> Option<ValueId> {
-            match parse_ref(t)? {
-                Ref::Flat(n, 0) if args_by_name.contains_key(n) => args_by_name.get(n).copied(),
-                Ref::Flat(n, k) => names.get(n)?.get(k).copied(),
-                Ref::Arg(n, arg, k) => {
-                    let mut flat = 0;
-                    for (name, size) in offsets.get(n)? {
-                        if name == arg {
-                            return names.get(n)?.get(flat + k).copied();
-                        }
-                        flat += size;
-                    }
-                    None
-                }
-            }
-        };
+        let mut values: Vec<Vec<ValueId>> = vec![Vec::new(); nodes.len()];
         for i in order {
             let node: &NodeDef = &nodes[i];
             if let Some(&v) = feeds.get(&node.name) {
-                names.insert(node.name.clone(), vec![v]);
+                values[i] = vec![v];
                 continue;
             }
             if node.op == "NoOp" {
@@ -382,7 +392,7 @@ impl<'a> Builder<'a> {
                 if t.starts_with('^') {
                     continue;
                 }
-                let v = match resolve(&names, &arg_offsets, t) {
+                let v = match self.resolve(&nodes, &index, &values, &args_by_name, t) {
                     Some(v) => v,
                     None => {
                         program.skipped.push(format!(
@@ -395,23 +405,19 @@ impl<'a> Builder<'a> {
                 inputs.push(v);
             }
             let attr = &node.attr;
-            if let Some(op) = self.op_def(&node.op) {
-                arg_offsets.insert(node.name.clone(), output_sizes(op, attr));
-            }
             if is_call(&node.op) {
                 if let Some(fname) = attrs::func(attr, "f") {
                     if let Some(f) = self.functions.get(&fname) {
-                        let (callee, callee_args, callee_ret) = (
-                            f.body,
-                            f.signature
-                                .input_arg
-                                .iter()
-                                .map(|a| a.name.clone())
-                                .collect::<Vec<_>>(),
-                            f.ret.clone(),
-                        );
+                        let callee = f.body;
+                        let callee_args: Vec<String> = f
+                            .signature
+                            .input_arg
+                            .iter()
+                            .map(|a| a.name.clone())
+                            .collect();
+                        let callee_ret = f.ret.clone();
                         let inner = format!("{prefix}{}/", node.name);
-                        let (_, rets) = self.add_body(
+                        let rets = self.add_body(
                             program,
                             callee,
                             &inner,
@@ -422,8 +428,10 @@ impl<'a> Builder<'a> {
                             &callee_ret,
                             depth + 1,
                         )?;
-                        arg_offsets.insert(node.name.clone(), vec![("output".into(), rets.len())]);
-                        names.insert(node.name.clone(), rets);
+                        values[i] = rets
+                            .into_iter()
+                            .map(|v| v.unwrap_or_else(|| program.new_value(Value::default())))
+                            .collect();
                         continue;
                     }
                 }
@@ -442,15 +450,15 @@ impl<'a> Builder<'a> {
                     dtype: 20,
                     ..Value::default()
                 });
-                names.insert(node.name.clone(), vec![v]);
+                values[i] = vec![v];
                 continue;
             }
             let id = program.nodes.len();
-            let count = arg_offsets
-                .get(&node.name)
-                .map(|o| o.iter().map(|(_, n)| n).sum::<usize>());
             let mut shapes = attrs::output_shapes(attr).unwrap_or_default();
-            let count = count.unwrap_or(shapes.len()).max(shapes.len()).max(1);
+            let declared = self
+                .op_def(&node.op)
+                .map(|op| output_sizes(op, attr).iter().map(|(_, n)| n).sum::<usize>());
+            let count = declared.unwrap_or(0).max(shapes.len()).max(1);
             shapes.resize(count, None);
             let dtype = attrs::output_dtype(&node.op, attr);
             let ints = if node.op == "Const" {
@@ -473,7 +481,7 @@ impl<'a> Builder<'a> {
                 input_slots.push(program.values[v].consumers.len());
                 program.values[v].consumers.push((id, operand));
             }
-            names.insert(node.name.clone(), outputs.clone());
+            values[i] = outputs.clone();
             program.nodes.push(Node {
                 name: format!("{prefix}{}", node.name),
                 op: node.op.clone(),
@@ -483,13 +491,9 @@ impl<'a> Builder<'a> {
                 outputs,
             });
         }
-        let rets = ret
+        Ok(ret
             .iter()
-            .map(|t| {
-                resolve(&names, &arg_offsets, t)
-                    .unwrap_or_else(|| program.new_value(Value::default()))
-            })
-            .collect();
-        Ok((names, rets))
+            .map(|t| self.resolve(&nodes, &index, &values, &args_by_name, t))
+            .collect())
     }
 }

@@ -189,34 +189,44 @@ fn topo_order(
     (order, cyclic)
 }
 
-/// How many tensors each output arg of `op` makes, for a node with `attrs`.
-fn output_sizes(op: &OpDef, attrs: &Attrs) -> Vec<(String, usize)> {
-    let default_int = |name: &str| {
-        op.attr
-            .iter()
-            .find(|a| a.name == name)
-            .and_then(|a| a.default_value.as_ref())
-            .and_then(|v| match v.value {
-                Some(unbound_proto::tensorflow::attr_value::Value::I(i)) => Some(i),
-                _ => None,
+/// How many tensors output arg `a` of `op` makes for a node with `attrs`.
+fn arg_size(op: &OpDef, a: &unbound_proto::tensorflow::op_def::ArgDef, attrs: &Attrs) -> usize {
+    if !a.number_attr.is_empty() {
+        attrs::int(attrs, &a.number_attr)
+            .or_else(|| {
+                op.attr
+                    .iter()
+                    .find(|d| d.name == a.number_attr)
+                    .and_then(|d| d.default_value.as_ref())
+                    .and_then(|v| match v.value {
+                        Some(unbound_proto::tensorflow::attr_value::Value::I(i)) => Some(i),
+                        _ => None,
+                    })
             })
-    };
-    op.output_arg
-        .iter()
-        .map(|a| {
-            let n = if !a.number_attr.is_empty() {
-                attrs::int(attrs, &a.number_attr)
-                    .or_else(|| default_int(&a.number_attr))
-                    .and_then(|n| usize::try_from(n).ok())
-                    .unwrap_or(1)
-            } else if !a.type_list_attr.is_empty() {
-                attrs::type_count(attrs, &a.type_list_attr).unwrap_or(1)
-            } else {
-                1
-            };
-            (a.name.clone(), n)
-        })
-        .collect()
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(1)
+    } else if !a.type_list_attr.is_empty() {
+        attrs::type_count(attrs, &a.type_list_attr).unwrap_or(1)
+    } else {
+        1
+    }
+}
+
+/// Where output arg `arg` of `op` starts among a node's outputs.
+fn arg_offset(op: &OpDef, attrs: &Attrs, arg: &str) -> Option<usize> {
+    let mut flat = 0;
+    for a in &op.output_arg {
+        if a.name == arg {
+            return Some(flat);
+        }
+        flat += arg_size(op, a, attrs);
+    }
+    None
+}
+
+/// How many outputs a node of `op` with `attrs` has.
+fn output_count(op: &OpDef, attrs: &Attrs) -> usize {
+    op.output_arg.iter().map(|a| arg_size(op, a, attrs)).sum()
 }
 
 impl<'a> Builder<'a> {
@@ -322,18 +332,15 @@ impl<'a> Builder<'a> {
             Ref::Arg(n, arg, k) => {
                 let i = *index.get(n)?;
                 let node = &nodes[i];
-                let mut flat = 0;
-                if is_call(&node.op) || self.op_def(&node.op).is_none() {
-                    // A call's results, or an op we know nothing of: one flat list.
-                    return values[i].get(k).copied();
-                }
-                for (name, size) in output_sizes(self.op_def(&node.op)?, &node.attr) {
-                    if name == arg {
-                        return values[i].get(flat + k).copied();
+                // Single-output ops need no offset (the common case, and the fast one); a
+                // call's results, or those of an op we know nothing of, are one flat list.
+                let offset = match self.op_def(&node.op) {
+                    Some(op) if op.output_arg.len() > 1 && !is_call(&node.op) => {
+                        arg_offset(op, &node.attr, arg)?
                     }
-                    flat += size;
-                }
-                None
+                    _ => 0,
+                };
+                values[i].get(offset + k).copied()
             }
         }
     }
@@ -455,9 +462,7 @@ impl<'a> Builder<'a> {
             }
             let id = program.nodes.len();
             let mut shapes = attrs::output_shapes(attr).unwrap_or_default();
-            let declared = self
-                .op_def(&node.op)
-                .map(|op| output_sizes(op, attr).iter().map(|(_, n)| n).sum::<usize>());
+            let declared = self.op_def(&node.op).map(|op| output_count(op, attr));
             let count = declared.unwrap_or(0).max(shapes.len()).max(1);
             shapes.resize(count, None);
             let dtype = attrs::output_dtype(&node.op, attr);

@@ -3,7 +3,7 @@
 
 use super::{Expansion, OpView, Refusal};
 use crate::attrs;
-use crate::specs::{replicated, Spec, Specs};
+use crate::specs::{replicated, Specs};
 
 /// B: the image takes the output layout, the filter replicated.
 pub fn backward(v: &OpView, outs: &[Option<Specs>]) -> Vec<Option<Specs>> {
@@ -75,8 +75,6 @@ pub fn expand(v: &OpView, ins: &[Specs], _outs: &[Specs]) -> Result<Expansion, R
         }
     }
     let mut ex = super::simple::local(v);
-    ex.results = vec![Some(
-        image.iter().copied().map(|s| s).collect::<Vec<Spec>>(),
-    )];
+    ex.results = vec![Some(image.clone())];
     Ok(ex)
 }

@@ -94,14 +94,12 @@ pub fn expand(v: &OpView, ins: &[Specs], outs: &[Specs]) -> Result<Expansion, Re
     };
     let out = &outs[0];
     let k = ir.saturating_sub(bd);
-    if p.get(axis).is_some_and(|s| s.is_sharded()) {
-        if resource {
-            return Err(
-                "DTensor does not support sharded 0th dimension for the resource tensor \
-                        for ResourceGatherOp. Please unshard dimension 0"
-                    .into(),
-            );
-        }
+    if resource && p.get(axis).is_some_and(|s| s.is_sharded()) {
+        return Err(
+            "DTensor does not support sharded 0th dimension for the resource tensor \
+                    for ResourceGatherOp. Please unshard dimension 0"
+                .into(),
+        );
     }
     let mut target = p.clone();
     if let Some(slot) = target.get_mut(axis) {

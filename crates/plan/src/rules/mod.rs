@@ -98,7 +98,7 @@ impl OpView<'_> {
 pub fn norm_axis(axis: i64, rank: usize) -> Option<usize> {
     let r = i64::try_from(rank).ok()?;
     let a = if axis < 0 { axis + r } else { axis };
-    (0..r).contains(&a).then(|| a as usize)
+    usize::try_from(a).ok().filter(|_| a < r)
 }
 
 /// An all-reduce an op's expansion emits: its reduction, mesh dims, and the tensor it runs on

@@ -21,6 +21,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// as JSON text.
 #[pyfunction]
 #[pyo3(signature = (dir, mesh, inputs, variables, shapes, signature = None, tags = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn plan(
     py: Python<'_>,
     dir: PathBuf,

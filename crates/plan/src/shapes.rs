@@ -103,6 +103,25 @@ fn infer(p: &Program, n: usize) -> Option<Vec<i64>> {
             s.insert(a, 1);
             Some(s)
         }
+        Family::Einsum => {
+            let eq = attrs::string(attrs, "equation")?;
+            let (lhs, out) = eq.split_once("->")?;
+            let mut dims: std::collections::HashMap<char, i64> = std::collections::HashMap::new();
+            for (i, labels) in lhs.split(',').enumerate() {
+                let s = shape(i)?;
+                let labels: Vec<char> = labels.trim().chars().collect();
+                if labels.len() != s.len() {
+                    return None;
+                }
+                for (l, &d) in labels.into_iter().zip(s) {
+                    let e = dims.entry(l).or_insert(d);
+                    if *e < 0 {
+                        *e = d;
+                    }
+                }
+            }
+            out.trim().chars().map(|l| dims.get(&l).copied()).collect()
+        }
         Family::Reshape => {
             let s = shape(0)?;
             let mut target = ints(1)?.to_vec();

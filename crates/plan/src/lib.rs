@@ -3,11 +3,11 @@
 //!
 //! Given a signature and the layouts of its inputs (and variables) on a mesh, [`plan`]
 //! follows TensorFlow 2.21's DTensor: the signature's function and every function it calls
-//! are flattened into one program ([`program`]); each op's forward and backward rule
-//! ([`rules`], one module per family of DTensor's SPMD expanders) proposes layouts, which are
-//! merged as DTensor merges them until nothing changes ([`propagate`]); then each op is
-//! expanded ([`expand`]): the operands DTensor relayouts first, the all-gathers, all-reduces
-//! and all-to-alls it emits, and what each costs a device in bytes ([`collectives`]). Where
+//! are flattened into one program (`program`); each op's forward and backward rule
+//! (`rules`, one module per family of DTensor's SPMD expanders) proposes layouts, which are
+//! merged as DTensor merges them until nothing changes (`propagate`, `specs`); then each op
+//! is expanded (`expand`): the operands DTensor relayouts first, the all-gathers, all-reduces
+//! and all-to-alls it emits, and what each costs a device in bytes (`collectives`). Where
 //! DTensor refuses the program, so does the plan, naming the op and DTensor's message.
 //!
 //! ```no_run
@@ -32,18 +32,18 @@
 #![warn(missing_docs)]
 
 mod attrs;
-pub mod collectives;
+mod collectives;
 mod error;
-pub mod expand;
+mod expand;
 mod inputs;
 mod lite;
 mod model;
-pub mod program;
-pub mod propagate;
+mod program;
+mod propagate;
 mod report;
-pub mod rules;
+mod rules;
 mod shapes;
-pub mod specs;
+mod specs;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

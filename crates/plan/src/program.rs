@@ -63,8 +63,6 @@ pub struct Variable {
     pub name: String,
     /// Its shape.
     pub shape: Option<Vec<i64>>,
-    /// Its dtype.
-    pub dtype: i32,
 }
 
 /// The flattened program.
@@ -449,7 +447,6 @@ impl<'a> Builder<'a> {
                         .filter(|s| !s.is_empty())
                         .unwrap_or_else(|| node.name.clone()),
                     shape: attrs::shape(attr, "shape"),
-                    dtype: attrs::dtype(attr, "dtype").unwrap_or(1),
                 };
                 program.variables.push(var);
                 let v = program.new_value(Value {

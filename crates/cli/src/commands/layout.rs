@@ -166,7 +166,9 @@ pub struct RelayoutArgs {
 pub struct Shape(Vec<i64>);
 
 fn parse_shape(s: &str) -> Result<Shape, String> {
-    unbound_dtensor::parse_shape(s).map(Shape)
+    unbound_dtensor::parse_shape(s)
+        .map(Shape)
+        .map_err(|e| e.to_string())
 }
 
 /// Runs a `layout` subcommand.

@@ -59,7 +59,8 @@ fn parse_pair(s: &str) -> Result<(String, String), String> {
 
 fn parse_shape_pair(s: &str) -> Result<(String, Vec<i64>), String> {
     let (name, dims) = parse_pair(s)?;
-    Ok((name, unbound_dtensor::parse_shape(&dims)?))
+    let dims = unbound_dtensor::parse_shape(&dims).map_err(|e| e.to_string())?;
+    Ok((name, dims))
 }
 
 /// Runs `unbound plan`.

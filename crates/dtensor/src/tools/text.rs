@@ -34,24 +34,24 @@ pub fn is_layout_text(s: &str) -> bool {
 }
 
 /// Parses a shape argument (`8,16`; empty for rank 0): non-negative sizes, at most
-/// TensorFlow's rank limit. The error is the fault alone, for the caller to name the argument.
-pub fn parse_shape(s: &str) -> Result<Vec<i64>, String> {
+/// TensorFlow's rank limit. The error's text is the fault alone, for the caller to name the
+/// argument.
+pub fn parse_shape(s: &str) -> Result<Vec<i64>, ToolError> {
     if s.trim().is_empty() {
         return Ok(Vec::new());
     }
     let rank = s.split(',').count();
     if rank > MAX_RANK {
-        return Err(format!(
+        return Err(ToolError::argument(format!(
             "{rank} dimensions, more than TensorFlow's {MAX_RANK}"
-        ));
+        )));
     }
     s.split(',')
         .map(|d| {
             let d = d.trim();
-            d.parse::<i64>()
-                .ok()
-                .filter(|&v| v >= 0)
-                .ok_or_else(|| format!("shape entry {d:?} is not a non-negative integer"))
+            d.parse::<i64>().ok().filter(|&v| v >= 0).ok_or_else(|| {
+                ToolError::argument(format!("shape entry {d:?} is not a non-negative integer"))
+            })
         })
         .collect()
 }

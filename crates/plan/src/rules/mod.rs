@@ -60,15 +60,6 @@ impl OpView<'_> {
             .and_then(|s| s.get(axis).copied())
             .unwrap_or(-1)
     }
-    /// Dimension `axis` of result `i` (`-1` unknown).
-    pub fn out_dim(&self, i: usize, axis: usize) -> i64 {
-        self.out_shapes
-            .get(i)
-            .copied()
-            .flatten()
-            .and_then(|s| s.get(axis).copied())
-            .unwrap_or(-1)
-    }
     /// How many shards spec `s` makes.
     pub fn shards(&self, s: Spec) -> i64 {
         match s {

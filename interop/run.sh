@@ -19,6 +19,8 @@
 #   UNBOUND_SKIP_HUGE=1;
 # - DTensor on 8 logical CPU devices and `unbound layout` agree on meshes, layouts, OpShardings
 #   and array components (dtensor/check.sh);
+# - `unbound plan` gives every output of ~90 small programs the layout DTensor gives it, and
+#   refuses where DTensor refuses (plan/check.sh);
 # - DTensor checkpoints TensorFlow writes are read (every variable, random boxes) and resharded
 #   by unbound, and TensorFlow restores the results into DVariables (reshard/check.sh);
 # - `unbound convert`: TensorFlow checkpoints to Hugging Face's safetensors layout, read by the
@@ -123,6 +125,8 @@ bash interop/grappler/optimize_outputs.sh || failed=$((failed + 1))
 bash interop/grappler_sdk_in_tf.sh || failed=$((failed + 1))
 echo "== DTensor: TensorFlow's Mesh, Layout, OpSharding, unpack/relayout/pack vs unbound layout"
 bash interop/dtensor/check.sh || failed=$((failed + 1))
+echo "== DTensor's layout propagation: unbound plan gives each output the layout DTensor does"
+bash interop/plan/check.sh || failed=$((failed + 1))
 bash interop/reshard/check.sh || failed=$((failed + 1))
 bash interop/convert/check.sh || failed=$((failed + 1))
 bash interop/scan/check.sh || failed=$((failed + 1))

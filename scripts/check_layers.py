@@ -24,7 +24,8 @@ LAYERS = [
     ["unbound-savedmodel"],
     ["unbound-grappler", "unbound-grappler-sdk", "unbound-dtensor", "unbound-tpu",
      "unbound-externalize"],
-    ["unbound-plugin-prune-identity", "unbound-plugin-fold-constants", "unbound-reshard"],
+    ["unbound-plugin-prune-identity", "unbound-plugin-fold-constants", "unbound-reshard",
+     "unbound-plan"],
     ["unbound-convert"],
     ["unbound-cli", "unbound-python"],
 ]

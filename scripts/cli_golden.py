@@ -6,8 +6,8 @@ manifest, so a refactoring can prove it changed no behaviour.
     scripts/cli_golden.py --unbound target/release/unbound --record testdata/cli_golden.txt
 
 Each manifest line is `<name> <sha256> <bytes>`: the SHA-256 of one output, whether the stdout
-of `show --json`, `inspect --json`, `vars --json`, `fingerprint --json`, their text forms and
-`verify`, or a file written by `split`, `merge`, `externalize`, `proto split/merge` and
+of `show --json`, `inspect --json`, `vars --json`, `fingerprint --json`, their text forms,
+`verify` and `plan` (of testdata/plan's models, text and JSON), or a file written by `split`, `merge`, `externalize`, `proto split/merge` and
 `vars --npy`.
 `optimize` is run with the example plugins built beside the binary (prune-identity and
 fold-constants, in and out of `--isolate`); the files it writes are recorded, not its stdout
@@ -18,6 +18,7 @@ Exits 1 listing every output that differs, is missing or is new.
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -116,8 +117,24 @@ def optimize(run, model, src, work):
             run.tree(name, out)
 
 
+def plan(run):
+    """`unbound plan` of the models in testdata/plan, laid out as DTensor ran them (refusals
+    included: their exit code is pinned too), as text and JSON."""
+    with open(os.path.join(ROOT, "testdata", "plan", "expected.json")) as f:
+        cases = json.load(f)
+    for case in cases:
+        args = ["plan", os.path.join("testdata", "plan", case["name"]), "--mesh", case["mesh"]]
+        for flag, layouts in (("--input", case["inputs"]), ("--variable", case["variables"])):
+            for name, specs in sorted(layouts.items()):
+                args += [flag, f"{name}={','.join(specs)}"]
+        for flag in ([], ["--json"]):
+            tag = "json" if flag else "text"
+            run.cli(f"plan.{case['name']}.{tag}", *args, *flag, allow_fail=True)
+
+
 def collect(unbound, work):
     run = Run(unbound, work)
+    plan(run)
     for model in MODELS:
         src = os.path.join("testdata/models", model)
         optimize(run, model, src, work)

@@ -58,6 +58,9 @@ enum Command {
     /// DTensor meshes and layouts: show, convert from XLA OpSharding, unpack, pack, relayout.
     #[command(subcommand)]
     Layout(commands::layout::LayoutCommand),
+    /// DTensor's layout propagation offline: the layout of every op of a signature on a mesh,
+    /// the collectives it costs and their bytes per device.
+    Plan(commands::plan::Args),
     /// Rewrite a (DTensor or plain) checkpoint for other layouts on another mesh, streamed.
     Reshard(commands::reshard::Args),
     /// Whole tensors between a TensorFlow checkpoint and Hugging Face's sharded safetensors.
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => commands::verify::run(args),
         Command::Optimize(args) => commands::optimize::run(args),
         Command::Layout(cmd) => commands::layout::run(cmd),
+        Command::Plan(args) => commands::plan::run(args),
         Command::Reshard(args) => commands::reshard::run_cmd(args),
         Command::Convert(args) => commands::convert::run(args),
         Command::Scan(args) => commands::scan::run(args),

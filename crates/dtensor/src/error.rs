@@ -82,6 +82,53 @@ pub enum DTensorError {
     },
 }
 
+/// What `unbound layout` (and `plan`, `reshard`, Python) read from files and arguments is
+/// not usable. Kept apart from [`DTensorError`] so the format errors stay about formats.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// A layout, mesh or sharding is invalid.
+    #[error(transparent)]
+    DTensor(#[from] DTensorError),
+    /// A file could not be read or written, or holds something unusable. `fault` names the
+    /// file first.
+    #[error("{fault}")]
+    File {
+        /// The file (or directory).
+        path: std::path::PathBuf,
+        /// What is wrong, beginning with the path.
+        fault: String,
+    },
+    /// An output exists already; outputs are never overwritten.
+    #[error("{}: output already exists; choose a new path", path.display())]
+    OutputExists {
+        /// The output path.
+        path: std::path::PathBuf,
+    },
+    /// An argument does not fit (a layout needing a mesh, a shape of the wrong rank). `fault`
+    /// names the argument.
+    #[error("{fault}")]
+    Argument {
+        /// What is wrong, naming the argument.
+        fault: String,
+    },
+}
+
+impl ToolError {
+    pub(crate) fn file(path: &std::path::Path, fault: impl std::fmt::Display) -> ToolError {
+        ToolError::File {
+            path: path.to_path_buf(),
+            fault: format!("{}: {fault}", path.display()),
+        }
+    }
+
+    pub(crate) fn argument(fault: impl Into<String>) -> ToolError {
+        ToolError::Argument {
+            fault: fault.into(),
+        }
+    }
+}
+
 /// Why the device list of an `OTHER` `xla.OpSharding` cannot be made
 /// ([`crate::expanded_devices`]). Reported as [`DTensorError::OpSharding`] of the sharding.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

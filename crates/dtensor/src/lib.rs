@@ -35,6 +35,9 @@
 //!   ([`Chunking::Uneven`], PyTorch's `torch.chunk` rule) and `Partial(sum)` (plans only).
 //! - [`relayout_plan`]: the collective steps DTensor's relayout would run.
 //! - [`LayoutReport`], [`MeshReport`]: what `unbound layout show` prints, as data.
+//! - The layout tools' inputs and reports ([`parse_sharding`], [`read_layout_or_mesh`],
+//!   [`read_components`], [`UnpackReport`], [`RelayoutReport`], ...): the one grammar the
+//!   CLI, `plan`, `reshard` and Python read shardings with, and what they print, as data.
 //!
 //! Invariants: [`Mesh`] and [`Layout`] print exactly what TensorFlow's `ToString` prints
 //! and encode the bytes its `ToProto` serializes; parsing accepts what TensorFlow accepts
@@ -60,12 +63,13 @@ mod plan;
 mod report;
 mod sharding;
 pub mod spec;
+mod tools;
 mod torch;
 
 pub use array::{Elements, HostArray};
 pub use buffer::ByteBuffer;
 pub use device::DeviceName;
-pub use error::{DTensorError, DeviceListFault, Result};
+pub use error::{DTensorError, DeviceListFault, Result, ToolError};
 pub use from_op_sharding::{op_sharding_to_layouts, OpShardingLayouts};
 pub use hlo_text::{parse_hlo_text, to_hlo_text, MAX_SHARDING_DEPTH};
 pub use jax::{parse_partition_spec, to_partition_spec};
@@ -79,5 +83,12 @@ pub use pack::{global_shape_of, pack, pack_into, relayout, relayout_into, unpack
 pub use plan::{relayout_plan, resolve_match, RelayoutPlan, RelayoutStep};
 pub use report::{DeviceBox, LayoutReport, MeshReport};
 pub use sharding::{chunk, Chunking, ShardBox, Sharding};
+pub use tools::{
+    chunking, from_op_sharding, is_layout_text, pack_dir, parse_mesh_arg, parse_shape,
+    parse_sharding, picture, read_array, read_components, read_layout_or_mesh, relayout_dirs,
+    unpack_file, write_array, write_components, ComponentFile, FromOpShardingReport, LayoutOrMesh,
+    NpyData, PackReport, ParsedSharding, Picture, RelayoutReport, RelayoutRequest, SpecKind,
+    UnpackReport,
+};
 pub use torch::{parse_torch_placements, to_torch, TorchSharding};
 pub use unbound_proto::xla::OpSharding;

@@ -217,3 +217,28 @@ impl ToPyErr for unbound_convert::ConvertError {
         }
     }
 }
+
+impl ToPyErr for unbound_dtensor::ToolError {
+    fn to_py_err(&self) -> PyErr {
+        use unbound_dtensor::ToolError as E;
+        match self {
+            E::OutputExists { .. } => raise(Kind::Exists, self),
+            E::File { .. } => raise(Kind::File, self),
+            E::Argument { .. } => raise(Kind::InvalidArgument, self),
+            _ => raise(Kind::Layout, self),
+        }
+    }
+}
+
+impl ToPyErr for unbound_plan::PlanError {
+    fn to_py_err(&self) -> PyErr {
+        use unbound_plan::PlanError as E;
+        match self {
+            E::SavedModel(e) => e.to_py_err(),
+            E::Layout(e) => e.to_py_err(),
+            E::Argument { .. } => raise(Kind::InvalidArgument, self),
+            E::Refused { .. } => raise(Kind::Unsupported, self),
+            _ => raise(Kind::Format, self),
+        }
+    }
+}

@@ -27,6 +27,7 @@ mod checkpoint;
 mod convert;
 mod dtensor;
 mod errors;
+mod plan;
 mod splitter;
 mod splitter_default;
 mod splitter_sink;
@@ -47,6 +48,7 @@ fn _unbound(m: &Bound<'_, PyModule>) -> PyResult<()> {
     checkpoint::register(m)?;
     convert::register(m)?;
     dtensor::register(m)?;
+    plan::register(m)?;
     tensorflow::register(m)?;
     Ok(())
 }

@@ -2,16 +2,12 @@
 //! without TensorFlow (parse, print, convert to and from XLA/JAX/PyTorch shardings, split,
 //! join and relayout arrays stored as `.npy`).
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-use unbound_bundle::npy::{descr_itemsize, read_npy, write_npy_bytes, NpyArray};
 use unbound_dtensor::{
-    decode_op_sharding, global_shape_of, op_sharding_to_layouts, pack, parse_hlo_text,
-    parse_partition_spec, parse_torch_placements, relayout, relayout_plan, resolve_match,
-    to_hlo_text, unpack, Chunking, DTensorError, Elements, HostArray, Layout, LayoutReport, Mesh,
-    MeshReport, RelayoutPlan, Sharding, MAX_RANK,
+    chunking, from_op_sharding, pack_dir, parse_sharding, picture, read_array, read_layout_or_mesh,
+    relayout_dirs, unpack_file, LayoutOrMesh, LayoutReport, MeshReport, Picture, RelayoutPlan,
+    RelayoutRequest,
 };
 
 use super::CmdResult;
@@ -20,7 +16,8 @@ use super::CmdResult;
 #[derive(clap::Subcommand)]
 pub enum LayoutCommand {
     /// Show a layout or a mesh: TensorFlow's string and proto, the XLA/HLO sharding, JAX
-    /// PartitionSpec, PyTorch placements, and with --global-shape what each device holds.
+    /// PartitionSpec, PyTorch placements, and with --global-shape what each device holds
+    /// (for rank 1 and 2, drawn as a grid of blocks; coloured on a terminal).
     Show(ShowArgs),
     /// Find a mesh and layout realising an XLA OpSharding (or explain why none exists).
     FromOpSharding(FromOpShardingArgs),
@@ -169,53 +166,20 @@ pub struct RelayoutArgs {
 pub struct Shape(Vec<i64>);
 
 fn parse_shape(s: &str) -> Result<Shape, String> {
-    if s.trim().is_empty() {
-        return Ok(Shape(Vec::new()));
-    }
-    let rank = s.split(',').count();
-    if rank > MAX_RANK {
-        return Err(format!(
-            "{rank} dimensions, more than TensorFlow's {MAX_RANK}"
-        ));
-    }
-    s.split(',')
-        .map(|d| {
-            let d = d.trim();
-            d.parse::<i64>()
-                .ok()
-                .filter(|&v| v >= 0)
-                .ok_or_else(|| format!("shape entry {d:?} is not a non-negative integer"))
-        })
-        .collect::<Result<_, _>>()
+    unbound_dtensor::parse_shape(s)
         .map(Shape)
+        .map_err(|e| e.to_string())
 }
 
 /// Runs a `layout` subcommand.
 pub fn run(cmd: LayoutCommand) -> CmdResult {
     match cmd {
         LayoutCommand::Show(a) => show(a),
-        LayoutCommand::FromOpSharding(a) => from_op_sharding(a),
+        LayoutCommand::FromOpSharding(a) => from_op_sharding_cmd(a),
         LayoutCommand::Unpack(a) => unpack_cmd(a),
         LayoutCommand::Pack(a) => pack_cmd(a),
         LayoutCommand::Relayout(a) => relayout_cmd(a),
     }
-}
-
-fn read_file(path: &str) -> Result<Vec<u8>, String> {
-    // Mapped: a FIFO or device is refused instead of read forever.
-    unbound_io::map_file(Path::new(path))
-        .map(|b| b.to_vec())
-        .map_err(|e| e.to_string())
-}
-
-/// Whether SPEC reads as a layout string: a layout prefix, `empty_layout`, or a space (a
-/// layout string is `<specs> <mesh>`; mesh strings hold no space).
-fn is_layout_text(s: &str) -> bool {
-    s == "empty_layout"
-        || s.contains(' ')
-        || ["sharding_specs:", "parted:", "maximal:"]
-            .iter()
-            .any(|p| s.starts_with(p))
 }
 
 /// What SPEC of `layout show` is.
@@ -229,56 +193,23 @@ pub enum SpecKind {
     Mesh,
 }
 
-/// A mesh string or @FILE with a MeshProto.
-fn load_mesh(spec: &str) -> Result<(Mesh, Vec<String>), DTensorError> {
-    match spec.strip_prefix('@') {
-        Some(path) => {
-            let bytes = read_file(path).map_err(|e| DTensorError::Mesh {
-                input: spec.into(),
-                fault: e,
-            })?;
-            Ok((Mesh::decode(&bytes, path)?, Vec::new()))
+impl From<SpecKind> for unbound_dtensor::SpecKind {
+    fn from(k: SpecKind) -> Self {
+        match k {
+            SpecKind::Auto => Self::Auto,
+            SpecKind::Layout => Self::Layout,
+            SpecKind::Mesh => Self::Mesh,
         }
-        None => Mesh::parse_with_warnings(spec),
     }
 }
 
-/// A sharding read from the command line: the sharding, the DTensor layout when it is one,
-/// and parse warnings.
-type LoadedSharding = (Sharding, Option<Layout>, Vec<String>);
-
-/// A layout: TensorFlow's string, @FILE (LayoutProto), or with a mesh a PartitionSpec or
-/// PyTorch placements. Returns the sharding, the layout when it is a DTensor one, warnings.
-fn load_sharding(
-    spec: &str,
-    mesh: Option<&str>,
-    rank_hint: Option<usize>,
-    chunking: Chunking,
-) -> Result<LoadedSharding, Box<dyn std::error::Error>> {
-    let t = spec.trim();
-    if t.starts_with('P') || t.starts_with('[') {
-        let mesh_spec = mesh.ok_or_else(|| format!("layout {spec:?} needs --mesh"))?;
-        let (mesh, warnings) = load_mesh(mesh_spec)?;
-        let s = if t.starts_with('[') {
-            let rank = rank_hint.ok_or_else(|| {
-                format!("layout {spec:?}: PyTorch placements need the tensor rank (from the data)")
-            })?;
-            parse_torch_placements(t, &mesh, rank, chunking)?
-        } else {
-            parse_partition_spec(t, &mesh, rank_hint, chunking)?
-        };
-        let layout = s.to_layout();
-        return Ok((s, layout, warnings));
-    }
-    let (layout, warnings) = match spec.strip_prefix('@') {
-        Some(path) => (Layout::decode(&read_file(path)?, path)?, Vec::new()),
-        None => Layout::parse_with_warnings(spec)?,
-    };
-    Ok((
-        Sharding::from_layout(&layout, chunking)?,
-        Some(layout),
-        warnings,
-    ))
+/// Prints a library report as JSON with its keys sorted, as this command always has.
+fn print_sorted_json(report: &impl serde::Serialize) -> CmdResult {
+    outln!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::to_value(report)?)?
+    )?;
+    Ok(())
 }
 
 fn warn_all(warnings: &[String], strict: bool) -> CmdResult {
@@ -291,52 +222,11 @@ fn warn_all(warnings: &[String], strict: bool) -> CmdResult {
     Ok(())
 }
 
-fn chunking(uneven: bool) -> Chunking {
-    if uneven {
-        Chunking::Uneven
-    } else {
-        Chunking::Even
-    }
-}
-
 fn show(a: ShowArgs) -> CmdResult {
     let spec = a.spec.as_str();
-    enum Shown {
-        Layout(Layout, Vec<String>),
-        Mesh(Mesh, Vec<String>),
-    }
-    let shown = if let (Some(path), SpecKind::Layout) = (spec.strip_prefix('@'), a.kind) {
-        Shown::Layout(Layout::decode(&read_file(path)?, path)?, Vec::new())
-    } else if let (Some(path), SpecKind::Mesh) = (spec.strip_prefix('@'), a.kind) {
-        Shown::Mesh(Mesh::decode(&read_file(path)?, path)?, Vec::new())
-    } else if let Some(path) = spec.strip_prefix('@') {
-        let bytes = read_file(path)?;
-        match Layout::decode(&bytes, path) {
-            Ok(l) if !l.is_empty() || bytes.first() == Some(&0x12) => Shown::Layout(l, Vec::new()),
-            layout_result => match Mesh::decode(&bytes, path) {
-                Ok(m) => Shown::Mesh(m, Vec::new()),
-                Err(e) => match layout_result {
-                    Err(le) => {
-                        return Err(format!(
-                            "{path}: neither a LayoutProto ({le}) nor a MeshProto ({e})"
-                        )
-                        .into())
-                    }
-                    Ok(_) => return Err(e.into()),
-                },
-            },
-        }
-    } else if matches!(a.kind, SpecKind::Layout)
-        || (matches!(a.kind, SpecKind::Auto) && is_layout_text(spec))
-    {
-        let (l, w) = Layout::parse_with_warnings(spec)?;
-        Shown::Layout(l, w)
-    } else {
-        let (m, w) = Mesh::parse_with_warnings(spec)?;
-        Shown::Mesh(m, w)
-    };
+    let shown = read_layout_or_mesh(spec, a.kind.into())?;
     match shown {
-        Shown::Mesh(mesh, warnings) => {
+        LayoutOrMesh::Mesh(mesh, warnings) => {
             if a.global_shape.is_some() {
                 return Err(format!("{spec:?} is a mesh; --global-shape needs a layout").into());
             }
@@ -348,7 +238,7 @@ fn show(a: ShowArgs) -> CmdResult {
                 print_mesh(&report, "")?;
             }
         }
-        Shown::Layout(layout, warnings) => {
+        LayoutOrMesh::Layout(layout, warnings) => {
             warn_all(&warnings, a.strict)?;
             let report = LayoutReport::new(
                 &layout,
@@ -433,6 +323,9 @@ fn print_layout(r: &LayoutReport) -> Result<(), crate::output::StdoutError> {
     if let (Some(g), Some(l)) = (&r.global_shape, &r.local_shape) {
         outln!("  global shape: [{}]   local shape: [{}]", list(g), list(l))?;
     }
+    if let Some(p) = picture(r) {
+        print_picture(&p, &r.mesh.device_type)?;
+    }
     if let Some(devices) = &r.devices {
         outln!("  component  device id  position  location  offset  shape")?;
         for d in devices {
@@ -451,151 +344,95 @@ fn print_layout(r: &LayoutReport) -> Result<(), crate::output::StdoutError> {
     Ok(())
 }
 
-fn from_op_sharding(a: FromOpShardingArgs) -> CmdResult {
-    let input = a.sharding.trim();
-    let sharding = if let Some(path) = input.strip_prefix('@') {
-        decode_op_sharding(&read_file(path)?, path)?
-    } else if input.starts_with('{') {
-        parse_hlo_text(input)?
-    } else {
-        let bytes = unhex(input)
-            .ok_or_else(|| format!("{input:?} is neither hex, @FILE nor HLO sharding text"))?;
-        decode_op_sharding(&bytes, "the hex argument")?
+/// Background colours for the blocks on a terminal (ANSI 256-colour codes), cycled.
+const BLOCK_COLOURS: [u8; 8] = [153, 223, 194, 217, 189, 229, 159, 224];
+
+/// Draws which devices hold which block (JAX's `visualize_array_sharding`): a grid of boxes,
+/// coloured on a terminal, plain text otherwise.
+fn print_picture(p: &Picture, device_type: &str) -> Result<(), crate::output::StdoutError> {
+    use std::io::IsTerminal;
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let label = |r: usize, c: usize| -> String {
+        let ids: Vec<String> = p.cells[r][c].iter().map(i64::to_string).collect();
+        format!("{device_type} {}", ids.join(","))
     };
-    let mesh = match &a.mesh {
-        Some(m) => {
-            let (mesh, w) = load_mesh(m)?;
-            warn_all(&w, false)?;
-            Some(mesh)
+    let range = |(a, b): (i64, i64)| format!("{a}:{b}");
+    let width = (0..p.rows.len())
+        .flat_map(|r| (0..p.cols.len()).map(move |c| (r, c)))
+        .map(|(r, c)| label(r, c).len())
+        .chain(p.cols.iter().map(|&c| range(c).len()))
+        .max()
+        .unwrap_or(1)
+        + 2;
+    let rule = format!("  +{}", vec!["-".repeat(width); p.cols.len()].join("+")) + "+";
+    outln!(
+        "  blocks (rows: axis 0{}):",
+        if p.rows.len() > 1 || p.cols.len() > 1 {
+            ", columns: last axis"
+        } else {
+            ""
         }
-        None => None,
-    };
-    if let Some(rank) = a.rank.filter(|&r| r > MAX_RANK) {
-        return Err(format!("--rank {rank}: more than TensorFlow's {MAX_RANK} dimensions").into());
+    )?;
+    let header: Vec<String> = p
+        .cols
+        .iter()
+        .map(|&c| format!("{:^width$}", range(c)))
+        .collect();
+    outln!("   {}", header.join(" "))?;
+    for (r, &rows) in p.rows.iter().enumerate() {
+        outln!("{rule}")?;
+        let cells: Vec<String> = (0..p.cols.len())
+            .map(|c| {
+                let text = format!("{:^width$}", label(r, c));
+                if colour {
+                    let k = BLOCK_COLOURS[(r * p.cols.len() + c) % BLOCK_COLOURS.len()];
+                    format!("\x1b[30;48;5;{k}m{text}\x1b[0m")
+                } else {
+                    text
+                }
+            })
+            .collect();
+        outln!("  |{}|  {}", cells.join("|"), range(rows))?;
     }
-    let found = op_sharding_to_layouts(&sharding, mesh.as_ref(), a.rank)?;
+    outln!("{rule}")?;
+    Ok(())
+}
+
+fn from_op_sharding_cmd(a: FromOpShardingArgs) -> CmdResult {
+    let report = from_op_sharding(&a.sharding, a.mesh.as_deref(), a.rank)?;
+    warn_all(&report.warnings, false)?;
     if a.json {
-        let out = json!({
-            "hlo_sharding_text": to_hlo_text(&sharding),
-            "layouts": found.layouts.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
-            "notes": found.notes,
-        });
-        outln!("{}", serde_json::to_string_pretty(&out)?)?;
+        print_sorted_json(&report)?;
     } else {
-        outln!("sharding: {}", to_hlo_text(&sharding))?;
-        for l in &found.layouts {
+        outln!("sharding: {}", report.hlo_sharding_text)?;
+        for l in &report.layouts {
             outln!("layout: {l}")?;
         }
-        for n in &found.notes {
+        for n in &report.notes {
             outln!("note: {n}")?;
         }
     }
     Ok(())
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..s.len() / 2)
-        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok())
-        .collect()
-}
-
-/// A `.npy` file as a host array (the descriptor is kept for writing back).
-fn load_array(path: &Path) -> Result<(HostArray, String), Box<dyn std::error::Error>> {
-    let NpyArray { descr, shape, data } = read_npy(path)?;
-    let item = descr_itemsize(&descr)
-        .ok_or_else(|| format!("{}: dtype {descr} is not supported", path.display()))?;
-    let array =
-        HostArray::from_bytes(shape, item, data).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((array, descr))
-}
-
-fn save_array(path: &Path, array: &HostArray, descr: &str) -> CmdResult {
-    let Elements::Fixed { bytes, .. } = array.elements() else {
-        return Err("internal: string arrays are read as fixed-width bytes".into());
-    };
-    write_npy_bytes(path, descr, array.shape(), bytes)?;
-    Ok(())
-}
-
-/// Reads INDIR/0.npy .. INDIR/{n-1}.npy; all must share one dtype.
-fn load_components(
-    dir: &Path,
-    n: usize,
-) -> Result<(Vec<HostArray>, String), Box<dyn std::error::Error>> {
-    let mut out = Vec::with_capacity(n);
-    let mut descr0: Option<String> = None;
-    for i in 0..n {
-        let path = dir.join(format!("{i}.npy"));
-        if !path.is_file() {
-            return Err(format!(
-                "{}: missing (the layout has {n} local devices, so 0.npy..{}.npy are needed)",
-                path.display(),
-                n.saturating_sub(1)
-            )
-            .into());
-        }
-        let (a, descr) = load_array(&path)?;
-        match &descr0 {
-            Some(d) if *d != descr => {
-                return Err(format!("{}: dtype {descr}, but 0.npy has {d}", path.display()).into())
-            }
-            _ => descr0 = Some(descr),
-        }
-        out.push(a);
-    }
-    if dir.join(format!("{n}.npy")).exists() {
-        return Err(format!(
-            "{}: {n}.npy exists, but the layout has only {n} local devices",
-            dir.display()
-        )
-        .into());
-    }
-    Ok((out, descr0.unwrap_or_else(|| "<f4".into())))
-}
-
-fn save_components(
-    dir: &Path,
-    comps: &[HostArray],
-    descr: &str,
-) -> Result<Vec<String>, Box<dyn std::error::Error>> {
-    // Nothing is overwritten: an existing OUTDIR must be an empty directory.
-    if fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_some()) {
-        super::refuse_existing(dir)?;
-    }
-    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut files = Vec::with_capacity(comps.len());
-    for (i, c) in comps.iter().enumerate() {
-        let path = dir.join(format!("{i}.npy"));
-        save_array(&path, c, descr)?;
-        files.push(path.display().to_string());
-    }
-    Ok(files)
-}
-
 fn unpack_cmd(a: UnpackArgs) -> CmdResult {
-    let (global, descr) = load_array(&a.global)?;
-    let (sharding, _, warnings) = load_sharding(
+    let global = read_array(&a.global)?;
+    let parsed = parse_sharding(
         &a.layout,
         a.mesh.as_deref(),
-        Some(global.shape().len()),
+        Some(global.array.shape().len()),
         chunking(a.uneven),
     )?;
-    warn_all(&warnings, false)?;
-    let comps = unpack(&global, &sharding).map_err(|e| format!("{}: {e}", a.global.display()))?;
-    let files = save_components(&a.outdir, &comps, &descr)?;
-    let shapes: Vec<&[i64]> = comps.iter().map(HostArray::shape).collect();
+    warn_all(&parsed.warnings, false)?;
+    let report = unpack_file(&global, &a.global, &parsed.sharding, &a.outdir)?;
     if a.json {
-        let out = json!({ "layout": sharding.describe(), "dtype": descr, "global_shape": global.shape(),
-            "components": files.iter().zip(&shapes).map(|(f, s)| json!({"file": f, "shape": s})).collect::<Vec<_>>() });
-        outln!("{}", serde_json::to_string_pretty(&out)?)?;
+        print_sorted_json(&report)?;
     } else {
         outln!(
-            "wrote {} components of {:?} ({descr}) to {}",
-            files.len(),
-            global.shape(),
+            "wrote {} components of {:?} ({}) to {}",
+            report.components.len(),
+            report.global_shape,
+            report.dtype,
             a.outdir.display()
         )?;
     }
@@ -608,46 +445,32 @@ fn pack_cmd(a: PackArgs) -> CmdResult {
         .as_ref()
         .map(|s| s.0.len())
         .or_else(|| first_rank(&a.indir));
-    let (sharding, _, warnings) =
-        load_sharding(&a.layout, a.mesh.as_deref(), rank_hint, chunking(a.uneven))?;
-    warn_all(&warnings, false)?;
-    let n = sharding.mesh().local_device_ids().len();
-    let (comps, descr) = load_components(&a.indir, n)?;
-    let shape = match a.global_shape {
-        Some(s) => {
-            check_global_shape(&s.0, &sharding)?;
-            s.0
-        }
-        None => global_shape_of(&comps, &sharding)?,
-    };
-    let global =
-        pack(&comps, &sharding, &shape).map_err(|e| format!("{}: {e}", a.indir.display()))?;
-    super::refuse_existing(&a.out)?;
-    save_array(&a.out, &global, &descr)?;
+    let parsed = parse_sharding(&a.layout, a.mesh.as_deref(), rank_hint, chunking(a.uneven))?;
+    warn_all(&parsed.warnings, false)?;
+    let report = pack_dir(
+        &parsed.sharding,
+        &a.indir,
+        a.global_shape.as_ref().map(|s| s.0.as_slice()),
+        &a.out,
+    )?;
     if a.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({ "layout": sharding.describe(), "dtype": descr, "global_shape": shape, "file": a.out.display().to_string() })
-            )?
-        )?;
+        print_sorted_json(&report)?;
     } else {
-        outln!("wrote {:?} ({descr}) to {}", shape, a.out.display())?;
+        outln!(
+            "wrote {:?} ({}) to {}",
+            report.global_shape,
+            report.dtype,
+            a.out.display()
+        )?;
     }
     Ok(())
 }
 
-/// Refuses a `--global-shape` the layout cannot take (its rank, sizes that do not divide),
-/// naming the argument, before anything is read or allocated for it.
-fn check_global_shape(shape: &[i64], sharding: &Sharding) -> Result<(), String> {
-    sharding
-        .check_shape(shape)
-        .map_err(|e| format!("--global-shape {}: {e}", list(shape)))
-}
-
 /// The rank of INDIR/0.npy, if readable (PyTorch placements need a rank).
 fn first_rank(dir: &Path) -> Option<usize> {
-    read_npy(&dir.join("0.npy")).ok().map(|a| a.shape.len())
+    read_array(&dir.join("0.npy"))
+        .ok()
+        .map(|a| a.array.shape().len())
 }
 
 fn print_plan(plan: &RelayoutPlan) -> Result<(), crate::output::StdoutError> {
@@ -686,56 +509,29 @@ fn relayout_cmd(a: RelayoutArgs) -> CmdResult {
         .map(|s| s.0.len())
         .or_else(|| a.indir.as_deref().and_then(first_rank));
     let c = chunking(a.uneven);
-    let (from, from_layout, mut warnings) =
-        load_sharding(&a.from, a.mesh.as_deref(), rank_hint, c)?;
-    // `match` in the target keeps the source's spec on that axis.
-    let (to, _, w2) = match (&from_layout, Layout::parse(&a.to)) {
-        (Some(fl), Ok(tl)) if tl.specs().iter().any(|s| s == "match") => {
-            let resolved = resolve_match(fl, &tl)?;
-            (
-                Sharding::from_layout(&resolved, c)?,
-                Some(resolved),
-                Vec::new(),
-            )
-        }
-        _ => load_sharding(&a.to, a.mesh.as_deref(), Some(from.rank()), c)?,
+    let from = parse_sharding(&a.from, a.mesh.as_deref(), rank_hint, c)?;
+    let request = RelayoutRequest {
+        from: &from,
+        mesh: a.mesh.as_deref(),
+        chunking: c,
+        plan: a.plan,
+        global_shape: a.global_shape.as_ref().map(|s| s.0.as_slice()),
+        dirs: a.indir.as_deref().zip(a.outdir.as_deref()),
     };
-    warnings.extend(w2);
+    let to = request.target(&a.to)?;
+    let mut warnings = from.warnings.clone();
+    warnings.extend(to.warnings.iter().cloned());
     warn_all(&warnings, false)?;
-    let plan = if a.plan {
-        Some(relayout_plan(&from, &to)?)
-    } else {
-        None
-    };
-    let mut written = None;
-    if let (Some(indir), Some(outdir)) = (&a.indir, &a.outdir) {
-        let n = from.mesh().local_device_ids().len();
-        let (comps, descr) = load_components(indir, n)?;
-        let shape = match &a.global_shape {
-            Some(s) => {
-                check_global_shape(&s.0, &from)?;
-                s.0.clone()
-            }
-            None => global_shape_of(&comps, &from)?,
-        };
-        let moved = relayout(&comps, &from, &to, &shape)
-            .map_err(|e| format!("{}: {e}", indir.display()))?;
-        written = Some((save_components(outdir, &moved, &descr)?, shape));
-    }
+    let report = relayout_dirs(&request, &to.sharding)?;
     if a.json {
-        let out = json!({
-            "from": from.describe(),
-            "to": to.describe(),
-            "plan": plan,
-            "global_shape": written.as_ref().map(|w| w.1.clone()),
-            "components": written.as_ref().map(|w| w.0.clone()),
-        });
-        outln!("{}", serde_json::to_string_pretty(&out)?)?;
+        print_sorted_json(&report)?;
     } else {
-        if let Some(p) = &plan {
+        if let Some(p) = &report.plan {
             print_plan(p)?;
         }
-        if let (Some((files, shape)), Some(outdir)) = (&written, &a.outdir) {
+        if let (Some(files), Some(shape), Some(outdir)) =
+            (&report.components, &report.global_shape, &a.outdir)
+        {
             outln!(
                 "wrote {} components of {:?} to {}",
                 files.len(),

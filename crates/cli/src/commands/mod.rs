@@ -9,6 +9,7 @@ pub mod inspect;
 pub mod layout;
 pub mod merge;
 pub mod optimize;
+pub mod plan;
 pub mod proto;
 pub mod reshard;
 pub mod scan;

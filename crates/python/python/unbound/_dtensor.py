@@ -24,7 +24,7 @@ from unbound import _unbound
 from unbound._checkpoint import numpy_dtype
 from unbound._errors import InvalidArgumentError
 
-__all__ = ["Mesh", "Layout", "pack", "unpack", "relayout", "reshard"]
+__all__ = ["Mesh", "Layout", "pack", "unpack", "relayout", "reshard", "plan"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -256,5 +256,44 @@ def reshard(
     default_text = None if default is None else (default if isinstance(default, str) else ",".join(default))
     out = _unbound.reshard(
         os.fspath(src_prefix), os.fspath(dst_prefix), str(mesh), rules, default_text, jobs, dry_run
+    )
+    return json.loads(out)
+
+
+def _specs_text(specs: Union[str, Sequence[str]]) -> str:
+    return specs if isinstance(specs, str) else ",".join(specs)
+
+
+def plan(
+    dir: PathLike,
+    mesh: Union[Mesh, str],
+    inputs: Optional[Mapping[str, Union[str, Sequence[str]]]] = None,
+    variables: Optional[Mapping[str, Union[str, Sequence[str]]]] = None,
+    *,
+    shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    signature: Optional[str] = None,
+    tags: Optional[str] = None,
+) -> Dict[str, Any]:
+    """What TensorFlow's DTensor would do with signature ``signature`` (default
+    ``serving_default``) of the SavedModel in ``dir`` on ``mesh``, decided offline, as
+    ``unbound plan DIR --mesh MESH [--input ...] [--variable ...] [--shape ...] --json`` does.
+
+    ``inputs`` maps an input name, and ``variables`` a variable name or regular expression
+    (matching whole; first match wins), to specs (``"x,unsharded"`` or ``["x", "unsharded"]``);
+    what is not named is replicated. ``shapes`` pins dynamic dimensions of inputs (the batch)
+    so byte counts are known. Returns the report as a dict: ``outputs`` (each output's
+    ``specs`` and ``shape``), ``ops`` (every op's operand and result layouts, the operands
+    relayouted first, its ``collectives`` with ``kind``, ``mesh_dims`` and ``bytes`` per
+    device), ``assumed`` (ops planned without a rule), ``totals``. Where DTensor refuses the
+    program, raises :class:`unbound.UnsupportedError` naming the op and DTensor's message.
+    """
+    out = _unbound.plan(
+        os.fspath(dir),
+        str(mesh),
+        [(name, _specs_text(s)) for name, s in (inputs or {}).items()],
+        [(name, _specs_text(s)) for name, s in (variables or {}).items()],
+        {name: [int(d) for d in dims] for name, dims in (shapes or {}).items()},
+        signature,
+        tags,
     )
     return json.loads(out)

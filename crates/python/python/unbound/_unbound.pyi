@@ -5,7 +5,7 @@ __version__: str
 # --- checkpoint ---
 import os
 import pathlib
-from typing import List, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,15 @@ def layout_new(specs: List[str], mesh: str) -> str: ...
 def dtensor_split(layout: str, array: _NativeArray) -> List[_NativeArray]: ...
 def dtensor_join(layout: str, components: List[_NativeArray]) -> _NativeArray: ...
 def dtensor_relayout(components: List[_NativeArray], src: str, dst: str) -> List[_NativeArray]: ...
+def plan(
+    dir: str,
+    mesh: str,
+    inputs: List[Tuple[str, str]],
+    variables: List[Tuple[str, str]],
+    shapes: Dict[str, List[int]],
+    signature: Optional[str] = None,
+    tags: Optional[str] = None,
+) -> str: ...
 def convert(
     src: str,
     dst: str,

@@ -99,7 +99,8 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
                 || (f.list && f.packed && numeric)
                 || !f.list && f.class == Class::Message
             {
-                // Gathered whole when first met, and met again after another known field.
+                // Gathered whole when first met (up to the next known field), so not met again
+                // here; the general walk answers if it ever were.
                 return Ok(false);
             } else if !f.list {
                 // The last occurrence of a singular scalar or string wins.

@@ -299,8 +299,8 @@ fn unmatched_variable(p: &program::Program, pattern: &str) -> PlanError {
     };
     PlanError::Argument {
         fault: format!(
-            "--variable {pattern}: no variable's object path (or, without an object graph, \
-             name) is or matches it; {listed}"
+            "--variable {pattern}: matches no variable's object path (nor, in a model without \
+             an object graph, its name); {listed}"
         ),
     }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use prost::Message;
 use unbound_graph::OpLibrary;
-use unbound_proto::tensorflow::tensor_info::Encoding;
 use unbound_proto::tensorflow::saved_object::Kind;
+use unbound_proto::tensorflow::tensor_info::Encoding;
 use unbound_proto::tensorflow::{SavedObjectGraph, TensorInfo};
 use unbound_savedmodel::show::saved_object_paths;
 use unbound_savedmodel::{ModelFormat, SavedModel};

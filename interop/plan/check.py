@@ -30,8 +30,8 @@ def main():
         cmd = [args.unbound, "plan", os.path.join(args.suite, e["name"]), "--mesh", e["mesh"], "--json"]
         for name, specs in e["inputs"].items():
             cmd += ["--input", f"{name}={','.join(specs)}"]
-        for name, specs in e["variables"].items():
-            cmd += ["--variable", f"{name}={','.join(specs)}"]
+        for path, specs in e["variables"].items():  # object paths (vars/kernel)
+            cmd += ["--variable", f"{path}={','.join(specs)}"]
         run = subprocess.run(cmd, capture_output=True, text=True)
         if "refused" in e:
             ok = run.returncode == 1 and "DTensor refuses" in run.stderr

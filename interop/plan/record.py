@@ -12,8 +12,8 @@ sharded, and programs DTensor refuses), it
   out as the case says, and records `dtensor.fetch_layout` of every output, or DTensor's
   refusal (the first line of its error);
 
-and writes OUTDIR/expected.json: one entry per case with the mesh, the layouts given, the
-static shapes and what DTensor gave. `check.py` plans each model with `unbound plan` and
+and writes OUTDIR/expected.json: one entry per case with the mesh, the layouts given (the
+variables by object path, `vars/NAME`), the static shapes and what DTensor gave. `check.py` plans each model with `unbound plan` and
 compares.
 
 The collectives: TensorFlow dumps the graphs it runs when TF_DUMP_GRAPH_PREFIX is set. After
@@ -271,7 +271,9 @@ def main():
             "name": cs["name"],
             "mesh": ",".join(f"{n}={s}" for n, s in MESHES[cs["mesh"]]),
             "inputs": {name: specs for name, _, _, specs in cs["inputs"]},
-            "variables": {name: specs for name, _, specs in cs["variables"]},
+            # By object path, as `unbound plan --variable` matches them: make_module keeps
+            # the variables in the dict `m.vars`, so `kernel` is `vars/kernel`.
+            "variables": {f"vars/{name}": specs for name, _, specs in cs["variables"]},
         }
         dumped_collectives()
         try:

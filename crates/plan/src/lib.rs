@@ -62,8 +62,13 @@ pub struct PlanOptions {
     pub mesh: String,
     /// Input layouts: (input name, specs). Inputs not named are replicated.
     pub inputs: Vec<(String, String)>,
-    /// Variable layouts: (name or regular expression matched whole against the variable's
-    /// name, specs). Variables not matched are replicated.
+    /// Variable layouts: (object path or regular expression matched whole against it,
+    /// specs); the first that matches a variable gives its layout. A variable's object path
+    /// is its place in the SavedModel's object graph (child names from the root joined with
+    /// `/`, `vars/kernel`), found through the captures (`bound_inputs`) of the functions
+    /// the signature calls. TF1 models have no object graph: there a variable is matched by
+    /// its name (VarHandleOp's `shared_name`). Variables not matched are replicated; a
+    /// pattern that matches no variable is an error.
     pub variables: Vec<(String, String)>,
     /// The signature (default `serving_default`).
     pub signature: Option<String>,
@@ -134,50 +139,12 @@ pub fn plan(dir: &Path, options: &PlanOptions) -> Result<PlanReport> {
         locked.push((*v, specs));
     }
 
-    let patterns: Vec<(regex::Regex, &str, &str)> = options
-        .variables
-        .iter()
-        .map(|(pat, specs)| {
-            regex::Regex::new(&format!("^(?:{pat})$"))
-                .map(|r| (r, pat.as_str(), specs.as_str()))
-                .map_err(|e| PlanError::Argument {
-                    fault: format!("--variable {pat}: not a regular expression: {e}"),
-                })
-        })
-        .collect::<Result<_>>()?;
-    let mut var_layouts = Vec::with_capacity(p.variables.len());
-    let mut vars_report = BTreeMap::new();
     let md = MeshDims {
         names: &mesh_names,
         sizes: &mesh_sizes,
     };
-    for var in &p.variables {
-        let rank = var.shape.as_ref().map_or(0, Vec::len);
-        let specs = match patterns
-            .iter()
-            .find(|(r, pat, _)| *pat == var.name || r.is_match(&var.name))
-        {
-            Some((_, pat, text)) => {
-                inputs::parse_specs(text, &mesh, &mesh_text, rank, &format!("--variable {pat}"))?
-            }
-            None => replicated(rank),
-        };
-        check_divides(
-            &var.shape,
-            &specs,
-            &mesh_sizes,
-            &mesh_names,
-            &format!("variable {}", var.name),
-        )?;
-        vars_report.insert(
-            var.name.clone(),
-            TensorPlan {
-                specs: expand::names(&specs, &md),
-                shape: var.shape.clone(),
-            },
-        );
-        var_layouts.push(specs);
-    }
+    let (var_layouts, vars_report) =
+        variable_layouts(p, &options.variables, &mesh, &mesh_text, &md)?;
 
     let layouts = propagate::propagate(p, &locked, var_layouts, &mesh_sizes, &mesh_names);
     let (ops, assumed) = expand::expand_all(p, &layouts, &md)?;
@@ -218,6 +185,124 @@ pub fn plan(dir: &Path, options: &PlanOptions) -> Result<PlanReport> {
         notes,
         totals,
     })
+}
+
+/// How many variables an error about an unmatched `--variable` lists.
+const LISTED_VARIABLES: usize = 8;
+
+/// The key a variable is matched and reported by: its object path (TF2 models), else its
+/// name (`shared_name`; TF1 models have no object graph).
+fn variable_key(var: &program::Variable) -> &str {
+    var.path.as_deref().unwrap_or(&var.name)
+}
+
+/// A `--variable PATTERN=SPECS`: the pattern as given, compiled to match whole.
+struct VariableRule<'o> {
+    pattern: &'o str,
+    regex: regex::Regex,
+    specs: &'o str,
+}
+
+impl VariableRule<'_> {
+    fn matches(&self, key: &str) -> bool {
+        self.pattern == key || self.regex.is_match(key)
+    }
+}
+
+/// Compiles the `--variable` rules.
+fn variable_rules(given: &[(String, String)]) -> Result<Vec<VariableRule<'_>>> {
+    given
+        .iter()
+        .map(|(pattern, specs)| {
+            regex::Regex::new(&format!("^(?:{pattern})$"))
+                .map(|regex| VariableRule {
+                    pattern,
+                    regex,
+                    specs,
+                })
+                .map_err(|e| PlanError::Argument {
+                    fault: format!("--variable {pattern}: not a regular expression: {e}"),
+                })
+        })
+        .collect()
+}
+
+/// The layout of each variable of `p` (in order) and the report of them by key
+/// ([`variable_key`]): the first rule whose pattern is the key or matches it whole, else
+/// replicated. A rule that matches no variable is an error naming it and some keys.
+fn variable_layouts(
+    p: &program::Program,
+    given: &[(String, String)],
+    mesh: &unbound_dtensor::Mesh,
+    mesh_text: &str,
+    md: &MeshDims,
+) -> Result<(Vec<Specs>, BTreeMap<String, TensorPlan>)> {
+    let rules = variable_rules(given)?;
+    let mut used = vec![false; rules.len()];
+    let mut layouts = Vec::with_capacity(p.variables.len());
+    let mut report = BTreeMap::new();
+    for var in &p.variables {
+        let key = variable_key(var);
+        let rank = var.shape.as_ref().map_or(0, Vec::len);
+        let mut rule = None;
+        for (i, r) in rules.iter().enumerate() {
+            if r.matches(key) {
+                used[i] = true;
+                rule.get_or_insert(r);
+            }
+        }
+        let specs = match rule {
+            Some(r) => inputs::parse_specs(
+                r.specs,
+                mesh,
+                mesh_text,
+                rank,
+                &format!("--variable {}", r.pattern),
+            )?,
+            None => replicated(rank),
+        };
+        check_divides(
+            &var.shape,
+            &specs,
+            md.sizes,
+            md.names,
+            &format!("variable {key}"),
+        )?;
+        report.insert(
+            key.to_string(),
+            TensorPlan {
+                specs: expand::names(&specs, md),
+                shape: var.shape.clone(),
+            },
+        );
+        layouts.push(specs);
+    }
+    if let Some(i) = used.iter().position(|u| !u) {
+        return Err(unmatched_variable(p, rules[i].pattern));
+    }
+    Ok((layouts, report))
+}
+
+/// The error for a `--variable` pattern no variable's key matches, listing some keys.
+fn unmatched_variable(p: &program::Program, pattern: &str) -> PlanError {
+    let mut keys: Vec<&str> = p.variables.iter().map(variable_key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let more = keys.len().saturating_sub(LISTED_VARIABLES);
+    keys.truncate(LISTED_VARIABLES);
+    let listed = if keys.is_empty() {
+        "the signature uses no variable".to_string()
+    } else if more > 0 {
+        format!("its variables include {keys:?} and {more} more")
+    } else {
+        format!("its variables are {keys:?}")
+    };
+    PlanError::Argument {
+        fault: format!(
+            "--variable {pattern}: matches no variable's object path (nor, in a model without \
+             an object graph, its name); {listed}"
+        ),
+    }
 }
 
 /// Refuses a layout whose shard counts do not divide the static dimensions (DTensor's

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 
 use prost::bytes::Bytes;
 use unbound_proto::tensorflow::meta_graph_def::MetaInfoDef;
-use unbound_proto::tensorflow::{OpDef, SignatureDef, TensorShapeProto, VersionDef};
+use unbound_proto::tensorflow::{
+    OpDef, SavedObjectGraph, SignatureDef, TensorShapeProto, VersionDef,
+};
 
 /// `tensorflow.SavedModel`, its MetaGraphDefs only.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -18,7 +20,7 @@ pub struct SavedModel {
     pub meta_graphs: Vec<MetaGraphDef>,
 }
 
-/// `tensorflow.MetaGraphDef`: tags, graph, signatures.
+/// `tensorflow.MetaGraphDef`: tags, graph, signatures, object graph.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct MetaGraphDef {
     /// `meta_info_def` (tags, stripped op list).
@@ -30,6 +32,10 @@ pub struct MetaGraphDef {
     /// `signature_def`.
     #[prost(btree_map = "string, message", tag = "5")]
     pub signature_def: BTreeMap<String, SignatureDef>,
+    /// `object_graph_def`: the TF2 object graph (variables' object paths, the captures of
+    /// concrete functions); absent in TF1 models.
+    #[prost(message, optional, tag = "7")]
+    pub object_graph_def: Option<SavedObjectGraph>,
 }
 
 /// `tensorflow.GraphDef`.

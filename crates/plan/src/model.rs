@@ -5,8 +5,10 @@ use std::path::Path;
 
 use prost::Message;
 use unbound_graph::OpLibrary;
+use unbound_proto::tensorflow::saved_object::Kind;
 use unbound_proto::tensorflow::tensor_info::Encoding;
-use unbound_proto::tensorflow::TensorInfo;
+use unbound_proto::tensorflow::{SavedObjectGraph, TensorInfo};
+use unbound_savedmodel::show::saved_object_paths;
 use unbound_savedmodel::{ModelFormat, SavedModel};
 
 use crate::attrs;
@@ -125,8 +127,10 @@ pub fn load(
             .as_ref()
             .and_then(|i| i.stripped_op_list.as_ref()),
     );
+    let objects = meta.object_graph_def.take();
     let mut program = Program::default();
-    let mut builder = Builder::new(&mut program, library.function, &ops);
+    let mut builder = Builder::new(&mut program, library.function, &ops)
+        .with_captures(objects.as_ref().map(captures).unwrap_or_default());
     let mut feeds = HashMap::new();
     for (name, info) in &sig.inputs {
         let t = tensor_name(info)
@@ -180,8 +184,45 @@ pub fn load(
         .add_main(&mut program, graph.node, &feeds, &fetch)
         .map_err(|e| model_err(dir, e))?;
     program.outputs = out_names.into_iter().zip(values).collect();
+    if let Some(og) = &objects {
+        name_objects(&mut program, og);
+    }
     Ok(Signature {
         program,
         name: signature.to_string(),
     })
+}
+
+/// The captures of each concrete function of the object graph: its name and the nodes of its
+/// bound inputs, in order (the function's trailing arguments). Negative ids are dropped with
+/// the whole function: its captures could not be placed.
+fn captures(og: &SavedObjectGraph) -> HashMap<String, Vec<usize>> {
+    og.concrete_functions
+        .iter()
+        .filter(|(_, f)| !f.bound_inputs.is_empty())
+        .filter_map(|(name, f)| {
+            let ids: Option<Vec<usize>> = f
+                .bound_inputs
+                .iter()
+                .map(|&i| usize::try_from(i).ok())
+                .collect();
+            Some((name.clone(), ids?))
+        })
+        .collect()
+}
+
+/// Gives each captured variable of `program` its object path: the path of its object when
+/// that is a variable node (`SavedVariable`) the root reaches.
+fn name_objects(program: &mut Program, og: &SavedObjectGraph) {
+    let paths = saved_object_paths(og);
+    for var in &mut program.variables {
+        let Some(o) = var.object else { continue };
+        let is_variable = matches!(
+            og.nodes.get(o).and_then(|n| n.kind.as_ref()),
+            Some(Kind::Variable(_))
+        );
+        if is_variable {
+            var.path = paths.get(o).cloned().flatten();
+        }
+    }
 }

@@ -63,6 +63,11 @@ pub struct Variable {
     pub name: String,
     /// Its shape.
     pub shape: Option<Vec<i64>>,
+    /// The node of the object graph it is, when a call captures it (TF2 models): the
+    /// function's bound input at the place of this variable's handle.
+    pub object: Option<usize>,
+    /// Its object path (`vars/kernel`), from [`Variable::object`] (TF2 models).
+    pub path: Option<String>,
 }
 
 /// The flattened program.
@@ -108,6 +113,7 @@ struct Function {
 pub struct Builder<'a> {
     functions: HashMap<String, Function>,
     ops: &'a OpLibrary,
+    captures: HashMap<String, Vec<usize>>,
 }
 
 /// Whether `op` is a call DTensor traces through.
@@ -253,6 +259,32 @@ impl<'a> Builder<'a> {
         Builder {
             functions: map,
             ops,
+            captures: HashMap::new(),
+        }
+    }
+
+    /// Sets the captures of concrete functions (function name -> the object graph's nodes
+    /// of its bound inputs, in order): a call's trailing operands, one per bound input,
+    /// which tie the variables passed there to their objects ([`Variable::object`]).
+    pub fn with_captures(mut self, captures: HashMap<String, Vec<usize>>) -> Self {
+        self.captures = captures;
+        self
+    }
+
+    /// Marks the variables a call of `fname` with `operands` captures with their objects:
+    /// the last operands, one per bound input. A variable keeps the first object found.
+    fn note_captures(&self, program: &mut Program, fname: &str, operands: &[ValueId]) {
+        let Some(bound) = self.captures.get(fname) else {
+            return;
+        };
+        let Some(first) = operands.len().checked_sub(bound.len()) else {
+            return;
+        };
+        for (&v, &object) in operands[first..].iter().zip(bound) {
+            if let Some(var) = program.values[v].variable {
+                let slot = &mut program.variables[var].object;
+                slot.get_or_insert(object);
+            }
         }
     }
 
@@ -412,6 +444,7 @@ impl<'a> Builder<'a> {
             let attr = &node.attr;
             if is_call(&node.op) {
                 if let Some(fname) = attrs::func(attr, "f") {
+                    self.note_captures(program, &fname, &inputs);
                     if let Some(f) = self.functions.get(&fname) {
                         let callee = f.body;
                         let callee_args: Vec<String> = f
@@ -447,6 +480,8 @@ impl<'a> Builder<'a> {
                         .filter(|s| !s.is_empty())
                         .unwrap_or_else(|| node.name.clone()),
                     shape: attrs::shape(attr, "shape"),
+                    object: None,
+                    path: None,
                 };
                 program.variables.push(var);
                 let v = program.new_value(Value {

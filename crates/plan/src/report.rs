@@ -88,7 +88,8 @@ pub struct PlanReport {
     pub inputs: BTreeMap<String, TensorPlan>,
     /// The layout DTensor gives each output.
     pub outputs: BTreeMap<String, TensorPlan>,
-    /// The variables the program uses, by name, with their layouts.
+    /// The variables the program uses, by object path (by name in TF1 models, which have no
+    /// object graph), with their layouts.
     pub variables: BTreeMap<String, TensorPlan>,
     /// Every op, producers first.
     pub ops: Vec<OpPlan>,

@@ -16,9 +16,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Plans signature `signature` of the SavedModel in `dir` on `mesh`, the inputs and variables
-/// laid out as given (name -> specs text); returns the report `unbound plan --json` prints,
-/// as JSON text.
+/// Plans signature `signature` of the SavedModel in `dir` on `mesh`, the inputs (by name) and
+/// variables (by object path or regular expression; by name in TF1 models) laid out as given
+/// (-> specs text); returns the report `unbound plan --json` prints, as JSON text.
 #[pyfunction]
 #[pyo3(signature = (dir, mesh, inputs, variables, shapes, signature = None, tags = None))]
 #[allow(clippy::too_many_arguments)]

@@ -52,14 +52,8 @@ type PyChunk<'py> = (Bound<'py, PyBytes>, bool);
 fn chunk_bytes(chunk: &Chunk) -> Result<(Vec<Bytes>, bool), MessageError> {
     Ok(match chunk {
         Chunk::Message(m) => (message_segments(m, "a chunk")?, true),
-        Chunk::SerializedMessage(p) => (
-            vec![p.bytes()?],
-            true,
-        ),
-        Chunk::Bytes(p) => (
-            vec![p.bytes()?],
-            false,
-        ),
+        Chunk::SerializedMessage(p) => (vec![p.bytes()?], true),
+        Chunk::Bytes(p) => (vec![p.bytes()?], false),
     })
 }
 

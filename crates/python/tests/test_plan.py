@@ -52,3 +52,14 @@ def test_bad_arguments_are_named():
         unbound.plan(PLAN / "add_broadcast_vector", "x=2,y=4", {"nope": "x"})
     with pytest.raises(unbound.LayoutError):
         unbound.plan(PLAN / "add_broadcast_vector", "x=2,y=", {})
+
+
+def test_variables_by_object_path():
+    """Variables are named by object path (`vars/kernel`), not by their graph names."""
+    case = next(c for c in CASES if c["name"] == "dense_model_parallel")
+    dir = PLAN / case["name"]
+    report = unbound.plan(dir, case["mesh"], case["inputs"], {"vars/kernel": ["unsharded", "y"]})
+    assert report["variables"]["vars/kernel"]["specs"] == ["unsharded", "y"]
+    assert report["variables"]["vars/bias"]["specs"] == ["unsharded"]
+    with pytest.raises(unbound.InvalidArgumentError, match="--variable kernel.*vars/kernel"):
+        unbound.plan(dir, case["mesh"], case["inputs"], {"kernel": "unsharded,y"})

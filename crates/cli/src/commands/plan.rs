@@ -1,4 +1,4 @@
-//! `unbound plan DIR --mesh MESH [--input NAME=SPECS]... [--variable PATTERN=SPECS]...
+//! `unbound plan DIR --mesh MESH [--input NAME=SPECS]... [--variable PATH_OR_REGEX=SPECS]...
 //! [--shape NAME=DIMS]... [--signature NAME] [--tags TAGS] [--json]`: what TensorFlow's
 //! DTensor would do with a signature on a mesh (`unbound_plan`), rendered.
 
@@ -11,8 +11,13 @@ use super::CmdResult;
 const PLAN_HELP: &str = "\
 SPECS is one sharding spec per axis, comma-separated: a mesh dimension or `unsharded`
 (`--input x=x,unsharded`), or a JAX PartitionSpec (`P('x', None)`) or TensorFlow layout
-string. Inputs and variables not named are replicated. Variables are matched by name (as
-VarHandleOp's shared_name), whole or as a regular expression.
+string. Inputs and variables not named are replicated.
+
+Variables are matched by object path, the child names from the SavedModel's root object
+joined with `/` (`dense/kernel`, `layer_with_weights-0/kernel`, as `unbound show` and
+`unbound vars` print them), equal or as a regular expression matching the whole path; the
+first --variable that matches wins, and one that matches no variable is an error. TF1 models
+have no object graph: there variables are matched by name (VarHandleOp's shared_name).
 
 Bytes are per device per call, what each device sends: an all-gather to local size G from
 G/k moves G(k-1)/k, an all-reduce of L moves 2L(k-1)/k, an all-to-all of L moves L(k-1)/k,
@@ -34,8 +39,9 @@ pub struct Args {
     /// NAME=SPECS: the layout of a signature input. Repeatable.
     #[arg(long, value_name = "NAME=SPECS", value_parser = parse_pair)]
     input: Vec<(String, String)>,
-    /// NAME_OR_REGEX=SPECS: the layout of variables. Repeatable; the first match wins.
-    #[arg(long, value_name = "NAME_OR_REGEX=SPECS", value_parser = parse_pair)]
+    /// PATH_OR_REGEX=SPECS: the layout of the variables at this object path (`dense/kernel`;
+    /// by name in TF1 models). Repeatable; the first match wins.
+    #[arg(long, value_name = "PATH_OR_REGEX=SPECS", value_parser = parse_pair)]
     variable: Vec<(String, String)>,
     /// NAME=D0,D1,...: the static shape of an input with dynamic dimensions. Repeatable.
     #[arg(long, value_name = "NAME=DIMS", value_parser = parse_shape_pair)]

@@ -278,10 +278,13 @@ def plan(
     ``serving_default``) of the SavedModel in ``dir`` on ``mesh``, decided offline, as
     ``unbound plan DIR --mesh MESH [--input ...] [--variable ...] [--shape ...] --json`` does.
 
-    ``inputs`` maps an input name, and ``variables`` a variable name or regular expression
-    (matching whole; first match wins), to specs (``"x,unsharded"`` or ``["x", "unsharded"]``);
-    what is not named is replicated. ``shapes`` pins dynamic dimensions of inputs (the batch)
-    so byte counts are known. Returns the report as a dict: ``outputs`` (each output's
+    ``inputs`` maps an input name, and ``variables`` a variable's object path (the child
+    names from the SavedModel's root joined with ``/``, ``"dense/kernel"``; a variable's
+    name in TF1 models, which have no object graph) or a regular expression matching it
+    whole (first match wins), to specs (``"x,unsharded"`` or ``["x", "unsharded"]``); what is
+    not named is replicated, and a key that matches no variable raises
+    :class:`unbound.InvalidArgumentError`. ``shapes`` pins dynamic dimensions of inputs (the
+    batch) so byte counts are known. Returns the report as a dict: ``outputs`` (each output's
     ``specs`` and ``shape``), ``ops`` (every op's operand and result layouts, the operands
     relayouted first, its ``collectives`` with ``kind``, ``mesh_dims`` and ``bytes`` per
     device), ``assumed`` (ops planned without a rule), ``totals``. Where DTensor refuses the

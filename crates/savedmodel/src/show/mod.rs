@@ -31,6 +31,7 @@ use crate::format::ModelFormat;
 use crate::Result;
 use unbound_wire::WireMessage;
 
+pub use objects::saved_object_paths;
 pub use structured::ArgValue;
 
 /// Everything `unbound show` reports about a SavedModel directory.

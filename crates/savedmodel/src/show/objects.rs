@@ -20,17 +20,7 @@ const VARIABLE_VALUE: &str = "VARIABLE_VALUE";
 /// ([`super::load_order`]), which orders each function's concrete functions as
 /// `saved_model_cli` lists them; functions not in it come last, by name.
 pub fn object_graph(og: &SavedObjectGraph, load_order: &[String]) -> ObjectGraphInfo {
-    let children: Vec<Vec<(String, usize)>> = og
-        .nodes
-        .iter()
-        .map(|n| {
-            n.children
-                .iter()
-                .map(|c| (c.local_name.clone(), c.node_id.max(0) as usize))
-                .collect()
-        })
-        .collect();
-    let paths = object_paths(&children);
+    let paths = saved_object_paths(og);
     let variables = og
         .nodes
         .iter()
@@ -62,6 +52,24 @@ pub fn object_graph(og: &SavedObjectGraph, load_order: &[String]) -> ObjectGraph
         functions: root_functions(og, load_order),
         variables,
     }
+}
+
+/// The object path of each node of a SavedModel's object graph (by node id): the child names
+/// from the root (node 0) joined with `/` (`dense/kernel`; `""` for the root), the first
+/// (shortest, then earliest) path found; `None` for a node the root does not reach. The
+/// spelling `unbound show`, `vars`, `convert` and `reshard` use for object paths.
+pub fn saved_object_paths(og: &SavedObjectGraph) -> Vec<Option<String>> {
+    let children: Vec<Vec<(String, usize)>> = og
+        .nodes
+        .iter()
+        .map(|n| {
+            n.children
+                .iter()
+                .map(|c| (c.local_name.clone(), c.node_id.max(0) as usize))
+                .collect()
+        })
+        .collect();
+    object_paths(&children)
 }
 
 /// The first (shortest, then earliest) path of child names from node 0 to each node.

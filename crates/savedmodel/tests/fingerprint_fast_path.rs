@@ -300,6 +300,27 @@ fn a_model_with_a_repeated_singular_field_is_not_canonical() {
     assert!(!Encoder::new().is_canonical(&Bytes::from(twice), &desc));
 }
 
+/// A field numbered past protobuf's largest (2^29 - 1) is a malformed message, not an unknown
+/// field taken as canonical: the fast path refuses it as the full encoder does (found by the
+/// `canonical_encoder` fuzz target).
+#[test]
+fn a_field_number_past_the_largest_is_not_taken_for_an_unknown_field() {
+    let desc = saved_model_descriptor().unwrap();
+    // Key of field 2^29 (varint), then the value 27; and the largest number, which is fine.
+    let past = [0x80, 0x80, 0x80, 0x80, 0x10, 0x1b];
+    let largest = [0xf8, 0xff, 0xff, 0xff, 0x0f, 0x1b];
+    for (bytes, valid) in [(&past[..], false), (&largest[..], true)] {
+        let encode = |mut enc: Encoder| {
+            enc.encode(&[Source::Raw(Bytes::copy_from_slice(bytes))], &desc)
+                .and_then(|rope| rope.to_vec())
+                .ok()
+        };
+        let (fast, full) = (encode(Encoder::new()), encode(Encoder::without_fast_path()));
+        assert_eq!(fast, full, "{bytes:02x?}");
+        assert_eq!(full.is_some(), valid, "{bytes:02x?}");
+    }
+}
+
 /// `node` (a serialized NodeDef) as a GraphDef `node` field.
 fn node_field(node: &[u8]) -> Vec<u8> {
     let mut out = vec![0x0a];

@@ -17,7 +17,7 @@
 //! also reports the errors.
 
 use bytes::Bytes;
-use unbound_wire::codec::{is_utf8, RawField, WireType};
+use unbound_wire::codec::{is_utf8, RawField, WireType, MAX_FIELD_NUMBER};
 
 use super::canonical::{Encoder, MAX_DEPTH};
 use super::entry_memo::EntryContext;
@@ -81,7 +81,11 @@ fn long_minimal_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 #[inline(always)]
 fn minimal_field(buf: &[u8], pos: &mut usize) -> Option<RawField> {
     let key = minimal_varint(buf, pos)?;
-    let number = u32::try_from(key >> 3).ok().filter(|&n| n != 0)?;
+    // A number past protobuf's largest is a malformed message, not an unknown field: the
+    // general reader (and protobuf C++) refuse it.
+    let number = u32::try_from(key >> 3)
+        .ok()
+        .filter(|&n| n != 0 && n <= MAX_FIELD_NUMBER)?;
     let (wire_type, varint, start, end) = match key & 7 {
         0 => {
             let start = *pos;

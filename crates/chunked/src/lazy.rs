@@ -27,6 +27,16 @@ impl RecordSource for RecordFile {
         Ok(self.0.copy_record_to(position, out)?)
     }
 
+    fn copy_record_range_to(
+        &self,
+        position: u64,
+        offset: u64,
+        len: u64,
+        out: &mut dyn Write,
+    ) -> Result<u64, SourceError> {
+        Ok(self.0.copy_record_range_to(position, offset, len, out)?)
+    }
+
     fn decoding_is_costly(&self, position: u64) -> bool {
         match self.0.chunk_of(position) {
             Ok(c) => {
@@ -108,6 +118,34 @@ impl RecordSource for KeptRecordFile {
             out.write_all(piece)?;
         }
         Ok(bytes.len() as u64)
+    }
+
+    fn copy_record_range_to(
+        &self,
+        position: u64,
+        offset: u64,
+        len: u64,
+        out: &mut dyn Write,
+    ) -> Result<u64, SourceError> {
+        let Some(bytes) = self.kept(position) else {
+            return self.file.copy_record_range_to(position, offset, len, out);
+        };
+        let bytes = bytes?;
+        let range = usize::try_from(offset)
+            .ok()
+            .zip(usize::try_from(len).ok())
+            .and_then(|(offset, len)| bytes.get(offset..offset.checked_add(len)?))
+            .ok_or_else(|| {
+                format!(
+                    "{}: {len} bytes at byte {offset} of the record at {position} ({} bytes): past its end",
+                    self.name(),
+                    bytes.len()
+                )
+            })?;
+        for piece in range.chunks(1 << 20) {
+            out.write_all(piece)?;
+        }
+        Ok(len)
     }
 
     fn decoding_is_costly(&self, position: u64) -> bool {

@@ -24,7 +24,7 @@ use prost_reflect::{Kind, MessageDescriptor};
 use unbound_proto::tensorflow::proto_splitter::{
     chunk_info::Type as InfoType, ChunkInfo, ChunkMetadata, ChunkedField, ChunkedMessage,
 };
-use unbound_records::{ChunkType, CompressionType, RecordReader};
+use unbound_records::RecordReader;
 
 use crate::cache::ChunkCache;
 use crate::error::{ChunkedError, Result};
@@ -226,20 +226,16 @@ impl FileChunks {
                 // of its last chunk, as before.
                 continue;
             }
-            let read_in_place = chunk.chunk_type == ChunkType::Simple
-                && chunk.compression == Some(CompressionType::None);
-            if !read_in_place && chunk.decoded_data_size >= STREAM_AT {
-                // Streamed whenever it is read, never held (`streamed.rs`).
+            if chunk.decoded_data_size >= STREAM_AT {
+                // Streamed whenever it is read, never held (`streamed.rs`), stored or
+                // compressed: a stored record is a slice of the file only inside one 64 KiB
+                // block, and is copied out whole when it crosses a block header.
                 continue;
             }
             if kept_at.insert(info.offset, index).is_some() {
                 continue;
             }
-            let need = if read_in_place {
-                0
-            } else {
-                chunk.decoded_data_size
-            };
+            let need = chunk.decoded_data_size;
             total = total.saturating_add(need);
             kept_total = kept_total.saturating_add(need);
             if need > limits.max_chunk || total > budget || kept_total > max_total {
@@ -349,9 +345,9 @@ impl ChunkSource for FileChunks {
             return None;
         }
         let chunk = self.reader.chunk_of(info.offset).ok()?;
-        let read_in_place = chunk.chunk_type == ChunkType::Simple
-            && chunk.compression == Some(CompressionType::None);
-        if read_in_place || chunk.num_records != 1 || chunk.decoded_data_size < STREAM_AT {
+        // Stored chunks too: a record crossing a block header is copied out whole to be read
+        // in place (the 600 MB stored chunks of a model of constants were held by `show`).
+        if chunk.num_records != 1 || chunk.decoded_data_size < STREAM_AT {
             return None;
         }
         let name = format!("{}: chunk {index}", self.reader.name());

@@ -463,8 +463,9 @@ fn varint(buf: &[u8]) -> Option<(u64, usize)> {
 }
 
 /// A value left in its record: `len` bytes from `offset` of the record a lazy
-/// [`Payload::Record`] names. Streamed from the file whenever it is read: the record is
-/// decompressed up to the value's end, the bytes before it discarded.
+/// [`Payload::Record`] names. Streamed from the file whenever it is read: read where it lies
+/// when the record is stored, else the record decompressed up to the value's end, the bytes
+/// before it discarded.
 #[derive(Debug)]
 struct RecordSlice {
     file: Arc<Box<dyn RecordSource>>,
@@ -488,25 +489,29 @@ impl RecordSource for RecordSlice {
         position: u64,
         out: &mut dyn Write,
     ) -> std::result::Result<u64, SourceError> {
-        let mut window = Window {
-            skip: self.offset,
-            left: self.len,
-            out,
-        };
-        let copied = self.file.copy_record_to(position, &mut window);
-        // Once the value is whole the window refuses more, which stops the decompression.
-        if window.left == 0 {
-            return Ok(self.len);
+        self.file
+            .copy_record_range_to(position, self.offset, self.len, out)
+    }
+
+    fn copy_record_range_to(
+        &self,
+        position: u64,
+        offset: u64,
+        len: u64,
+        out: &mut dyn Write,
+    ) -> std::result::Result<u64, SourceError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => {
+                self.file
+                    .copy_record_range_to(position, self.offset + offset, len, out)
+            }
+            _ => Err(format!(
+                "{}: {len} bytes at byte {offset} of a value of {} bytes: past its end",
+                self.file.name(),
+                self.len
+            )
+            .into()),
         }
-        copied?;
-        Err(format!(
-            "{}: record at {position} ended {} bytes before the value at {} of {} bytes",
-            self.file.name(),
-            window.left,
-            self.offset,
-            self.len
-        )
-        .into())
     }
 
     fn decoding_is_costly(&self, position: u64) -> bool {
@@ -515,32 +520,6 @@ impl RecordSource for RecordSlice {
 
     fn offset_in_record(&self) -> Option<u64> {
         Some(self.offset)
-    }
-}
-
-/// Writes the bytes of a stream from `skip` on, `left` of them, to `out`; refuses more.
-struct Window<'a> {
-    skip: u64,
-    left: u64,
-    out: &'a mut dyn Write,
-}
-
-impl Write for Window<'_> {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        if self.left == 0 {
-            return Err(std::io::Error::other("the value is whole"));
-        }
-        let skipped = self.skip.min(data.len() as u64) as usize;
-        self.skip -= skipped as u64;
-        let rest = &data[skipped..];
-        let n = self.left.min(rest.len() as u64) as usize;
-        self.out.write_all(&rest[..n])?;
-        self.left -= n as u64;
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
     }
 }
 

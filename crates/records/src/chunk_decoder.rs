@@ -60,13 +60,18 @@ impl DecodedChunk {
         }
     }
 
-    /// Writes record `i` to `out`.
-    pub(crate) fn write_record(
+    /// Writes `len` bytes of record `i` from `offset` to `out`; the caller has checked that
+    /// the range lies inside the record.
+    pub(crate) fn write_record_range(
         &self,
         i: usize,
+        offset: u64,
+        len: u64,
         out: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        let (start, len) = self.range(i);
+        let (record_start, record_len) = self.range(i);
+        debug_assert!(offset + len <= record_len);
+        let start = record_start + offset;
         match &self.values {
             Values::Buffer(b) => out.write_all(&b[start as usize..(start + len) as usize]),
             Values::InFile(v) => match v.slice(start, len) {

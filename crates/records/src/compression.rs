@@ -305,6 +305,16 @@ pub(crate) fn decompress_range(
     if len == 0 {
         return Ok(());
     }
+    // Stored bytes: the range is read where it lies, not streamed from the chunk's start.
+    if ct == CompressionType::None {
+        if stream.len() != expected {
+            return Err(size_mismatch(stream.len(), expected));
+        }
+        let range = stream
+            .slice(start, len)
+            .expect("start + len <= expected == stream.len()");
+        return range.write_to(out).map_err(|e| classify(e, true));
+    }
     let mut window = WindowSink {
         out,
         pos: 0,

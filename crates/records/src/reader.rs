@@ -247,14 +247,59 @@ impl RecordReader {
     /// records declaring more than 64 MiB (decoded as a stream up to the end of the record).
     /// Not bound by the [`DecodeLimits`]: memory stays one decoder buffer.
     pub fn copy_record_to(&self, pos: u64, out: &mut dyn Write) -> Result<u64, RecordsError> {
+        self.copy_record_part_to(pos, 0, None, out)
+    }
+
+    /// Streams `len` bytes of the record at (or first after) `pos`, from its byte `offset`,
+    /// into `out`, as [`copy_record_to`](Self::copy_record_to) streams a whole record: a
+    /// value inside a large record (a tensor inside a chunk parsed as it streams). Stored
+    /// (uncompressed) bytes are read where they lie; compressed ones are decompressed up to
+    /// the range's end, the bytes before it discarded. A range past the record's end is an
+    /// error, naming the file.
+    pub fn copy_record_range_to(
+        &self,
+        pos: u64,
+        offset: u64,
+        len: u64,
+        out: &mut dyn Write,
+    ) -> Result<u64, RecordsError> {
+        self.copy_record_part_to(pos, offset, Some(len), out)
+    }
+
+    /// [`copy_record_range_to`](Self::copy_record_range_to), up to the record's end when `len`
+    /// is `None`.
+    fn copy_record_part_to(
+        &self,
+        pos: u64,
+        offset: u64,
+        len: Option<u64>,
+        out: &mut dyn Write,
+    ) -> Result<u64, RecordsError> {
         let name = &self.file.name;
         let io = |source| RecordsError::Io {
             file: name.clone(),
             source,
         };
+        // The part `(offset, len)` of a record of `record_len` bytes, checked.
+        let part = |record_len: u64, at: u64| -> Result<(u64, u64), RecordsError> {
+            let len = len.unwrap_or(record_len.saturating_sub(offset));
+            match offset.checked_add(len) {
+                Some(end) if end <= record_len => Ok((offset, len)),
+                _ => Err(RecordsError::Corrupt {
+                    file: name.clone(),
+                    offset: at,
+                    detail: format!(
+                        "{len} bytes at byte {offset} of a record of {record_len} bytes: past its end"
+                    ),
+                }),
+            }
+        };
         if let Some((decoded, index)) = self.cached_record(pos) {
-            decoded.write_record(index, out).map_err(io)?;
-            return Ok(decoded.record_len(index));
+            let (offset, len) = part(decoded.record_len(index), pos)?;
+            decoded
+                .write_record_range(index, offset, len, out)
+                .map_err(io)?;
+            return Ok(len);
         }
         let (chunk, index) = self.locate(pos)?;
         let whole = chunk.header.chunk_type != ChunkType::Simple
@@ -264,8 +309,12 @@ impl RecordReader {
                         && self.admit(&chunk).is_ok())));
         if whole {
             let decoded = self.decoded(&chunk)?;
-            decoded.write_record(index as usize, out).map_err(io)?;
-            return Ok(decoded.record_len(index as usize));
+            let index = index as usize;
+            let (offset, len) = part(decoded.record_len(index), chunk.begin)?;
+            decoded
+                .write_record_range(index, offset, len, out)
+                .map_err(io)?;
+            return Ok(len);
         }
         self.verify(&chunk)?;
         let at = |e: crate::error::DecodeFault| e.at(name, chunk.begin);
@@ -282,12 +331,19 @@ impl RecordReader {
         }
         let i = index as usize;
         let start = if i == 0 { 0 } else { limits[i - 1] };
-        let len = limits[i] - start;
-        if chunk.header.num_records == 1 {
+        let (offset, len) = part(limits[i] - start, chunk.begin)?;
+        if chunk.header.num_records == 1 && offset == 0 && len == size {
             compression::decompress_into(layout.compression, &stream, size, out).map_err(at)?;
         } else {
-            compression::decompress_range(layout.compression, &stream, size, start, len, out)
-                .map_err(at)?;
+            compression::decompress_range(
+                layout.compression,
+                &stream,
+                size,
+                start + offset,
+                len,
+                out,
+            )
+            .map_err(at)?;
         }
         Ok(len)
     }

@@ -22,6 +22,37 @@ pub trait RecordSource: fmt::Debug + Send + Sync {
     /// number of bytes written.
     fn copy_record_to(&self, position: u64, out: &mut dyn Write) -> Result<u64, SourceError>;
 
+    /// Writes `len` bytes of the record at `position`, from its byte `offset`, to `out`
+    /// (a value inside a large record); returns `len`. The default streams the record from
+    /// its start and discards the bytes before `offset`; a source that can reach the range
+    /// directly (stored bytes, a decoded buffer) overrides it. A record that ends before the
+    /// range does is an error.
+    fn copy_record_range_to(
+        &self,
+        position: u64,
+        offset: u64,
+        len: u64,
+        out: &mut dyn Write,
+    ) -> Result<u64, SourceError> {
+        let mut window = Window {
+            skip: offset,
+            left: len,
+            out,
+        };
+        let copied = self.copy_record_to(position, &mut window);
+        // Once the range is whole the window refuses more, which stops the decompression.
+        if window.left == 0 {
+            return Ok(len);
+        }
+        copied?;
+        Err(format!(
+            "{}: record at {position} ended {} bytes before the value at {offset} of {len} bytes",
+            self.name(),
+            window.left,
+        )
+        .into())
+    }
+
     /// Whether reading the record at `position` costs real decompression (not just a copy):
     /// such records are worth decoding ahead on worker threads.
     fn decoding_is_costly(&self, position: u64) -> bool;
@@ -31,5 +62,31 @@ pub trait RecordSource: fmt::Debug + Send + Sync {
     /// source of whole records.
     fn offset_in_record(&self) -> Option<u64> {
         None
+    }
+}
+
+/// Writes the bytes of a stream from `skip` on, `left` of them, to `out`; refuses more.
+struct Window<'a> {
+    skip: u64,
+    left: u64,
+    out: &'a mut dyn Write,
+}
+
+impl Write for Window<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::other("the value is whole"));
+        }
+        let skipped = self.skip.min(data.len() as u64) as usize;
+        self.skip -= skipped as u64;
+        let rest = &data[skipped..];
+        let n = self.left.min(rest.len() as u64) as usize;
+        self.out.write_all(&rest[..n])?;
+        self.left -= n as u64;
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use prost::Message as _;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
-use unbound_records::{ChunkSummary, RecordReader, RecordsError};
+use unbound_records::{ChunkSummary, ChunkType, RecordReader, RecordsError};
 
 pub use crate::fault::ChunkFault;
 pub use crate::layout::check_layout;
@@ -23,6 +23,9 @@ pub struct ChunkReport {
     pub metadata: Option<(u64, ChunkMetadata)>,
     /// The length of every readable record, by numeric position.
     pub record_lengths: BTreeMap<u64, u64>,
+    /// Chunks whose decompression [`check_chunks_deferring`] left to the merge that follows
+    /// (by file position): [`check_deferred`] completes their check.
+    pub deferred: Vec<u64>,
 }
 
 /// The complete check of a `.cpb`'s records and metadata (what `verify` reports): every
@@ -31,7 +34,7 @@ pub struct ChunkReport {
 /// record is decoded as the `ChunkMetadata`; then [`check_layout`]'s checks and every
 /// `ChunkInfo` size against its record. Never fails: what cannot be read is a fault.
 pub fn check_chunks(reader: &RecordReader) -> ChunkReport {
-    check_chunks_with(reader, None)
+    check_chunks_with(reader, None, false)
 }
 
 /// [`check_chunks`] of the file of `chunks`, reading the chunks it keeps decoded
@@ -40,12 +43,59 @@ pub fn check_chunks(reader: &RecordReader) -> ChunkReport {
 /// report is the same as [`check_chunks`]'s: a kept chunk that fails to decode is checked
 /// again the streaming way, which gives the fault its usual words.
 pub fn check_chunks_sharing(chunks: &FileChunks) -> ChunkReport {
-    check_chunks_with(chunks.reader(), Some(chunks))
+    check_chunks_with(chunks.reader(), Some(chunks), false)
 }
 
-/// [`check_chunks`], with the kept chunks of `shared` read through its cache.
-fn check_chunks_with(reader: &RecordReader, shared: Option<&FileChunks>) -> ChunkReport {
+/// [`check_chunks_sharing`], except that a chunk a merge of `chunks` streams
+/// ([`FileChunks::streams_chunk_at`]: one record of 64 MiB or more) is checked up to its
+/// decompression only (block headers, data hash, framing, record size) and listed in
+/// [`ChunkReport::deferred`]. The merge that follows streams it whole, which decompresses it
+/// and checks its size as the check would; [`check_deferred`] then completes the check
+/// without decompressing again the chunks the merge streamed whole (the reader remembers
+/// them), and the others as usual. A model of gigabytes of constants was decompressed three
+/// times by `verify`: the check, the merge and the fingerprint.
+pub fn check_chunks_deferring(chunks: &FileChunks) -> ChunkReport {
+    check_chunks_with(chunks.reader(), Some(chunks), true)
+}
+
+/// Completes the check of the chunks [`check_chunks_deferring`] deferred, once the merge has
+/// run: their faults join `report`'s, in the words [`check_chunks`] gives them.
+pub fn check_deferred(chunks: &FileChunks, report: &mut ChunkReport) {
+    let reader = chunks.reader();
+    for begin in std::mem::take(&mut report.deferred) {
+        if let Err(e) = reader.check_chunk(begin) {
+            let summary = reader.chunk_of(begin);
+            report.faults.push(ChunkFault::Riegeli {
+                offset: begin,
+                chunk_type: summary.as_ref().map_or(ChunkType::Simple, |c| c.chunk_type),
+                num_records: summary.map_or(1, |c| c.num_records),
+                detail: strip_name(reader, &e),
+            });
+        }
+    }
+}
+
+/// The text of `e` without the file name it begins with (the report names the file).
+fn strip_name(reader: &RecordReader, e: &RecordsError) -> String {
+    let text = e.to_string();
+    let prefix = format!("{}: ", reader.name());
+    text.strip_prefix(&prefix).unwrap_or(&text).to_string()
+}
+
+/// [`check_chunks`], with the kept chunks of `shared` read through its cache, and with
+/// `defer`, the chunks its merge streams left for [`check_deferred`].
+fn check_chunks_with(
+    reader: &RecordReader,
+    shared: Option<&FileChunks>,
+    defer: bool,
+) -> ChunkReport {
+    let deferred = |c: &ChunkSummary| {
+        defer && c.num_records == 1 && shared.is_some_and(|fc| fc.streams_chunk_at(c.begin))
+    };
     let check = |c: &ChunkSummary| -> Result<Vec<u64>, RecordsError> {
+        if deferred(c) {
+            return reader.record_len_at(c.begin).map(|len| vec![len]);
+        }
         let kept = shared
             .filter(|_| c.num_records == 1)
             .and_then(|fc| Some((fc, fc.kept_chunk_at(c.begin)?)));
@@ -58,11 +108,7 @@ fn check_chunks_with(reader: &RecordReader, shared: Option<&FileChunks>) -> Chun
         }
     };
     let mut report = ChunkReport::default();
-    let strip = |e: &RecordsError| {
-        let text = e.to_string();
-        let prefix = format!("{}: ", reader.name());
-        text.strip_prefix(&prefix).unwrap_or(&text).to_string()
-    };
+    let strip = |e: &RecordsError| strip_name(reader, e);
     let mut chunks: Vec<ChunkSummary> = Vec::new();
     for chunk in reader.chunks() {
         match chunk {
@@ -105,7 +151,12 @@ fn check_chunks_with(reader: &RecordReader, shared: Option<&FileChunks>) -> Chun
     for (i, result) in results {
         let Some(c) = chunks.get(i) else { continue };
         match result {
-            Ok(lens) => report.record_lengths.extend((c.begin..).zip(lens)),
+            Ok(lens) => {
+                report.record_lengths.extend((c.begin..).zip(lens));
+                if deferred(c) {
+                    report.deferred.push(c.begin);
+                }
+            }
             Err(e) => report.faults.push(ChunkFault::Riegeli {
                 offset: c.begin,
                 chunk_type: c.chunk_type,

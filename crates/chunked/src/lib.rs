@@ -58,7 +58,10 @@ pub mod write;
 mod write_ahead;
 
 pub use cache::ChunkCache;
-pub use check::{check_chunks, check_chunks_sharing, check_layout, ChunkFault, ChunkReport};
+pub use check::{
+    check_chunks, check_chunks_deferring, check_chunks_sharing, check_deferred, check_layout,
+    ChunkFault, ChunkReport,
+};
 pub use error::{ChunkedError, Result};
 pub use inspect::{inspect, InspectReport};
 pub use lazy::RecordFile;
@@ -67,6 +70,7 @@ pub use read::{
     parse_pb, read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat,
 };
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};
+pub use streamed::{StreamTap, TapSink};
 pub use tags::{KeyValue, PathElem};
 pub use write::{
     copy_unchunked, write_chunked, write_message, write_message_with_progress, write_split,

@@ -32,7 +32,7 @@ use crate::fault::ChunkFault;
 use crate::layout::check_layout;
 pub use crate::layout::MAX_NESTING;
 use crate::lazy::{release_if_compressed, KeptRecordFile, RecordFile};
-use crate::streamed::{parse_streamed, STREAM_AT};
+use crate::streamed::{parse_streamed, StreamTap, STREAM_AT};
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
 use unbound_wire::navigate::message_type;
 use unbound_wire::scalar::parse_text_scalar;
@@ -134,6 +134,8 @@ pub struct FileChunks {
     cache: Option<Arc<ChunkCache>>,
     /// The kept chunks by record position (each is the only record of its Riegeli chunk).
     kept_at: Arc<HashMap<u64, u64>>,
+    /// What sees the bytes of the chunks merges stream, if anything ([`StreamTap`]).
+    tap: Option<Arc<dyn StreamTap>>,
 }
 
 impl FileChunks {
@@ -166,6 +168,7 @@ impl FileChunks {
                 lazy: true,
                 cache: None,
                 kept_at: Arc::new(HashMap::new()),
+                tap: None,
             },
             metadata,
         ))
@@ -259,6 +262,27 @@ impl FileChunks {
         self.cache.as_deref()
     }
 
+    /// Lets `tap` see the bytes of every chunk a merge through these chunks streams.
+    pub fn set_stream_tap(&mut self, tap: Arc<dyn StreamTap>) {
+        self.tap = Some(tap);
+    }
+
+    /// Whether a merge streams the record at `position` as a message chunk (parsed as it is
+    /// decoded, its large values left in the file) rather than decoding it whole: a chunk of
+    /// that one record, not kept, declaring 64 MiB or more. Stored chunks too: a
+    /// record crossing a block header is copied out whole to be read in place (the 600 MB
+    /// stored chunks of a model of constants were held by `show`).
+    pub fn streams_chunk_at(&self, position: u64) -> bool {
+        if !self.lazy || self.kept_chunk_at(position).is_some() {
+            return false;
+        }
+        self.reader.chunk_of(position).is_ok_and(|chunk| {
+            chunk.begin == position
+                && chunk.num_records == 1
+                && chunk.decoded_data_size >= STREAM_AT
+        })
+    }
+
     /// The index of the kept chunk whose record is at `position`, if any.
     pub fn kept_chunk_at(&self, position: u64) -> Option<u64> {
         self.kept_at.get(&position).copied()
@@ -341,13 +365,7 @@ impl ChunkSource for FileChunks {
     }
     fn streamed(&self, index: u64, desc: &MessageDescriptor) -> Option<Result<WireMessage>> {
         let info = self.info(index).ok()?;
-        if !self.lazy || self.kept_chunk_at(info.offset).is_some() {
-            return None;
-        }
-        let chunk = self.reader.chunk_of(info.offset).ok()?;
-        // Stored chunks too: a record crossing a block header is copied out whole to be read
-        // in place (the 600 MB stored chunks of a model of constants were held by `show`).
-        if chunk.num_records != 1 || chunk.decoded_data_size < STREAM_AT {
+        if !self.streams_chunk_at(info.offset) {
             return None;
         }
         let name = format!("{}: chunk {index}", self.reader.name());
@@ -358,7 +376,8 @@ impl ChunkSource for FileChunks {
             .and_then(|len| {
                 self.check_size(index, info, len)?;
                 let budget = self.reader.decode_limits().budget;
-                parse_streamed(&self.source, info.offset, len, desc, budget, &name)
+                let tap = self.tap.as_ref().and_then(|tap| tap.begin(index));
+                parse_streamed(&self.source, info.offset, len, desc, budget, &name, tap)
             });
         Some(streamed)
     }

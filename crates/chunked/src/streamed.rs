@@ -23,13 +23,29 @@ use unbound_wire::{
 };
 
 use crate::error::{ChunkedError, Result};
-use crate::merger::MAX_NESTING;
+use crate::layout::MAX_NESTING;
 
 /// Message chunks declaring at least this many decoded bytes are streamed, not decoded whole.
 pub const STREAM_AT: u64 = 64 << 20;
 
 /// In a streamed chunk, length-delimited values of at least this many bytes are not kept.
 pub const LAZY_AT: u64 = 1 << 20;
+
+/// Sees the decoded bytes of each chunk a merge streams ([`crate::FileChunks::streams_chunk_at`]) as
+/// they go by, so that another reader of the same chunk learns what it needs of them (a
+/// fingerprint's hash of the chunk) without decompressing it again. What a tap learns is
+/// about those very bytes: the record of that chunk in that file.
+pub trait StreamTap: Send + Sync {
+    /// A sink for the bytes of chunk `index`, about to be streamed; `None` to let it pass.
+    fn begin(&self, index: u64) -> Option<Box<dyn TapSink>>;
+}
+
+/// Where a [`StreamTap`] takes the bytes of one chunk.
+pub trait TapSink: std::io::Write + Send {
+    /// Called once the chunk has streamed whole (every byte was written here) and parsed
+    /// without fault; a sink never finished saw a stream that failed.
+    fn finish(self: Box<Self>);
+}
 
 /// Parses the record at `position` of `file` (`len` bytes) as a message of type `desc`,
 /// streaming it, keeping at most `budget` bytes of small fields. `name` names the chunk in
@@ -41,9 +57,19 @@ pub(crate) fn parse_streamed(
     desc: &MessageDescriptor,
     budget: u64,
     name: &str,
+    mut tap: Option<Box<dyn TapSink>>,
 ) -> Result<WireMessage> {
     let mut parser = StreamParser::new(file, position, len, desc, budget, LAZY_AT);
-    let copied = file.copy_record_to(position, &mut parser);
+    let copied = match tap.as_mut() {
+        Some(tap) => file.copy_record_to(
+            position,
+            &mut Tee {
+                parser: &mut parser,
+                tap: tap.as_mut(),
+            },
+        ),
+        None => file.copy_record_to(position, &mut parser),
+    };
     let fault = |fault: String| ChunkedError::Streamed {
         source_name: name.to_string(),
         fault,
@@ -57,7 +83,29 @@ pub(crate) fn parse_streamed(
             "the chunk holds {copied} bytes, {len} were declared"
         )));
     }
-    parser.finish().map_err(|f| self::fault_error(name, f))
+    let message = parser.finish().map_err(|f| self::fault_error(name, f))?;
+    if let Some(tap) = tap {
+        tap.finish();
+    }
+    Ok(message)
+}
+
+/// Writes what it is given to the parser, then, once the parser took it, to the tap.
+struct Tee<'a, 'b> {
+    parser: &'a mut StreamParser<'b>,
+    tap: &'a mut dyn TapSink,
+}
+
+impl Write for Tee<'_, '_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.parser.write_all(data)?;
+        self.tap.write_all(data)?;
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What went wrong while streaming.
@@ -621,6 +669,7 @@ mod tests {
             &descriptor("tensorflow.NodeDef"),
             budget,
             "memory chunk 0",
+            None,
         )
     }
 

@@ -14,9 +14,12 @@
 //! 1.6 GB big-constants model merged in 34.7 s, five times its time before verification).
 //! Past that, BYTES chunks are not kept and stream as before, so memory stays bounded.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
 
-use unbound_chunked::FileChunks;
+use unbound_canonical::farmhash::Fingerprint64;
+use unbound_chunked::{FileChunks, StreamTap, TapSink};
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
 
 use crate::dir::SavedModel;
@@ -33,6 +36,8 @@ pub(crate) struct SharedCpb {
     pub(crate) chunks: FileChunks,
     /// Its chunk metadata.
     pub(crate) metadata: ChunkMetadata,
+    /// The `Fingerprint64` of each chunk a merge streamed, learnt as it streamed.
+    pub(crate) prints: Arc<StreamPrints>,
 }
 
 impl SharedCpb {
@@ -49,10 +54,111 @@ impl SharedCpb {
             let messages = chunks.message_chunks();
             chunks.keep_decoded(messages)
         };
+        let prints = Arc::new(StreamPrints::default());
+        chunks.set_stream_tap(Arc::clone(&prints) as Arc<dyn StreamTap>);
         kept.then(|| Self {
             path: path.to_path_buf(),
             chunks,
             metadata,
+            prints,
         })
+    }
+}
+
+/// The `Fingerprint64` of each chunk a merge of a [`SharedCpb`] streamed (a chunk too large to
+/// keep decoded: [`FileChunks::streams_chunk_at`]), hashed as it went by ([`StreamTap`]), for
+/// the fingerprint's hash of every chunk: `verify` streamed such a chunk once for its merge
+/// and once more for that hash (a model of gigabytes of constants decompressed twice). A
+/// print is of the bytes of that chunk of that file; a chunk whose stream failed has none.
+///
+/// The fingerprint runs on another thread while `verify` merges: it waits for the merge
+/// ([`StreamPrints::wait_for_merge`]) when one is announced ([`StreamPrints::merge_ahead`]),
+/// and hashes itself what the merge did not stream.
+#[derive(Default)]
+pub(crate) struct StreamPrints {
+    /// Shared with the sinks hashing streams in progress.
+    prints: Arc<Mutex<HashMap<u64, u64>>>,
+    /// Whether a merge is announced and not finished yet.
+    merging: Mutex<bool>,
+    merged: Condvar,
+}
+
+impl StreamPrints {
+    /// The print of chunk `index`, if a merge streamed it whole.
+    pub(crate) fn print(&self, index: u64) -> Option<u64> {
+        self.prints.lock().ok()?.get(&index).copied()
+    }
+
+    /// Announces a merge of the chunks: until the returned guard is dropped (the merge has
+    /// ended, however it ended), [`StreamPrints::wait_for_merge`] waits.
+    pub(crate) fn merge_ahead(&self) -> MergeAhead<'_> {
+        if let Ok(mut merging) = self.merging.lock() {
+            *merging = true;
+        }
+        MergeAhead(self)
+    }
+
+    /// Returns once no announced merge is running.
+    pub(crate) fn wait_for_merge(&self) {
+        let Ok(mut merging) = self.merging.lock() else {
+            return;
+        };
+        while *merging {
+            merging = match self.merged.wait(merging) {
+                Ok(m) => m,
+                Err(_) => return,
+            };
+        }
+    }
+}
+
+/// A merge announced by [`StreamPrints::merge_ahead`]; its end is announced when dropped.
+pub(crate) struct MergeAhead<'a>(&'a StreamPrints);
+
+impl Drop for MergeAhead<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut merging) = self.0.merging.lock() {
+            *merging = false;
+        }
+        self.0.merged.notify_all();
+    }
+}
+
+impl StreamTap for StreamPrints {
+    fn begin(&self, index: u64) -> Option<Box<dyn TapSink>> {
+        if self.print(index).is_some() {
+            return None;
+        }
+        Some(Box::new(PrintSink {
+            index,
+            print: Fingerprint64::new(),
+            prints: Arc::clone(&self.prints),
+        }))
+    }
+}
+
+/// Hashes one chunk as it streams; its print is kept once the stream is whole.
+struct PrintSink {
+    index: u64,
+    print: Fingerprint64,
+    prints: Arc<Mutex<HashMap<u64, u64>>>,
+}
+
+impl std::io::Write for PrintSink {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.print.update(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl TapSink for PrintSink {
+    fn finish(self: Box<Self>) {
+        if let Ok(mut prints) = self.prints.lock() {
+            prints.insert(self.index, self.print.finish());
+        }
     }
 }

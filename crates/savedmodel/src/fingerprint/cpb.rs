@@ -34,6 +34,7 @@ use super::hashes::{
     descriptor, field_sources, field_values, first_meta_graph, hash_message, signature_hashes,
 };
 use super::{model_fault, Hashes};
+use crate::shared_cpb::StreamPrints;
 use crate::{Result, SavedModelError};
 
 /// `[meta_graphs, 0, field]`.
@@ -58,7 +59,7 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     let reader = Arc::new(RecordReader::open(cpb_file)?);
     let (chunks, metadata) = FileChunks::from_reader(reader)?;
     let root = metadata.message.clone().unwrap_or_default();
-    hashes_of(&chunks, &root)
+    hashes_of(&chunks, &root, None)
 }
 
 /// `[meta_graphs, 0, graph_def]`, `[..., signature_def]`, `[..., object_graph_def]`: what the
@@ -74,9 +75,17 @@ fn targets() -> [Vec<FieldIndex>; 3] {
 /// The hash fields of the chunked SavedModel whose chunks are `chunks` and whose metadata
 /// tree is `root`; chunks `chunks` keeps decoded are hashed from its cache (shared with
 /// whatever else reads them, `verify` on another thread for one), the others streamed.
-pub(crate) fn hashes_of(chunks: &FileChunks, root: &ChunkedMessage) -> Result<Hashes> {
+///
+/// With `streamed`, the prints a merge of the same chunks learnt as it streamed them are taken
+/// (after waiting for a merge running on another thread) instead of streaming those chunks
+/// again.
+pub(crate) fn hashes_of(
+    chunks: &FileChunks,
+    root: &ChunkedMessage,
+    streamed: Option<&StreamPrints>,
+) -> Result<Hashes> {
     hashes_with(chunks, root, Trust::Nothing, |wanted, graph| {
-        chunk_prints(chunks, wanted, graph)
+        chunk_prints(chunks, wanted, graph, streamed)
     })
 }
 
@@ -323,7 +332,12 @@ fn graph_outside_takes(model: &WireMessage) -> bool {
 /// `Fingerprint64` of each chunk in `indices`, on as many threads as there are cores: a chunk
 /// `chunks` keeps decoded is hashed from its cache (decoded there once for every reader),
 /// any other streamed from the file (a multi-gigabyte chunk is never held whole).
-fn chunk_prints(chunks: &FileChunks, indices: Vec<u64>, keep: &[u64]) -> Result<ChunkPrints> {
+fn chunk_prints(
+    chunks: &FileChunks,
+    indices: Vec<u64>,
+    keep: &[u64],
+    streamed: Option<&StreamPrints>,
+) -> Result<ChunkPrints> {
     let reader = chunks.reader();
     let infos = chunks.infos();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -340,6 +354,16 @@ fn chunk_prints(chunks: &FileChunks, indices: Vec<u64>, keep: &[u64]) -> Result<
                     ),
                 )
             })?;
+        // A chunk a merge streams: hashed by that merge as it streamed it.
+        let learnt = streamed
+            .filter(|_| chunks.streams_chunk_at(info.offset))
+            .and_then(|prints| {
+                prints.wait_for_merge();
+                prints.print(index)
+            });
+        if let Some(print) = learnt {
+            return Ok((index, print, None));
+        }
         let cached = chunks.cache().is_some_and(|cache| cache.is_cached(index));
         // A chunk of the graph is decoded whole here, and kept: the graph's hash reads it
         // next (issue 29: it was decoded a second time for that, a tenth of a `merge` or a

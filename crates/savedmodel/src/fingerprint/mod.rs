@@ -159,7 +159,7 @@ pub(crate) fn fingerprint_model_sharing(
     let shared = shared.filter(|s| s.path == file);
     let hashes = if let (true, Some(shared)) = (chunked, shared) {
         let root = shared.metadata.message.clone().unwrap_or_default();
-        cpb::hashes_of(&shared.chunks, &root)
+        cpb::hashes_of(&shared.chunks, &root, Some(&shared.prints))
     } else if chunked {
         cpb::hashes(file)
     } else {

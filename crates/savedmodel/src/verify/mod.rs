@@ -28,7 +28,7 @@ use std::sync::Arc;
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
 use serde::Serialize;
-use unbound_chunked::check::{check_chunks, check_chunks_sharing};
+use unbound_chunked::check::{check_chunks, check_chunks_deferring, check_deferred};
 use unbound_chunked::merger::FileChunks;
 use unbound_chunked::Merger;
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
@@ -177,6 +177,10 @@ fn verify_with_model(opened: &SavedModel, keep: Keep) -> (VerifyReport, Option<V
     let verdict = (file.format == ModelFormat::Pb).then(CanonicalVerdict::default);
     // Without a stored fingerprint to compare, the fingerprint is only wanted if kept.
     let compared = opened.fingerprint_file().is_some();
+    // The merge below streams the chunks too large to keep decoded, and hashes them for the
+    // fingerprint as they go by: announced before the fingerprint starts, which then waits
+    // for those hashes instead of streaming the chunks itself.
+    let merge_ahead = shared.as_ref().map(|s| s.prints.merge_ahead());
     let (model, fingerprint, shown) = std::thread::scope(|s| {
         let fingerprint = s.spawn(|| {
             let (shared, verdict) = (shared.as_ref(), verdict.as_ref());
@@ -199,6 +203,7 @@ fn verify_with_model(opened: &SavedModel, keep: Keep) -> (VerifyReport, Option<V
             &mut report,
         )
         .map(Arc::new);
+        drop(merge_ahead);
         let shown = match shown_from_file {
             Some(shown) => Some(shown),
             None => model
@@ -495,10 +500,12 @@ fn verify_cpb(
     shared: Option<&SharedCpb>,
     report: &mut VerifyReport,
 ) -> Option<WireMessage> {
-    let (reader, checked) = match shared {
+    let (reader, mut checked) = match shared {
+        // The chunks the merge streams are decompressed by the merge alone
+        // (`check_deferred` below).
         Some(shared) => (
             Arc::clone(shared.chunks.reader()),
-            check_chunks_sharing(&shared.chunks),
+            check_chunks_deferring(&shared.chunks),
         ),
         None => match RecordReader::open(path) {
             Ok(r) => {
@@ -515,8 +522,7 @@ fn verify_cpb(
     for fault in &checked.faults {
         report.fault(path, fault);
     }
-    let records = checked.record_lengths;
-    let (_, metadata) = checked.metadata?;
+    let (_, metadata) = checked.metadata.take()?;
     if !checked.faults.is_empty() {
         return None;
     }
@@ -527,8 +533,17 @@ fn verify_cpb(
         None => FileChunks::from_reader(reader.clone())
             .and_then(|(chunks, _)| Merger::new(&chunks).merge(&desc, &tree)),
     };
+    // The deferred chunks' check, completed: free for those the merge streamed whole.
+    if let Some(shared) = shared {
+        check_deferred(&shared.chunks, &mut checked);
+        for fault in &checked.faults {
+            report.fault(path, fault);
+        }
+    }
+    let records = checked.record_lengths;
     let message = match merged {
-        Ok(m) => m,
+        Ok(m) if checked.faults.is_empty() => m,
+        Ok(_) => return None,
         Err(e) => {
             report.fault(path, format!("the chunks do not merge: {e}"));
             return None;

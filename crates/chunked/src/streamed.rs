@@ -569,6 +569,10 @@ impl RecordSource for RecordSlice {
     fn offset_in_record(&self) -> Option<u64> {
         Some(self.offset)
     }
+
+    fn record_file(&self) -> Option<&Arc<Box<dyn RecordSource>>> {
+        Some(&self.file)
+    }
 }
 
 #[cfg(test)]

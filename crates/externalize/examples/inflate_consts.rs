@@ -2,9 +2,11 @@
 //! a TensorFlow-made SavedModel, gives every rank-1 `float32` constant of 64 or more elements
 //! inside a function `ELEMENTS` elements (element `i` is `((i * 2654435761) % 1000003) as
 //! f32`), and writes the result to `OUT` (split into `saved_model.cpb` as TensorFlow splits,
-//! records uncompressed, the other files carried over).
+//! records uncompressed, or with `--zstd` compressed as `unbound split` compresses; the other
+//! files carried over). `--max-size BYTES` splits at that size instead of TensorFlow's 2 GiB,
+//! so that a smaller model is a `.cpb` too.
 //!
-//! usage: cargo run --release -p unbound-externalize --example inflate_consts SRC OUT ELEMENTS
+//! usage: cargo run --release -p unbound-externalize --example inflate_consts SRC OUT ELEMENTS [--zstd] [--max-size BYTES]
 
 use std::path::PathBuf;
 
@@ -14,8 +16,18 @@ use unbound_proto::tensorflow::{attr_value, DataType, SavedModel};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [src, out, elements] = args.as_slice() else {
-        return Err("usage: inflate_consts SRC OUT ELEMENTS".into());
+    let usage = "usage: inflate_consts SRC OUT ELEMENTS [--zstd] [--max-size BYTES]";
+    let (mut zstd, mut max_size, mut positional) = (false, None, Vec::new());
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--zstd" => zstd = true,
+            "--max-size" => max_size = Some(rest.next().ok_or(usage)?.parse::<u64>()?),
+            _ => positional.push(arg),
+        }
+    }
+    let [src, out, elements] = positional.as_slice() else {
+        return Err(usage.into());
     };
     let (src, out) = (PathBuf::from(src), PathBuf::from(out));
     let elements: usize = elements.parse()?;
@@ -61,12 +73,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         wire,
         // Records stored uncompressed: the model is written and read back faster (real weights
         // barely compress, and are stored so anyway).
-        &unbound_savedmodel::write::WriteOptions::default().with_writer(
-            unbound_records::WriterOptions {
-                compression: unbound_records::Compression::None,
+        &max_size
+            .map_or_else(unbound_savedmodel::write::WriteOptions::default, |size| {
+                unbound_savedmodel::write::WriteOptions::default().with_max_size(size)
+            })
+            .with_writer(unbound_records::WriterOptions {
+                compression: if zstd {
+                    unbound_records::Compression::Zstd { level: 3 }
+                } else {
+                    unbound_records::Compression::None
+                },
                 ..unbound_records::WriterOptions::default()
-            },
-        ),
+            }),
     )?;
     eprintln!(
         "wrote {} ({} bytes of model)",

@@ -54,6 +54,7 @@
 mod error;
 mod graph_edit;
 mod inline;
+mod one_pass;
 mod report;
 mod restore;
 mod splice;

@@ -19,6 +19,7 @@ use unbound_proto::tensorflow::{
 
 use crate::error::{ExternalizeError, Result};
 use crate::graph_edit::{NewVariable, Value};
+use crate::one_pass::{in_record, stream_span, values_in_one_record, SpanFault};
 use crate::restore::VARIABLE_VALUE_SUFFIX;
 use unbound_wire::Payload;
 
@@ -77,13 +78,29 @@ pub(crate) fn write_variables(dir: &Path, pending: PendingVariables) -> Result<(
         }
         copy_other_files(src_prefix, reader, &variables_dir)?;
     }
-    for (key, var) in &pending.variables {
+    let taken = |entries: &BTreeMap<Vec<u8>, BundleEntryProto>, key: &str| {
         if entries.contains_key(key.as_bytes()) {
             return Err(ExternalizeError::invalid(
                 prefix.display().to_string(),
                 format!("the checkpoint already holds a tensor {key:?}"),
             ));
         }
+        Ok(())
+    };
+    let mut rest = &pending.variables[..];
+    while let Some((key, var)) = rest.first() {
+        let together = values_in_one_record(rest);
+        if together > 1 {
+            let (group, after) = rest.split_at(together);
+            for (key, _) in group {
+                taken(&entries, key)?;
+            }
+            write_from_one_record(&mut writer, group, &mut entries, &prefix)?;
+            rest = after;
+            continue;
+        }
+        rest = &rest[1..];
+        taken(&entries, key)?;
         let entry = match &var.value {
             Value::Raw(Payload::Inline(bytes)) => {
                 writer.append_with(var.dtype, &var.shape, |sink| {
@@ -153,6 +170,52 @@ pub(crate) fn write_variables(dir: &Path, pending: PendingVariables) -> Result<(
     writer.finish()?.persist()?;
     unbound_bundle::write_index(&prefix, 1, &entries)?;
     Ok(())
+}
+
+/// Writes the values of `group` (variables whose values lie in one record, in order:
+/// [`values_in_one_record`]) as checkpoint entries, in one pass over the record.
+fn write_from_one_record(
+    writer: &mut ShardWriter,
+    group: &[(String, NewVariable)],
+    entries: &mut BTreeMap<Vec<u8>, BundleEntryProto>,
+    prefix: &Path,
+) -> Result<()> {
+    let places: Vec<_> = group.iter().filter_map(|(_, var)| in_record(var)).collect();
+    let (Some(first), Some(last)) = (places.first(), places.last()) else {
+        return Ok(());
+    };
+    let start = first.offset;
+    let span = last.offset + last.len - start;
+    let streamed = stream_span(first.file, first.position, start, span, |reader| {
+        let mut at = start;
+        for ((key, var), place) in group.iter().zip(&places) {
+            let entry = writer.append_with(var.dtype, &var.shape, |sink| {
+                let mut out = SinkWriter { sink, fault: None };
+                let copied = reader
+                    .skip(place.offset - at)
+                    .and_then(|()| reader.copy_to(place.len, &mut out));
+                match out.fault {
+                    Some(fault) => Err(ExternalizeError::Bundle(fault)),
+                    None => copied.map_err(|e| {
+                        ExternalizeError::invalid(
+                            prefix.display().to_string(),
+                            format!("reading the value of {key:?} from the model: {e}"),
+                        )
+                    }),
+                }
+            })?;
+            entries.insert(key.as_bytes().to_vec(), entry);
+            at = place.offset + place.len;
+        }
+        Ok::<_, ExternalizeError>(())
+    });
+    streamed.map_err(|fault| match fault {
+        SpanFault::Consumer(e) => e,
+        SpanFault::Stream(e) => ExternalizeError::invalid(
+            prefix.display().to_string(),
+            format!("reading the values of {} from the model: {e}", group[0].0),
+        ),
+    })
 }
 
 /// A value's bytes streamed into a checkpoint entry, the entry's first fault kept.

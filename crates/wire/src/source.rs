@@ -63,6 +63,14 @@ pub trait RecordSource: fmt::Debug + Send + Sync {
     fn offset_in_record(&self) -> Option<u64> {
         None
     }
+
+    /// For a source of values inside records ([`RecordSource::offset_in_record`]), the source
+    /// of the whole records they lie in: several values of one record can then be read in one
+    /// pass over it instead of one pass each from its start. `None` for a source of whole
+    /// records.
+    fn record_file(&self) -> Option<&std::sync::Arc<Box<dyn RecordSource>>> {
+        None
+    }
 }
 
 /// Writes the bytes of a stream from `skip` on, `left` of them, to `out`; refuses more.

@@ -1,5 +1,6 @@
 //! Arbitrary bytes as a Riegeli/records file: opening, iterating records and
-//! chunks, the last record, and random access by position must never panic.
+//! chunks, the last record, random access by position, ranges of records and
+//! the chunk check must never panic.
 //!
 //! Fuzzing builds (`--cfg fuzzing`) of unbound-records accept mismatching
 //! hashes, so mutated inputs reach the chunk decoders instead of stopping at
@@ -29,5 +30,12 @@ fuzz_target!(|data: &[u8]| {
         let _ = reader.read_record_at(pos);
         let _ = reader.record_len_at(pos);
         let _ = reader.copy_record_to(pos, &mut std::io::sink());
+        // Ranges inside, at the end of and past the record, from bytes of the input.
+        let offset = u64::from(data.get(pos as usize % data.len().max(1)).copied().unwrap_or(0));
+        for len in [0, 1, 100, 70_000, u64::MAX - offset] {
+            let _ = reader.copy_record_range_to(pos, offset, len, &mut std::io::sink());
+        }
+        // Then the chunk's check, which takes a whole stream above as done.
+        let _ = reader.check_chunk(pos);
     }
 });

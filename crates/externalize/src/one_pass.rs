@@ -263,15 +263,7 @@ mod tests {
     }
 
     fn record(len: usize) -> Vec<u8> {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        unbound_test_support::data::random_bytes(len, 0x9e37_79b9)
     }
 
     #[test]

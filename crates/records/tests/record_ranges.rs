@@ -3,19 +3,10 @@
 //! chunk holding one record and a chunk holding several; a range past the record's end is an
 //! error naming the file, never a short copy.
 
-use unbound_records::{Compression, RecordReader, RecordWriter, WriterOptions};
+mod common;
 
-fn pseudo_random(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use common::noise;
+use unbound_records::{Compression, RecordReader, RecordWriter, WriterOptions};
 
 /// Writes `records` and returns the file with each record's position.
 fn file(compression: Compression, records: &[Vec<u8>], one_per_chunk: bool) -> (Vec<u8>, Vec<u64>) {
@@ -37,7 +28,7 @@ fn file(compression: Compression, records: &[Vec<u8>], one_per_chunk: bool) -> (
 fn a_range_is_the_bytes_of_that_range() {
     // 400 KB crosses six block headers; the text compresses, the noise does not.
     let records = vec![
-        pseudo_random(400_000, 3),
+        noise(3, 400_000),
         b"tensor ".repeat(60_000),
         b"small".to_vec(),
     ];
@@ -85,7 +76,7 @@ fn a_range_is_the_bytes_of_that_range() {
 
 #[test]
 fn a_range_past_the_record_is_refused() {
-    let records = vec![pseudo_random(200_000, 5), b"x".repeat(10)];
+    let records = vec![noise(5, 200_000), b"x".repeat(10)];
     for compression in [Compression::None, Compression::Zstd { level: 3 }] {
         let (bytes, positions) = file(compression, &records, true);
         let reader = RecordReader::from_bytes(bytes.into(), "short.cpb").unwrap();

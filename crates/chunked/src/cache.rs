@@ -2,7 +2,7 @@
 //! shared by every reader of the file in one process, across threads.
 //!
 //! A command over a `.cpb` reads most chunks several times: `verify` checks every record
-//! ([`crate::check_chunks_sharing`]), merges the file, and on a second thread fingerprints it
+//! ([`crate::check_chunks_deferring`]), merges the file, and on a second thread fingerprints it
 //! (hashing each chunk, then merging the graph again). Decompressing a 64 MiB Brotli chunk is
 //! tens of milliseconds, so every reader but the first takes the bytes from here. A slot is a
 //! mutex around the decoded bytes: a reader asking for a chunk another thread is decoding

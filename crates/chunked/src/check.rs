@@ -34,28 +34,26 @@ pub struct ChunkReport {
 /// record is decoded as the `ChunkMetadata`; then [`check_layout`]'s checks and every
 /// `ChunkInfo` size against its record. Never fails: what cannot be read is a fault.
 pub fn check_chunks(reader: &RecordReader) -> ChunkReport {
-    check_chunks_with(reader, None, false)
+    check_chunks_with(reader, None)
 }
 
 /// [`check_chunks`] of the file of `chunks`, reading the chunks it keeps decoded
 /// ([`FileChunks::keep_decoded`]) through its cache: each is decoded whole once, and the merge
-/// (and any other reader) that follows takes the same bytes instead of decoding it again. The
-/// report is the same as [`check_chunks`]'s: a kept chunk that fails to decode is checked
-/// again the streaming way, which gives the fault its usual words.
-pub fn check_chunks_sharing(chunks: &FileChunks) -> ChunkReport {
-    check_chunks_with(chunks.reader(), Some(chunks), false)
-}
-
-/// [`check_chunks_sharing`], except that a chunk a merge of `chunks` streams
+/// (and any other reader) that follows takes the same bytes instead of decoding it again. A
+/// kept chunk that fails to decode is checked again the streaming way, which gives the fault
+/// its usual words.
+///
+/// A chunk a merge of `chunks` streams
 /// ([`FileChunks::streams_chunk_at`]: one record of 64 MiB or more) is checked up to its
 /// decompression only (block headers, data hash, framing, record size) and listed in
 /// [`ChunkReport::deferred`]. The merge that follows streams it whole, which decompresses it
 /// and checks its size as the check would; [`check_deferred`] then completes the check
 /// without decompressing again the chunks the merge streamed whole (the reader remembers
-/// them), and the others as usual. A model of gigabytes of constants was decompressed three
-/// times by `verify`: the check, the merge and the fingerprint.
+/// them), and the others as usual; the two together report what [`check_chunks`] reports. A
+/// model of gigabytes of constants was decompressed three times by `verify`: the check, the
+/// merge and the fingerprint.
 pub fn check_chunks_deferring(chunks: &FileChunks) -> ChunkReport {
-    check_chunks_with(chunks.reader(), Some(chunks), true)
+    check_chunks_with(chunks.reader(), Some(chunks))
 }
 
 /// Completes the check of the chunks [`check_chunks_deferring`] deferred, once the merge has
@@ -82,15 +80,11 @@ fn strip_name(reader: &RecordReader, e: &RecordsError) -> String {
     text.strip_prefix(&prefix).unwrap_or(&text).to_string()
 }
 
-/// [`check_chunks`], with the kept chunks of `shared` read through its cache, and with
-/// `defer`, the chunks its merge streams left for [`check_deferred`].
-fn check_chunks_with(
-    reader: &RecordReader,
-    shared: Option<&FileChunks>,
-    defer: bool,
-) -> ChunkReport {
+/// [`check_chunks`], with the kept chunks of `shared` read through its cache and the chunks
+/// its merge streams left for [`check_deferred`].
+fn check_chunks_with(reader: &RecordReader, shared: Option<&FileChunks>) -> ChunkReport {
     let deferred = |c: &ChunkSummary| {
-        defer && c.num_records == 1 && shared.is_some_and(|fc| fc.streams_chunk_at(c.begin))
+        c.num_records == 1 && shared.is_some_and(|fc| fc.streams_chunk_at(c.begin))
     };
     let check = |c: &ChunkSummary| -> Result<Vec<u64>, RecordsError> {
         if deferred(c) {

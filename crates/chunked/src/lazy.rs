@@ -76,6 +76,14 @@ impl KeptRecordFile {
     }
 }
 
+/// Writes `bytes` to `out` in pieces, as the streaming copy writes: each kernel copy's source
+/// stays in cache.
+fn write_in_pieces(bytes: &[u8], out: &mut dyn Write) -> std::io::Result<()> {
+    bytes
+        .chunks(1 << 20)
+        .try_for_each(|piece| out.write_all(piece))
+}
+
 /// Decodes the kept chunk whose only record is at `position`, then releases its file pages
 /// ([`release_if_compressed`]).
 fn decode_kept(reader: &RecordReader, position: u64) -> Result<Bytes, RecordsError> {
@@ -113,10 +121,7 @@ impl RecordSource for KeptRecordFile {
             return self.file.copy_record_to(position, out);
         };
         let bytes = bytes?;
-        // In pieces, as the streaming copy writes: each kernel copy's source stays in cache.
-        for piece in bytes.chunks(1 << 20) {
-            out.write_all(piece)?;
-        }
+        write_in_pieces(&bytes, out)?;
         Ok(bytes.len() as u64)
     }
 
@@ -142,9 +147,7 @@ impl RecordSource for KeptRecordFile {
                     bytes.len()
                 )
             })?;
-        for piece in range.chunks(1 << 20) {
-            out.write_all(piece)?;
-        }
+        write_in_pieces(range, out)?;
         Ok(len)
     }
 

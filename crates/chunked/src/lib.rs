@@ -18,7 +18,7 @@
 //!   merge from a file makes the first (and checks each chunk's size as it reads it), so a
 //!   hash-valid file whose metadata lies is refused rather than merged into another message;
 //!   `verify` makes the second.
-//! - [`ChunkCache`] ([`FileChunks::keep_decoded`], [`check_chunks_sharing`]): the chunks a
+//! - [`ChunkCache`] ([`FileChunks::keep_decoded`], [`check_chunks_deferring`]): the chunks a
 //!   command reads several times (check, merge, fingerprint, on two threads) decoded once.
 //!
 //! ```
@@ -59,8 +59,7 @@ mod write_ahead;
 
 pub use cache::ChunkCache;
 pub use check::{
-    check_chunks, check_chunks_deferring, check_chunks_sharing, check_deferred, check_layout,
-    ChunkFault, ChunkReport,
+    check_chunks, check_chunks_deferring, check_deferred, check_layout, ChunkFault, ChunkReport,
 };
 pub use error::{ChunkedError, Result};
 pub use inspect::{inspect, InspectReport};

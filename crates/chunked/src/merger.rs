@@ -187,7 +187,7 @@ impl FileChunks {
 
     /// Keeps the decoded bytes of the chunks in `indices` once read, for every later reader
     /// on any thread ([`ChunkCache`]): each is then decompressed at most once however many
-    /// merges, checks ([`crate::check_chunks_sharing`]) and hashes read it, lazy values of
+    /// merges, checks ([`crate::check_chunks_deferring`]) and hashes read it, lazy values of
     /// BYTES chunks included (the merged message's lazy records read them through the cache).
     /// Meant for chunks a merge holds anyway ([`FileChunks::message_chunks`]), so keeping
     /// them costs nothing, or for every chunk of a file small enough to hold decoded

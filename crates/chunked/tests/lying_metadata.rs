@@ -16,8 +16,8 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use prost::Message;
 use unbound_chunked::{
-    check_chunks, check_chunks_sharing, generic::split_generic, ChunkSink, ChunkedError,
-    FileChunks, Merger,
+    check_chunks, check_chunks_deferring, check_deferred, generic::split_generic, ChunkSink,
+    ChunkedError, FileChunks, Merger,
 };
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
 use unbound_proto::unbound::test::ManyFields;
@@ -209,7 +209,8 @@ fn same_with_sharing(file: &[u8], lazy: bool) -> bool {
     };
     let reader = RecordReader::from_bytes(Bytes::copy_from_slice(file), NAME).unwrap();
     let alone = check_chunks(&reader);
-    let sharing = check_chunks_sharing(&chunks);
+    let mut sharing = check_chunks_deferring(&chunks);
+    check_deferred(&chunks, &mut sharing);
     assert_eq!(sharing.faults, alone.faults);
     assert_eq!(sharing.record_lengths, alone.record_lengths);
     let expected = merge(file, lazy).map_err(|e| e.to_string());
@@ -249,7 +250,9 @@ fn shared_chunks_are_decoded_once_for_check_and_merges() {
             assert_eq!(kept, chunks.message_chunks());
             assert!(kept.len() >= 4, "{kept:?}");
         }
-        assert!(check_chunks_sharing(&chunks).faults.is_empty());
+        let mut checked = check_chunks_deferring(&chunks);
+        check_deferred(&chunks, &mut checked);
+        assert!(checked.faults.is_empty());
         assert_eq!(
             cache.decodes(),
             kept.len() as u64,

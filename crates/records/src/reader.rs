@@ -29,8 +29,30 @@ pub(crate) const SIGNATURE: [u8; 64] = [
     0x00, //
 ];
 
-/// How many verified chunk beginnings to remember before starting over.
+/// How many chunk beginnings a [`Remembered`] set holds before starting over.
 const MAX_VERIFIED: usize = 1 << 20;
+
+/// Chunk beginnings a reader has learnt something of (their data hash checked, their record
+/// streamed whole), at most [`MAX_VERIFIED`] of them: past that it forgets and learns again.
+#[derive(Default)]
+struct Remembered(Mutex<HashSet<u64>>);
+
+impl Remembered {
+    /// Whether the chunk at `begin` is remembered.
+    fn contains(&self, begin: u64) -> bool {
+        self.0.lock().is_ok_and(|set| set.contains(&begin))
+    }
+
+    /// Remembers the chunk at `begin`.
+    fn insert(&self, begin: u64) {
+        if let Ok(mut set) = self.0.lock() {
+            if set.len() >= MAX_VERIFIED {
+                set.clear();
+            }
+            set.insert(begin);
+        }
+    }
+}
 
 /// [`RecordReader::copy_record_to`] of one record of a compressed chunk of several records
 /// decodes the chunk whole (and caches it, for the next records) when it declares at most this
@@ -71,12 +93,12 @@ pub struct ChunkSummary {
 pub struct RecordReader {
     file: FileChunks,
     cache: Mutex<Option<(u64, Arc<DecodedChunk>)>>,
-    verified: Mutex<HashSet<u64>>,
+    verified: Remembered,
     /// Chunks of one record already streamed whole through [`RecordReader::copy_record_to`]
     /// without fault (data hash, framing, decompression to exactly the declared size): a
     /// fact about these very bytes, which [`RecordReader::check_chunk`] then need not learn
     /// again by decompressing the chunk once more.
-    streamed_whole: Mutex<HashSet<u64>>,
+    streamed_whole: Remembered,
     limits: DecodeLimits,
     held: Held,
 }
@@ -132,8 +154,8 @@ impl RecordReader {
         Ok(RecordReader {
             file: FileChunks { data, name },
             cache: Mutex::new(None),
-            verified: Mutex::new(HashSet::new()),
-            streamed_whole: Mutex::new(HashSet::new()),
+            verified: Remembered::default(),
+            streamed_whole: Remembered::default(),
             limits: DecodeLimits::default(),
             held: Held::default(),
         })
@@ -340,12 +362,7 @@ impl RecordReader {
         let (offset, len) = part(limits[i] - start, chunk.begin)?;
         if chunk.header.num_records == 1 && offset == 0 && len == size {
             compression::decompress_into(layout.compression, &stream, size, out).map_err(at)?;
-            if let Ok(mut whole) = self.streamed_whole.lock() {
-                if whole.len() >= MAX_VERIFIED {
-                    whole.clear();
-                }
-                whole.insert(chunk.begin);
-            }
+            self.streamed_whole.insert(chunk.begin);
         } else {
             compression::decompress_range(
                 layout.compression,
@@ -389,11 +406,7 @@ impl RecordReader {
                 h.decoded_data_size
             ))));
         }
-        let streamed = h.num_records == 1
-            && self
-                .streamed_whole
-                .lock()
-                .is_ok_and(|whole| whole.contains(&chunk.begin));
+        let streamed = h.num_records == 1 && self.streamed_whole.contains(chunk.begin);
         if !streamed {
             compression::check_decompresses(layout.compression, &stream, size).map_err(at)?;
         }
@@ -566,21 +579,11 @@ impl RecordReader {
 
     /// Checks the chunk's data hash and block headers, once per chunk.
     fn verify(&self, chunk: &Chunk) -> Result<(), RecordsError> {
-        if self
-            .verified
-            .lock()
-            .map(|v| v.contains(&chunk.begin))
-            .unwrap_or(false)
-        {
+        if self.verified.contains(chunk.begin) {
             return Ok(());
         }
         self.file.verify_data(chunk)?;
-        if let Ok(mut v) = self.verified.lock() {
-            if v.len() >= MAX_VERIFIED {
-                v.clear();
-            }
-            v.insert(chunk.begin);
-        }
+        self.verified.insert(chunk.begin);
         Ok(())
     }
 

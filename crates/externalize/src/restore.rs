@@ -164,19 +164,9 @@ fn extend_save(
     for node in &mut new_nodes {
         node.device.clone_from(&device);
     }
-    let mut reads = Vec::new();
-    for var in vars {
-        let read = unique(&format!("{}/externalized_save_read", var.name), taken);
-        let mut node = NodeDef {
-            name: read.clone(),
-            op: "ReadVariableOp".into(),
-            input: vec![var.name.clone()],
-            ..NodeDef::default()
-        };
-        node.attr.insert("dtype".into(), type_attr(var.dtype));
-        new_nodes.push(node);
-        reads.push(read);
-    }
+    let read_nodes = save_reads(vars, taken);
+    let reads: Vec<String> = read_nodes.iter().map(|n| n.name.clone()).collect();
+    new_nodes.extend(read_nodes);
     let node = &mut graph.node[save];
     node.input[1] = names_node;
     node.input[2] = slices_node;
@@ -222,17 +212,9 @@ fn new_saver(
         .node
         .push(string_const(&slices, keys.iter().map(|_| &b""[..])));
     let mut save_inputs = vec![filename.clone(), names, slices];
-    for var in vars {
-        let read = unique(&format!("{}/externalized_save_read", var.name), taken);
-        let mut node = NodeDef {
-            name: read.clone(),
-            op: "ReadVariableOp".into(),
-            input: vec![var.name.clone()],
-            ..NodeDef::default()
-        };
-        node.attr.insert("dtype".into(), type_attr(var.dtype));
+    for node in save_reads(vars, taken) {
+        save_inputs.push(node.name.clone());
         graph.node.push(node);
-        save_inputs.push(read);
     }
     let mut save_node = NodeDef {
         name: save.clone(),
@@ -342,6 +324,23 @@ fn string_const<'a>(name: &str, values: impl IntoIterator<Item = &'a [u8]>) -> N
         },
     );
     node
+}
+
+/// A `ReadVariableOp` of each of `vars` for a `SaveV2` to save, named after the variable
+/// (unique among `taken`, which gets the names).
+fn save_reads(vars: &[NewVariable], taken: &mut HashSet<String>) -> Vec<NodeDef> {
+    vars.iter()
+        .map(|var| {
+            let mut node = NodeDef {
+                name: unique(&format!("{}/externalized_save_read", var.name), taken),
+                op: "ReadVariableOp".into(),
+                input: vec![var.name.clone()],
+                ..NodeDef::default()
+            };
+            node.attr.insert("dtype".into(), type_attr(var.dtype));
+            node
+        })
+        .collect()
 }
 
 /// A `list(type)` attribute.

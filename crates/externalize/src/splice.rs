@@ -291,6 +291,18 @@ mod tests {
             .unwrap()
     }
 
+    /// `new` (a rewrite of `source`, which holds no constant values) written over `source`.
+    fn spliced_over(source: &WireMessage, new: &Bytes, desc: &MessageDescriptor) -> Vec<u8> {
+        let original = Original {
+            root: source,
+            stripped: source,
+        };
+        splice(original, new, desc, &Values::none())
+            .unwrap()
+            .to_vec()
+            .unwrap()
+    }
+
     /// `bytes` with an unknown length-delimited field 999 appended.
     fn with_unknown(mut bytes: Vec<u8>, value: &[u8]) -> Vec<u8> {
         bytes.extend_from_slice(&[0xba, 0x3e, value.len() as u8]);
@@ -325,14 +337,7 @@ mod tests {
         decoded.node[0].op = "Identity".into();
         decoded.node.push(node("c", "NoOp"));
         let new = Bytes::from(decoded.encode_to_vec());
-        let original = Original {
-            root: &source,
-            stripped: &source,
-        };
-        let out = splice(original, &new, &g, &Values::none())
-            .unwrap()
-            .to_vec()
-            .unwrap();
+        let out = spliced_over(&source, &new, &g);
         let back = GraphDef::decode(&out[..]).unwrap();
         assert_eq!(back, decoded);
         for unknown in [&b"in a"[..], b"in b", b"in graph"] {
@@ -368,14 +373,7 @@ mod tests {
         assert_eq!(decoded.node[0].name, "a");
         decoded.node[0].op = "Identity".into();
         let new = Bytes::from(decoded.encode_to_vec());
-        let original = Original {
-            root: &source,
-            stripped: &source,
-        };
-        let out = splice(original, &new, &g, &Values::none())
-            .unwrap()
-            .to_vec()
-            .unwrap();
+        let out = spliced_over(&source, &new, &g);
         assert_eq!(lenient(&out), decoded);
         assert!(
             out.windows(4).any(|w| w == b"in a"),

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use unbound_proto::tensorflow::{
-    saved_object::Kind, trackable_object_graph::TrackableObject, SavedObjectGraph,
-    TrackableObjectGraph,
+    saved_object::Kind, trackable_object_graph::trackable_object::ObjectReference,
+    trackable_object_graph::TrackableObject, SavedObjectGraph, TrackableObjectGraph,
 };
 
 use super::signature::dims;
@@ -59,17 +59,22 @@ pub fn object_graph(og: &SavedObjectGraph, load_order: &[String]) -> ObjectGraph
 /// (shortest, then earliest) path found; `None` for a node the root does not reach. The
 /// spelling `unbound show`, `vars`, `convert` and `reshard` use for object paths.
 pub fn saved_object_paths(og: &SavedObjectGraph) -> Vec<Option<String>> {
-    let children: Vec<Vec<(String, usize)>> = og
-        .nodes
-        .iter()
-        .map(|n| {
-            n.children
+    object_paths(&child_lists(og.nodes.iter().map(|n| &n.children[..])))
+}
+
+/// Each node's children as (name, node id) pairs: the edges of a SavedModel's object graph or
+/// of a checkpoint's (both hold `ObjectReference`s).
+fn child_lists<'a>(
+    nodes: impl Iterator<Item = &'a [ObjectReference]>,
+) -> Vec<Vec<(String, usize)>> {
+    nodes
+        .map(|children| {
+            children
                 .iter()
                 .map(|c| (c.local_name.clone(), c.node_id.max(0) as usize))
                 .collect()
         })
-        .collect();
-    object_paths(&children)
+        .collect()
 }
 
 /// The first (shortest, then earliest) path of child names from node 0 to each node.
@@ -177,17 +182,7 @@ pub fn attach_checkpoint_keys(info: &mut ObjectGraphInfo, ckpt: &Option<Trackabl
 /// The `VARIABLE_VALUE` checkpoint key of every node of a checkpoint's object graph that has
 /// one, by object path.
 pub fn checkpoint_keys_by_path(ckpt: &TrackableObjectGraph) -> BTreeMap<String, String> {
-    let children: Vec<Vec<(String, usize)>> = ckpt
-        .nodes
-        .iter()
-        .map(|n| {
-            n.children
-                .iter()
-                .map(|c| (c.local_name.clone(), c.node_id.max(0) as usize))
-                .collect()
-        })
-        .collect();
-    let paths = object_paths(&children);
+    let paths = object_paths(&child_lists(ckpt.nodes.iter().map(|n| &n.children[..])));
     ckpt.nodes
         .iter()
         .zip(paths)

@@ -121,6 +121,61 @@ impl ShardWriter {
         )
     }
 
+    /// Starts data shard `shard` of `num_shards` of the bundle at `prefix` over the file at
+    /// `from`, which already holds bytes of entries: a file the caller wrote before it knew
+    /// where the bundle would be (`externalize` spools values as it verifies its source),
+    /// on the same filesystem. The file is moved to the shard's temporary name and appended
+    /// to; [`ShardWriter::entry_at`] describes the entries it held.
+    pub fn adopt(prefix: &Path, shard: i32, num_shards: i32, from: &Path) -> Result<Self> {
+        check_shard(shard, num_shards)?;
+        create_parent(prefix)?;
+        let tmp = TempPath::new(&data_path(prefix, shard, num_shards));
+        std::fs::rename(from, tmp.path()).map_err(|e| BundleError::io(from, e))?;
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(tmp.path())
+            .map_err(|e| BundleError::io(tmp.path(), e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| BundleError::io(tmp.path(), e))?
+            .len();
+        Ok(Self {
+            shard,
+            tmp,
+            out: BufWriter::with_capacity(unbound_io::BUFFER_SIZE, file),
+            size,
+        })
+    }
+
+    /// The index entry of `size` bytes at `offset` of the shard, bytes already in it (of the
+    /// file [`ShardWriter::adopt`] took) in the stored layout of `dtype`, whose CRC-32C
+    /// (unmasked, of the raw bytes) is `crc`; refused when they are not all in the shard.
+    pub fn entry_at(
+        &self,
+        dtype: i32,
+        shape: &[i64],
+        offset: u64,
+        size: u64,
+        crc: u32,
+    ) -> Result<BundleEntryProto> {
+        if offset.checked_add(size).is_none_or(|end| end > self.size) {
+            return Err(BundleError::Invalid(format!(
+                "{}: an entry of {size} bytes at byte {offset}, past the {} bytes it holds",
+                self.tmp.target().display(),
+                self.size
+            )));
+        }
+        Ok(BundleEntryProto {
+            dtype,
+            shape: Some(shape_to_proto(shape)),
+            shard_id: self.shard,
+            offset: offset as i64,
+            size: size as i64,
+            crc32c: crc::mask(crc),
+            slices: Vec::new(),
+        })
+    }
+
     fn open(tmp: TempPath, shard: i32) -> Result<Self> {
         let file = tmp
             .create_file()

@@ -54,6 +54,7 @@ pub mod read;
 pub mod split;
 mod streamed;
 pub mod tags;
+mod tap_thread;
 pub mod write;
 mod write_ahead;
 
@@ -69,8 +70,9 @@ pub use read::{
     parse_pb, read_cpb, read_cpb_partial, read_pb, read_prefix, ReadMessage, SourceFormat,
 };
 pub use split::{Chunk, ChunkHandle, ChunkSink, Scope, SplitOutput};
-pub use streamed::{StreamTap, TapSink};
+pub use streamed::{BothTaps, StreamTap, StreamedChunk, TapSink};
 pub use tags::{KeyValue, PathElem};
+pub use tap_thread::TapThread;
 pub use write::{
     copy_unchunked, write_chunked, write_message, write_message_with_progress, write_split,
     write_unchunked, Written,

@@ -32,7 +32,7 @@ use crate::fault::ChunkFault;
 use crate::layout::check_layout;
 pub use crate::layout::MAX_NESTING;
 use crate::lazy::{release_if_compressed, KeptRecordFile, RecordFile};
-use crate::streamed::{parse_streamed, StreamTap, STREAM_AT};
+use crate::streamed::{parse_streamed, StreamTap, StreamedChunk, STREAM_AT};
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
 use unbound_wire::navigate::message_type;
 use unbound_wire::scalar::parse_text_scalar;
@@ -376,7 +376,12 @@ impl ChunkSource for FileChunks {
             .and_then(|len| {
                 self.check_size(index, info, len)?;
                 let budget = self.reader.decode_limits().budget;
-                let tap = self.tap.as_ref().and_then(|tap| tap.begin(index));
+                let chunk = StreamedChunk {
+                    index,
+                    position: info.offset,
+                    len,
+                };
+                let tap = self.tap.as_ref().and_then(|tap| tap.begin(chunk));
                 parse_streamed(&self.source, info.offset, len, desc, budget, &name, tap)
             });
         Some(streamed)

@@ -36,15 +36,76 @@ pub const LAZY_AT: u64 = 1 << 20;
 /// fingerprint's hash of the chunk) without decompressing it again. What a tap learns is
 /// about those very bytes: the record of that chunk in that file.
 pub trait StreamTap: Send + Sync {
-    /// A sink for the bytes of chunk `index`, about to be streamed; `None` to let it pass.
-    fn begin(&self, index: u64) -> Option<Box<dyn TapSink>>;
+    /// A sink for the bytes of `chunk`, about to be streamed; `None` to let it pass.
+    fn begin(&self, chunk: StreamedChunk) -> Option<Box<dyn TapSink>>;
+}
+
+/// The chunk a [`StreamTap`] is offered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamedChunk {
+    /// Its index in the `.cpb`.
+    pub index: u64,
+    /// The position of its record in the file: that of the lazy references
+    /// ([`Payload::Record`]) the merge leaves to the values in it.
+    pub position: u64,
+    /// Its decoded length.
+    pub len: u64,
 }
 
 /// Where a [`StreamTap`] takes the bytes of one chunk.
 pub trait TapSink: std::io::Write + Send {
+    /// Called before the bytes of a value the parse leaves in the file (a lazy reference:
+    /// `len` bytes from byte `offset` of the record) are written here, in the order of the
+    /// values; the bytes of such a value always come after its announcement. Nothing by
+    /// default.
+    fn lazy_value(&mut self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
+
     /// Called once the chunk has streamed whole (every byte was written here) and parsed
     /// without fault; a sink never finished saw a stream that failed.
     fn finish(self: Box<Self>);
+}
+
+/// Two taps seeing the same streams: each chunk goes to the sinks both begin.
+pub struct BothTaps(pub Arc<dyn StreamTap>, pub Arc<dyn StreamTap>);
+
+impl StreamTap for BothTaps {
+    fn begin(&self, chunk: StreamedChunk) -> Option<Box<dyn TapSink>> {
+        match (self.0.begin(chunk), self.1.begin(chunk)) {
+            (Some(a), Some(b)) => Some(Box::new(BothSinks(a, b))),
+            (Some(one), None) | (None, Some(one)) => Some(one),
+            (None, None) => None,
+        }
+    }
+}
+
+/// The sinks of [`BothTaps`], given the same bytes.
+struct BothSinks(Box<dyn TapSink>, Box<dyn TapSink>);
+
+impl Write for BothSinks {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(data)?;
+        self.1.write_all(data)?;
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl TapSink for BothSinks {
+    fn lazy_value(&mut self, offset: u64, len: u64) {
+        self.0.lazy_value(offset, len);
+        self.1.lazy_value(offset, len);
+    }
+
+    fn finish(self: Box<Self>) {
+        let BothSinks(a, b) = *self;
+        a.finish();
+        b.finish();
+    }
 }
 
 /// Parses the record at `position` of `file` (`len` bytes) as a message of type `desc`,
@@ -60,6 +121,7 @@ pub(crate) fn parse_streamed(
     mut tap: Option<Box<dyn TapSink>>,
 ) -> Result<WireMessage> {
     let mut parser = StreamParser::new(file, position, len, desc, budget, LAZY_AT);
+    parser.announce = tap.is_some();
     let copied = match tap.as_mut() {
         Some(tap) => file.copy_record_to(
             position,
@@ -99,6 +161,9 @@ struct Tee<'a, 'b> {
 impl Write for Tee<'_, '_> {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         self.parser.write_all(data)?;
+        for (offset, len) in self.parser.announced.drain(..) {
+            self.tap.lazy_value(offset, len);
+        }
         self.tap.write_all(data)?;
         Ok(data.len())
     }
@@ -230,6 +295,10 @@ pub(crate) struct StreamParser<'a> {
     fault: Option<Fault>,
     /// The message parsed, once the last frame closed.
     done: Option<WireMessage>,
+    /// The values left in the file since the tee last looked (offset, length), for the tap
+    /// ([`TapSink::lazy_value`]); gathered only when `announce`.
+    announced: Vec<(u64, u64)>,
+    announce: bool,
 }
 
 impl<'a> StreamParser<'a> {
@@ -253,6 +322,8 @@ impl<'a> StreamParser<'a> {
             lazy_at,
             fault: None,
             done: None,
+            announced: Vec::new(),
+            announce: false,
         }
     }
 
@@ -444,6 +515,9 @@ impl<'a> StreamParser<'a> {
                 }));
                 let frame = self.frames.last_mut().expect("an open frame");
                 frame.push_field(WireField { number, value });
+                if self.announce {
+                    self.announced.push((self.at, len));
+                }
                 self.expect = Expect::Skip(len);
                 Ok(())
             }

@@ -95,7 +95,7 @@ pub fn inline(src: &Path, out: &Path, dry_run: bool) -> Result<InlineReport> {
     }
     let opened = SavedModel::open(src)?;
     let source_name = src.display().to_string();
-    let read = crate::read_source(&opened, &source_name, false)?;
+    let read = crate::read_source(&opened, &source_name, false, None)?;
     let mut report = InlineReport {
         inlined: Vec::new(),
         kept: Vec::new(),

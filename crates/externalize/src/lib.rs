@@ -58,11 +58,13 @@ mod one_pass;
 mod report;
 mod restore;
 mod splice;
+mod spool;
 mod strip;
 mod variables;
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use prost::Message;
@@ -110,7 +112,13 @@ pub fn externalize(
     }
     let opened = SavedModel::open(src)?;
     let source_name = src.display().to_string();
-    let read = read_source(&opened, &source_name, true)?;
+    let spool = if options.dry_run {
+        None
+    } else {
+        Some(spool::Spool::beside(out, options.min_size.max(1))?)
+    };
+    let read = read_source(&opened, &source_name, true, spool.clone())?;
+    let spooled = spool.map(spool::Spool::into_values).transpose()?;
     let model_bytes_before = read.source.root.encoded_len();
     let mut model = read.model;
     let mut taken: HashSet<String> = HashSet::new();
@@ -213,6 +221,7 @@ pub fn externalize(
             .map(|_| unbound_bundle::saved_model_prefix(src)),
         variables: pending,
         object_based,
+        spooled,
     };
     write_model_dir_with_variables(
         src,
@@ -239,8 +248,12 @@ pub(crate) fn read_source(
     opened: &SavedModel,
     source_name: &str,
     strip_values: bool,
+    spool: Option<Arc<spool::Spool>>,
 ) -> Result<ReadModel> {
-    let root = unbound_savedmodel::verify::verified_model(opened)?;
+    let root = match spool {
+        Some(spool) => unbound_savedmodel::verify::verified_model_tapped(opened, spool)?,
+        None => unbound_savedmodel::verify::verified_model(opened)?,
+    };
     let source = if strip_values {
         strip::strip(root, source_name)?
     } else {

@@ -4,7 +4,7 @@
 //! variables (children of the root, as the model's object graph has them). The index is then
 //! written as TensorFlow's `BundleWriter` writes it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use prost::Message;
@@ -21,6 +21,7 @@ use crate::error::{ExternalizeError, Result};
 use crate::graph_edit::{NewVariable, Value};
 use crate::one_pass::{in_record, stream_span, values_in_one_record, SpanFault};
 use crate::restore::VARIABLE_VALUE_SUFFIX;
+use crate::spool::{Spooled, SpooledValues, ValueAt};
 use unbound_wire::Payload;
 
 /// What is written, once the model is: the new variables and their keys, and whether the
@@ -32,13 +33,15 @@ pub(crate) struct PendingVariables {
     pub variables: Vec<(String, NewVariable)>,
     /// Whether the variables join the checkpoint's object graph (a TF2 model).
     pub object_based: bool,
+    /// Values written as the source was verified ([`crate::spool`]), if any.
+    pub spooled: Option<SpooledValues>,
 }
 
 /// Block size of the streamed copy of a value into its data shard.
 const BLOCK: usize = 8 << 20;
 
 /// Writes `dir/variables/` as the module doc says.
-pub(crate) fn write_variables(dir: &Path, pending: PendingVariables) -> Result<()> {
+pub(crate) fn write_variables(dir: &Path, mut pending: PendingVariables) -> Result<()> {
     let prefix = unbound_bundle::saved_model_prefix(dir);
     let source = match &pending.source {
         Some(p) => Some(BundleReader::open(p)?),
@@ -48,7 +51,11 @@ pub(crate) fn write_variables(dir: &Path, pending: PendingVariables) -> Result<(
     let variables_dir = dir.join("variables");
     std::fs::create_dir_all(&variables_dir)
         .map_err(|e| unbound_savedmodel::SavedModelError::io(&variables_dir, e))?;
-    let mut writer = ShardWriter::create(&prefix, 0, 1)?;
+    let spooled = pending.spooled.take();
+    let (mut writer, taken_from_spool) = match spooled {
+        Some(spooled) => adopt_spool(&prefix, spooled, &pending.variables)?,
+        None => (ShardWriter::create(&prefix, 0, 1)?, HashMap::new()),
+    };
     if let (Some(reader), Some(src_prefix)) = (&source, &pending.source) {
         for key in reader.keys() {
             let Some(entry) = reader.entry(key) else {
@@ -87,7 +94,20 @@ pub(crate) fn write_variables(dir: &Path, pending: PendingVariables) -> Result<(
         }
         Ok(())
     };
-    let mut rest = &pending.variables[..];
+    for (i, place) in &taken_from_spool {
+        let (key, var) = &pending.variables[*i];
+        taken(&entries, key)?;
+        let entry = writer.entry_at(var.dtype, &var.shape, place.offset, var.bytes, place.crc)?;
+        entries.insert(key.as_bytes().to_vec(), entry);
+    }
+    let left: Vec<(String, NewVariable)> = pending
+        .variables
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !taken_from_spool.contains_key(i))
+        .map(|(_, v)| v.clone())
+        .collect();
+    let mut rest = &left[..];
     while let Some((key, var)) = rest.first() {
         let together = values_in_one_record(rest);
         if together > 1 {
@@ -170,6 +190,61 @@ pub(crate) fn write_variables(dir: &Path, pending: PendingVariables) -> Result<(
     writer.finish()?.persist()?;
     unbound_bundle::write_index(&prefix, 1, &entries)?;
     Ok(())
+}
+
+/// The data shard over the spooled values (moved into place: [`ShardWriter::adopt`]), and
+/// which of `variables` (by index) take their values from it, where they lie there; the
+/// spooled values none takes are cut out of the file. Without any taken, the spool is
+/// dropped (removed) and a shard created.
+fn adopt_spool(
+    prefix: &Path,
+    spooled: SpooledValues,
+    variables: &[(String, NewVariable)],
+) -> Result<(ShardWriter, HashMap<usize, Spooled>)> {
+    let mut taken = HashMap::new();
+    let mut used = HashSet::new();
+    for (i, (_, var)) in variables.iter().enumerate() {
+        let Some(place) = in_record(var) else {
+            continue;
+        };
+        let at = ValueAt {
+            position: place.position,
+            offset: place.offset,
+            len: place.len,
+        };
+        if let Some(spooled) = spooled.values.get(&at) {
+            taken.insert(i, *spooled);
+            used.insert(at);
+        }
+    }
+    if taken.is_empty() {
+        return Ok((ShardWriter::create(prefix, 0, 1)?, taken));
+    }
+    for (at, place) in &spooled.values {
+        if !used.contains(at) {
+            punch_hole(&spooled.file, place.offset, at.len);
+        }
+    }
+    drop(spooled.file);
+    let writer = ShardWriter::adopt(prefix, 0, 1, spooled.tmp.path())?;
+    Ok((writer, taken))
+}
+
+/// Frees `len` bytes at `offset` of `file` (they read as zeros after); where the filesystem
+/// cannot, they stay, unreferenced by the index, which TensorFlow's reader never reads.
+fn punch_hole(file: &std::fs::File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{fallocate, FallocateFlags};
+        let _ = fallocate(
+            file,
+            FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+            offset,
+            len,
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
 }
 
 /// Writes the values of `group` (variables whose values lie in one record, in order:

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 
 use unbound_canonical::farmhash::Fingerprint64;
-use unbound_chunked::{FileChunks, StreamTap, TapSink};
+use unbound_chunked::{BothTaps, FileChunks, StreamTap, StreamedChunk, TapSink, TapThread};
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
 
 use crate::dir::SavedModel;
@@ -45,8 +45,9 @@ impl SharedCpb {
     /// it cannot be: the file does not open, its metadata does not fit its records, or its
     /// message chunks together declare more decoded bytes than the reader may hold
     /// ([`FileChunks::keep_decoded`]). Each reader then opens the file on its own, as without
-    /// sharing, and reports what it finds there in its own words.
-    pub(crate) fn open(model: &SavedModel) -> Option<Self> {
+    /// sharing, and reports what it finds there in its own words. `tap`, if any, sees the
+    /// chunks merges stream beside the fingerprint's hashes.
+    pub(crate) fn open(model: &SavedModel, tap: Option<Arc<dyn StreamTap>>) -> Option<Self> {
         let path = &model.model_file().path;
         let (mut chunks, metadata) = model.chunks().ok()?;
         let all = 0..chunks.infos().len() as u64;
@@ -55,7 +56,13 @@ impl SharedCpb {
             chunks.keep_decoded(messages)
         };
         let prints = Arc::new(StreamPrints::default());
-        chunks.set_stream_tap(Arc::clone(&prints) as Arc<dyn StreamTap>);
+        // The hashes (and the caller's tap) take the bytes on a thread of their own: the
+        // fingerprint's thread waits for the merge meanwhile, so the core is free.
+        let print_tap = Arc::clone(&prints) as Arc<dyn StreamTap>;
+        chunks.set_stream_tap(Arc::new(TapThread(match tap {
+            Some(tap) => Arc::new(BothTaps(print_tap, tap)),
+            None => print_tap,
+        })));
         kept.then(|| Self {
             path: path.to_path_buf(),
             chunks,
@@ -125,7 +132,8 @@ impl Drop for MergeAhead<'_> {
 }
 
 impl StreamTap for StreamPrints {
-    fn begin(&self, index: u64) -> Option<Box<dyn TapSink>> {
+    fn begin(&self, chunk: StreamedChunk) -> Option<Box<dyn TapSink>> {
+        let index = chunk.index;
         if self.print(index).is_some() {
             return None;
         }

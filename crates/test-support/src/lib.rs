@@ -23,6 +23,7 @@ pub mod chunks;
 pub mod data;
 pub mod highway;
 pub mod models;
+pub mod streamed_cpb;
 pub mod testdata;
 
 use prost_reflect::MessageDescriptor;

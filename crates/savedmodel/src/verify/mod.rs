@@ -89,7 +89,7 @@ pub fn verify_dir(dir: &Path) -> VerifyReport {
 
 /// [`verify_dir`] of a SavedModel already opened.
 pub fn verify_model(model: &SavedModel) -> VerifyReport {
-    verify_with_model(model, Keep::Nothing).0
+    verify_with_model(model, Keep::Nothing, None).0
 }
 
 /// What a verification keeps of the model beyond its verdict.
@@ -143,8 +143,30 @@ pub(crate) fn verified_model_to_fingerprint_again(model: &SavedModel) -> Result<
 /// else [`Verified::fingerprint`] may be `None`), and trusts the canonical form of what it
 /// splits.
 pub(crate) fn verified_model_keeping(model: &SavedModel, keep: Keep) -> Result<Verified> {
+    verified_model_seen(model, keep, None)
+}
+
+/// [`verified_model`], with `tap` seeing the decoded bytes of each chunk of a `.cpb` too
+/// large to keep decoded as the merge streams it (and told where the values it leaves in
+/// the file lie: [`unbound_chunked::TapSink::lazy_value`]): a writer that copies those
+/// values (`externalize`) takes them from the one decompression the verification makes
+/// instead of decompressing the chunk again. Nothing is tapped for a `.pb`, nor for a
+/// `.cpb` whose chunks are not shared.
+pub fn verified_model_tapped(
+    model: &SavedModel,
+    tap: Arc<dyn unbound_chunked::StreamTap>,
+) -> Result<WireMessage> {
+    verified_model_seen(model, Keep::Nothing, Some(tap)).map(|verified| verified.model)
+}
+
+/// [`verified_model_keeping`], the streams of the merge seen by `tap` if any.
+fn verified_model_seen(
+    model: &SavedModel,
+    keep: Keep,
+    tap: Option<Arc<dyn unbound_chunked::StreamTap>>,
+) -> Result<Verified> {
     let dir = model.dir();
-    match verify_with_model(model, keep) {
+    match verify_with_model(model, keep, tap) {
         (report, Some(verified)) if report.faults.is_empty() => Ok(verified),
         (report, _) => Err(SavedModelError::Unverified {
             dir: dir.to_path_buf(),
@@ -155,7 +177,11 @@ pub(crate) fn verified_model_keeping(model: &SavedModel, keep: Keep) -> Result<V
 
 /// [`verify_dir`], also returning the model proto when it could be read, with what was
 /// learnt of it and what `keep` asks for ([`Verified`]).
-fn verify_with_model(opened: &SavedModel, keep: Keep) -> (VerifyReport, Option<Verified>) {
+fn verify_with_model(
+    opened: &SavedModel,
+    keep: Keep,
+    tap: Option<Arc<dyn unbound_chunked::StreamTap>>,
+) -> (VerifyReport, Option<Verified>) {
     let mut report = VerifyReport::default();
     let (dir, file) = (opened.dir(), opened.model_file());
     // The fingerprint is computed on a second thread while the model is read and checked:
@@ -164,7 +190,7 @@ fn verify_with_model(opened: &SavedModel, keep: Keep) -> (VerifyReport, Option<V
     // Both read a `.cpb` through one SharedCpb: each message chunk is decoded once for the
     // check, the merge and the fingerprint together.
     let shared = match file.format {
-        ModelFormat::Cpb => SharedCpb::open(opened),
+        ModelFormat::Cpb => SharedCpb::open(opened, tap),
         _ => None,
     };
     // What `show` makes of the model is found on a third thread, while the model is checked
@@ -807,8 +833,8 @@ mod tests {
         )
         .unwrap();
         let path = dir.join("saved_model.cpb");
-        let shared =
-            SharedCpb::open(&SavedModel::open(&dir).unwrap()).expect("a small .cpb is shared");
+        let shared = SharedCpb::open(&SavedModel::open(&dir).unwrap(), None)
+            .expect("a small .cpb is shared");
         let kept = shared.chunks.message_chunks();
         assert!(kept.len() >= 3, "{kept:?}");
         let cache = shared.chunks.cache().unwrap();
@@ -871,8 +897,8 @@ mod tests {
         )
         .unwrap();
         let path = dir.join("saved_model.cpb");
-        let shared =
-            SharedCpb::open(&SavedModel::open(&dir).unwrap()).expect("a small .cpb is shared");
+        let shared = SharedCpb::open(&SavedModel::open(&dir).unwrap(), None)
+            .expect("a small .cpb is shared");
         let all = shared.chunks.infos().len() as u64;
         let bytes_chunks = all - shared.chunks.message_chunks().len() as u64;
         assert!(bytes_chunks >= 1, "the split made no BYTES chunk");
@@ -934,7 +960,7 @@ mod tests {
             let mut damaged = original.clone();
             damaged[at] ^= 0x24;
             std::fs::write(&path, &damaged).unwrap();
-            let Some(shared) = SharedCpb::open(&SavedModel::open(&dir).unwrap()) else {
+            let Some(shared) = SharedCpb::open(&SavedModel::open(&dir).unwrap(), None) else {
                 continue;
             };
             shared_cases += 1;

@@ -1,0 +1,303 @@
+//! The large values of a `.cpb`'s streamed chunks, written out as the verification streams
+//! them: the one decompression of a compressed chunk (issue 33).
+//!
+//! Every writer verifies its source first, and the verification's merge streams each chunk
+//! too large to keep decoded ([`unbound_chunked::StreamTap`]). Copying the constants' values
+//! afterwards decompressed those chunks a second time: from a zstd `.cpb` of 1.2 GB of
+//! constants, `externalize` took four times a `cp` of what it wrote, half of it the second
+//! decompression. A [`Spool`] is tapped into that stream instead: of each value the merge
+//! leaves in the file (announced before its bytes: [`unbound_chunked::TapSink::lazy_value`])
+//! and at least `min_len` long, it writes the bytes into one file beside the output, with
+//! their CRC-32C, as they go by. That file then becomes the output's data shard
+//! ([`unbound_bundle::ShardWriter::adopt`]): a new variable whose value is a spooled one
+//! (the same record of the same file, the same offset and length) takes its index entry from
+//! where the spool put it; the rest are copied as before, after it. A spooled value no
+//! variable takes (a large string, a constant kept) is cut out of the file (a hole punched).
+//!
+//! A stream that fails leaves nothing: its bytes are truncated away (and verification
+//! fails). A fault writing the spool stops the spooling, never the verification; it is
+//! reported once verification is done, naming the spool file.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use unbound_chunked::{StreamTap, StreamedChunk, TapSink};
+use unbound_io::TempPath;
+
+/// Bytes spooled between two syncs of the spool file.
+const SYNC_EVERY: u64 = 64 << 20;
+
+/// Where a value lies in the `.cpb`: the position of its chunk's record, and its offset and
+/// length in the decoded record (those of its lazy reference, [`crate::one_pass::InRecord`]).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub(crate) struct ValueAt {
+    pub position: u64,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Where a spooled value lies in the spool file, and its CRC-32C (unmasked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Spooled {
+    pub offset: u64,
+    pub crc: u32,
+}
+
+/// A spool being filled by the streams of one verification (see the module docs).
+pub(crate) struct Spool {
+    tmp: TempPath,
+    min_len: u64,
+    state: Arc<Mutex<State>>,
+}
+
+/// What a spool holds; a sink takes the file while it streams a chunk.
+struct State {
+    /// The file, `None` while a sink writes it.
+    file: Option<File>,
+    /// Bytes in the file.
+    size: u64,
+    /// The values spooled whole, from streams that ended without fault.
+    values: HashMap<ValueAt, Spooled>,
+    /// The records already spooled (a chunk streamed again is let pass).
+    records: HashSet<u64>,
+    /// The first fault writing the file; spooling stops there.
+    fault: Option<std::io::Error>,
+}
+
+/// A spool filled: its file and the values in it.
+pub(crate) struct SpooledValues {
+    /// The file (under a temporary name, removed unless moved).
+    pub tmp: TempPath,
+    /// It, open.
+    pub file: File,
+    /// The values in it.
+    pub values: HashMap<ValueAt, Spooled>,
+}
+
+impl Spool {
+    /// A spool for values of at least `min_len` bytes, in a temporary file beside `out` (so
+    /// on the output's filesystem, where it is moved).
+    pub(crate) fn beside(out: &Path, min_len: u64) -> Result<Arc<Self>, crate::ExternalizeError> {
+        let name = out.file_name().map_or_else(
+            || "externalized".into(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let tmp = TempPath::new(&out.with_file_name(format!("{name}.values")));
+        let file = tmp
+            .create_file()
+            .map_err(|e| unbound_savedmodel::SavedModelError::io(tmp.path(), e))?;
+        Ok(Arc::new(Self {
+            tmp,
+            min_len,
+            state: Arc::new(Mutex::new(State {
+                file: Some(file),
+                size: 0,
+                values: HashMap::new(),
+                records: HashSet::new(),
+                fault: None,
+            })),
+        }))
+    }
+
+    /// What was spooled, once no stream runs; a fault writing the spool is returned naming
+    /// its file.
+    pub(crate) fn into_values(self: Arc<Self>) -> Result<SpooledValues, crate::ExternalizeError> {
+        let spool = Arc::try_unwrap(self).map_err(|_| {
+            crate::ExternalizeError::invalid("the value spool", "still streamed into")
+        })?;
+        let mut state = spool
+            .state
+            .lock()
+            .map_err(|_| crate::ExternalizeError::invalid("the value spool", "poisoned"))?;
+        let io = |e| unbound_savedmodel::SavedModelError::io(spool.tmp.path(), e);
+        if let Some(fault) = state.fault.take() {
+            return Err(io(fault).into());
+        }
+        let file = state.file.take().ok_or_else(|| {
+            crate::ExternalizeError::invalid("the value spool", "a stream never ended")
+        })?;
+        let values = std::mem::take(&mut state.values);
+        drop(state);
+        Ok(SpooledValues {
+            tmp: spool.tmp,
+            file,
+            values,
+        })
+    }
+}
+
+impl StreamTap for Spool {
+    fn begin(&self, chunk: StreamedChunk) -> Option<Box<dyn TapSink>> {
+        let mut state = self.state.lock().ok()?;
+        if state.fault.is_some() || state.records.contains(&chunk.position) {
+            return None;
+        }
+        let mut file = state.file.take()?;
+        let base = state.size;
+        if let Err(e) = file.seek(SeekFrom::Start(base)) {
+            state.fault = Some(e);
+            state.file = Some(file);
+            return None;
+        }
+        Some(Box::new(SpoolSink {
+            state: Arc::clone(&self.state),
+            file: Some(file),
+            base,
+            written: 0,
+            position: chunk.position,
+            min_len: self.min_len,
+            at: 0,
+            ahead: VecDeque::new(),
+            current: None,
+            done: Vec::new(),
+            fault: None,
+        }))
+    }
+}
+
+/// Spools the values of one chunk as it streams.
+struct SpoolSink {
+    state: Arc<Mutex<State>>,
+    /// The spool's file, given back when the stream ends.
+    file: Option<File>,
+    /// The spool's size when the stream began: where its bytes start.
+    base: u64,
+    /// Bytes this stream spooled.
+    written: u64,
+    /// The chunk's record.
+    position: u64,
+    min_len: u64,
+    /// Offset in the record of the next byte.
+    at: u64,
+    /// Values announced whose bytes have not all come (offset, length), in order.
+    ahead: VecDeque<(u64, u64)>,
+    /// The value being spooled: where in the spool it starts, and its CRC so far.
+    current: Option<Spooled>,
+    /// The values spooled whole.
+    done: Vec<(ValueAt, Spooled)>,
+    /// The first fault writing.
+    fault: Option<std::io::Error>,
+}
+
+impl SpoolSink {
+    /// Writes `bytes` of the front value to the spool.
+    fn spool(&mut self, bytes: &[u8]) {
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        if let Err(e) = file.write_all(bytes) {
+            self.fault = Some(e);
+            return;
+        }
+        let at = self.base + self.written;
+        let current = self.current.get_or_insert(Spooled { offset: at, crc: 0 });
+        current.crc = unbound_bundle::crc::extend(current.crc, bytes);
+        self.written += bytes.len() as u64;
+        // Written back as it goes, so the sync of the data shard at the end has little left
+        // to do.
+        if self.written / SYNC_EVERY != (self.written - bytes.len() as u64) / SYNC_EVERY {
+            start_writeback(file);
+        }
+    }
+}
+
+impl Write for SpoolSink {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let end = self.at + data.len() as u64;
+        while let Some(&(offset, len)) = self.ahead.front() {
+            if self.fault.is_some() || offset >= end {
+                break;
+            }
+            let value_end = offset + len;
+            let (from, to) = (offset.max(self.at), value_end.min(end));
+            if from < to {
+                let piece = &data[(from - self.at) as usize..(to - self.at) as usize];
+                self.spool(piece);
+            }
+            if value_end > end {
+                break;
+            }
+            self.ahead.pop_front();
+            if let Some(spooled) = self.current.take() {
+                let at = ValueAt {
+                    position: self.position,
+                    offset,
+                    len,
+                };
+                self.done.push((at, spooled));
+            }
+        }
+        self.at = end;
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl TapSink for SpoolSink {
+    fn lazy_value(&mut self, offset: u64, len: u64) {
+        // Values start where the stream has not been yet; one that does not is not spooled
+        // (its bytes would be missing).
+        if len >= self.min_len && offset >= self.at {
+            self.ahead.push_back((offset, len));
+        }
+    }
+
+    fn finish(mut self: Box<Self>) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let Some(file) = self.file.take() else {
+            return;
+        };
+        state.file = Some(file);
+        if let Some(fault) = self.fault.take() {
+            state.fault = Some(fault);
+            truncate(&mut state, self.base);
+            return;
+        }
+        state.size = self.base + self.written;
+        state.records.insert(self.position);
+        state.values.extend(self.done.drain(..));
+    }
+}
+
+impl Drop for SpoolSink {
+    /// A stream that did not finish: its bytes are cut off the spool.
+    fn drop(&mut self) {
+        let Some(file) = self.file.take() else {
+            return;
+        };
+        if let Ok(mut state) = self.state.lock() {
+            state.file = Some(file);
+            truncate(&mut state, self.base);
+        }
+    }
+}
+
+/// Starts the writeback of what `file` holds, without waiting for it: the kernel's answer to
+/// `POSIX_FADV_DONTNEED` on dirty pages (a hint: where it is not one, the final sync does it
+/// all).
+fn start_writeback(file: &File) {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+}
+
+/// Cuts the spool's file back to `size` bytes.
+fn truncate(state: &mut State, size: u64) {
+    if let Some(file) = state.file.as_ref() {
+        if let Err(e) = file.set_len(size) {
+            state.fault.get_or_insert(e);
+        }
+    }
+    state.size = size;
+}

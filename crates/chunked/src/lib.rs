@@ -40,6 +40,7 @@
 
 #![forbid(unsafe_code)]
 
+mod ahead;
 pub mod cache;
 pub mod check;
 pub mod error;

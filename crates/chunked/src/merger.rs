@@ -26,6 +26,7 @@ use unbound_proto::tensorflow::proto_splitter::{
 };
 use unbound_records::RecordReader;
 
+use crate::ahead::{message_types, Ahead, Claim};
 use crate::cache::ChunkCache;
 use crate::error::{ChunkedError, Result};
 use crate::fault::ChunkFault;
@@ -136,6 +137,8 @@ pub struct FileChunks {
     kept_at: Arc<HashMap<u64, u64>>,
     /// What sees the bytes of the chunks merges stream, if anything ([`StreamTap`]).
     tap: Option<Arc<dyn StreamTap>>,
+    /// The chunks streamed ahead of the merge, if [`FileChunks::stream_ahead`] was called.
+    ahead: Option<Ahead>,
 }
 
 impl FileChunks {
@@ -169,6 +172,7 @@ impl FileChunks {
                 cache: None,
                 kept_at: Arc::new(HashMap::new()),
                 tap: None,
+                ahead: None,
             },
             metadata,
         ))
@@ -267,6 +271,49 @@ impl FileChunks {
         self.tap = Some(tap);
     }
 
+    /// Streams the chunks a merge of `metadata` into a message of type `root` will stream
+    /// ([`FileChunks::streams_chunk_at`]) on a second thread, ahead of the merge (see
+    /// `ahead.rs`); nothing when there are fewer than two. Call it once the chunks are set up
+    /// ([`FileChunks::keep_decoded`], [`FileChunks::set_stream_tap`]).
+    pub fn stream_ahead(&mut self, root: &MessageDescriptor, metadata: &ChunkedMessage) {
+        let streamed: Vec<_> = message_types(root, metadata)
+            .into_iter()
+            .filter(|(index, _)| {
+                self.info(*index)
+                    .is_ok_and(|info| self.streams_chunk_at(info.offset))
+            })
+            .collect();
+        if streamed.len() < 2 {
+            return;
+        }
+        let starts: HashMap<u64, u64> = streamed
+            .iter()
+            .map(|(index, _)| (*index, self.stream_start(*index)))
+            .collect();
+        let stream = ChunkStreamer {
+            reader: Arc::clone(&self.reader),
+            source: Arc::clone(&self.source),
+            tap: self.tap.clone(),
+        };
+        let infos = self.infos.clone();
+        self.ahead = Ahead::start(streamed, move |index, desc| {
+            let info = usize::try_from(index)
+                .ok()
+                .and_then(|i| infos.get(i))
+                .ok_or_else(|| out_of_range(stream.reader.name(), index, infos.len()))?;
+            let start = starts.get(&index).copied().unwrap_or(0);
+            stream.stream_at(index, info, desc, start)
+        });
+    }
+
+    /// [`StreamedChunk::start`] of chunk `index`.
+    fn stream_start(&self, index: u64) -> u64 {
+        (0..index)
+            .filter_map(|i| self.info(i).ok())
+            .filter(|info| self.streams_chunk_at(info.offset))
+            .fold(0u64, |sum, info| sum.saturating_add(info.size))
+    }
+
     /// Whether a merge streams the record at `position` as a message chunk (parsed as it is
     /// decoded, its large values left in the file) rather than decoding it whole: a chunk of
     /// that one record, not kept, declaring 64 MiB or more. Stored chunks too: a
@@ -323,19 +370,24 @@ impl FileChunks {
 
     /// Refuses a record whose size is not the chunk's declared size.
     fn check_size(&self, index: u64, info: &ChunkInfo, actual: u64) -> Result<()> {
-        if actual == info.size {
-            return Ok(());
-        }
-        Err(ChunkedError::Layout {
-            source_name: self.reader.name().to_string(),
-            faults: vec![ChunkFault::SizeMismatch {
-                chunk: usize::try_from(index).unwrap_or(usize::MAX),
-                position: info.offset,
-                declared: info.size,
-                actual,
-            }],
-        })
+        size_matches(&self.reader, index, info, actual)
     }
+}
+
+/// Refuses a record of `reader` whose size is not chunk `index`'s declared size.
+fn size_matches(reader: &RecordReader, index: u64, info: &ChunkInfo, actual: u64) -> Result<()> {
+    if actual == info.size {
+        return Ok(());
+    }
+    Err(ChunkedError::Layout {
+        source_name: reader.name().to_string(),
+        faults: vec![ChunkFault::SizeMismatch {
+            chunk: usize::try_from(index).unwrap_or(usize::MAX),
+            position: info.offset,
+            declared: info.size,
+            actual,
+        }],
+    })
 }
 
 impl ChunkSource for FileChunks {
@@ -368,23 +420,16 @@ impl ChunkSource for FileChunks {
         if !self.streams_chunk_at(info.offset) {
             return None;
         }
-        let name = format!("{}: chunk {index}", self.reader.name());
-        let streamed = self
-            .reader
-            .record_len_at(info.offset)
-            .map_err(Into::into)
-            .and_then(|len| {
-                self.check_size(index, info, len)?;
-                let budget = self.reader.decode_limits().budget;
-                let chunk = StreamedChunk {
-                    index,
-                    position: info.offset,
-                    len,
-                };
-                let tap = self.tap.as_ref().and_then(|tap| tap.begin(chunk));
-                parse_streamed(&self.source, info.offset, len, desc, budget, &name, tap)
-            });
-        Some(streamed)
+        if let Some(Claim::Streamed(streamed)) = self.ahead.as_ref().map(|a| a.claim(index, desc)) {
+            return Some(streamed);
+        }
+        let stream = ChunkStreamer {
+            reader: Arc::clone(&self.reader),
+            source: Arc::clone(&self.source),
+            tap: self.tap.clone(),
+        };
+        let start = self.tap.as_ref().map_or(0, |_| self.stream_start(index));
+        Some(stream.stream_at(index, info, desc, start))
     }
     fn payload(&self, index: u64) -> Result<Payload> {
         let info = self.info(index)?;
@@ -400,6 +445,38 @@ impl ChunkSource for FileChunks {
             position: info.offset,
             len,
         }))
+    }
+}
+
+/// What streaming a chunk needs of a [`FileChunks`], for either thread (`ahead.rs`).
+struct ChunkStreamer {
+    reader: Arc<RecordReader>,
+    source: Arc<Box<dyn RecordSource>>,
+    tap: Option<Arc<dyn StreamTap>>,
+}
+
+impl ChunkStreamer {
+    /// Streams chunk `index`, described by `info`, as a message of type `desc`; `start` is
+    /// its [`StreamedChunk::start`].
+    fn stream_at(
+        &self,
+        index: u64,
+        info: &ChunkInfo,
+        desc: &MessageDescriptor,
+        start: u64,
+    ) -> Result<WireMessage> {
+        let name = format!("{}: chunk {index}", self.reader.name());
+        let len = self.reader.record_len_at(info.offset)?;
+        size_matches(&self.reader, index, info, len)?;
+        let budget = self.reader.decode_limits().budget;
+        let chunk = StreamedChunk {
+            index,
+            position: info.offset,
+            len,
+            start,
+        };
+        let tap = self.tap.as_ref().and_then(|tap| tap.begin(chunk));
+        parse_streamed(&self.source, info.offset, len, desc, budget, &name, tap)
     }
 }
 

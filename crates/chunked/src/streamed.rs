@@ -50,6 +50,10 @@ pub struct StreamedChunk {
     pub position: u64,
     /// Its decoded length.
     pub len: u64,
+    /// The decoded lengths of the chunks of the file before it that stream too, added up:
+    /// a place for its bytes among those of every streamed chunk that depends on the file
+    /// alone, not on which stream begins first (streams of different chunks run at once).
+    pub start: u64,
 }
 
 /// Where a [`StreamTap`] takes the bytes of one chunk.

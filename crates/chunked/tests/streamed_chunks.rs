@@ -89,3 +89,53 @@ fn a_large_message_chunk_is_streamed_stored_or_compressed() {
         );
     }
 }
+
+/// Records the name of the thread each stream began on.
+#[derive(Default)]
+struct Threads(std::sync::Mutex<Vec<String>>);
+
+impl unbound_chunked::StreamTap for Threads {
+    fn begin(
+        &self,
+        _: unbound_chunked::StreamedChunk,
+    ) -> Option<Box<dyn unbound_chunked::TapSink>> {
+        let name = std::thread::current().name().unwrap_or("").to_string();
+        self.0.lock().unwrap().push(name);
+        None
+    }
+}
+
+#[test]
+fn chunks_streamed_ahead_merge_as_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    unbound_test_support::streamed_cpb::write(dir.path(), Compression::Zstd { level: 1 }, 2)
+        .unwrap();
+    let cpb = dir.path().join("saved_model.cpb");
+    let root = unbound_proto::descriptor_pool()
+        .get_message_by_name("tensorflow.SavedModel")
+        .unwrap();
+    let merged = |ahead: bool| {
+        let (mut chunks, metadata) = FileChunks::open(&cpb).unwrap();
+        let threads = Arc::new(Threads::default());
+        chunks.set_stream_tap(Arc::clone(&threads) as Arc<dyn unbound_chunked::StreamTap>);
+        let message = metadata.message.unwrap();
+        if ahead {
+            chunks.stream_ahead(&root, &message);
+        }
+        let merged = Merger::new(&chunks).merge(&root, &message).unwrap();
+        let bytes = merged.to_vec().unwrap();
+        drop(chunks);
+        let threads = std::mem::take(&mut *threads.0.lock().unwrap());
+        (bytes, threads)
+    };
+    let (in_order, threads) = merged(false);
+    assert_eq!(threads.len(), 2, "two chunks streamed: {threads:?}");
+    assert!(threads.iter().all(|t| t != "unbound-stream-ahead"));
+    let (ahead, threads) = merged(true);
+    assert!(ahead == in_order, "the merge streamed ahead differs");
+    assert_eq!(threads.len(), 2, "each chunk streamed once: {threads:?}");
+    assert!(
+        threads.iter().any(|t| t == "unbound-stream-ahead"),
+        "nothing was streamed ahead: {threads:?}"
+    );
+}

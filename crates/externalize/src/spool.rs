@@ -14,13 +14,13 @@
 //! where the spool put it; the rest are copied as before, after it. A spooled value no
 //! variable takes (a large string, a constant kept) is cut out of the file (a hole punched).
 //!
-//! A stream that fails leaves nothing: its bytes are truncated away (and verification
-//! fails). A fault writing the spool stops the spooling, never the verification; it is
+//! A stream that fails leaves nothing: its bytes are cut out (and verification fails). A fault writing the spool stops the spooling, never the verification; it is
 //! reported once verification is done, naming the spool file.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -50,18 +50,19 @@ pub(crate) struct Spooled {
 pub(crate) struct Spool {
     tmp: TempPath,
     min_len: u64,
+    file: Arc<File>,
     state: Arc<Mutex<State>>,
 }
 
-/// What a spool holds; a sink takes the file while it streams a chunk.
+/// What a spool holds. Each stream writes a region of its own: its chunk's place among the
+/// decoded bytes of every streamed chunk ([`StreamedChunk::start`]), so the spool's layout
+/// depends on the source alone, not on which of the streams running at once (`ahead.rs`)
+/// began first; what a stream does not fill (its chunk's other bytes) is never written, a
+/// hole of the sparse file.
 struct State {
-    /// The file, `None` while a sink writes it.
-    file: Option<File>,
-    /// Bytes in the file.
-    size: u64,
     /// The values spooled whole, from streams that ended without fault.
     values: HashMap<ValueAt, Spooled>,
-    /// The records already spooled (a chunk streamed again is let pass).
+    /// The records spooled or being spooled (a chunk streamed again is let pass).
     records: HashSet<u64>,
     /// The first fault writing the file; spooling stops there.
     fault: Option<std::io::Error>,
@@ -92,9 +93,8 @@ impl Spool {
         Ok(Arc::new(Self {
             tmp,
             min_len,
+            file: Arc::new(file),
             state: Arc::new(Mutex::new(State {
-                file: Some(file),
-                size: 0,
                 values: HashMap::new(),
                 records: HashSet::new(),
                 fault: None,
@@ -108,17 +108,16 @@ impl Spool {
         let spool = Arc::try_unwrap(self).map_err(|_| {
             crate::ExternalizeError::invalid("the value spool", "still streamed into")
         })?;
+        let file = Arc::try_unwrap(spool.file).map_err(|_| {
+            crate::ExternalizeError::invalid("the value spool", "a stream never ended")
+        })?;
         let mut state = spool
             .state
             .lock()
             .map_err(|_| crate::ExternalizeError::invalid("the value spool", "poisoned"))?;
-        let io = |e| unbound_savedmodel::SavedModelError::io(spool.tmp.path(), e);
         if let Some(fault) = state.fault.take() {
-            return Err(io(fault).into());
+            return Err(unbound_savedmodel::SavedModelError::io(spool.tmp.path(), fault).into());
         }
-        let file = state.file.take().ok_or_else(|| {
-            crate::ExternalizeError::invalid("the value spool", "a stream never ended")
-        })?;
         let values = std::mem::take(&mut state.values);
         drop(state);
         Ok(SpooledValues {
@@ -132,19 +131,15 @@ impl Spool {
 impl StreamTap for Spool {
     fn begin(&self, chunk: StreamedChunk) -> Option<Box<dyn TapSink>> {
         let mut state = self.state.lock().ok()?;
-        if state.fault.is_some() || state.records.contains(&chunk.position) {
+        if state.fault.is_some() || !state.records.insert(chunk.position) {
             return None;
         }
-        let mut file = state.file.take()?;
-        let base = state.size;
-        if let Err(e) = file.seek(SeekFrom::Start(base)) {
-            state.fault = Some(e);
-            state.file = Some(file);
-            return None;
-        }
+        // A region past the largest offset cannot be: nothing spooled.
+        let base = chunk.start;
+        let _end = base.checked_add(chunk.len)?;
         Some(Box::new(SpoolSink {
             state: Arc::clone(&self.state),
-            file: Some(file),
+            file: Arc::clone(&self.file),
             base,
             written: 0,
             position: chunk.position,
@@ -154,16 +149,16 @@ impl StreamTap for Spool {
             current: None,
             done: Vec::new(),
             fault: None,
+            finished: false,
         }))
     }
 }
 
-/// Spools the values of one chunk as it streams.
+/// Spools the values of one chunk as it streams, into its region of the spool.
 struct SpoolSink {
     state: Arc<Mutex<State>>,
-    /// The spool's file, given back when the stream ends.
-    file: Option<File>,
-    /// The spool's size when the stream began: where its bytes start.
+    file: Arc<File>,
+    /// Where its region starts.
     base: u64,
     /// Bytes this stream spooled.
     written: u64,
@@ -180,26 +175,25 @@ struct SpoolSink {
     done: Vec<(ValueAt, Spooled)>,
     /// The first fault writing.
     fault: Option<std::io::Error>,
+    /// Whether the stream ended whole.
+    finished: bool,
 }
 
 impl SpoolSink {
     /// Writes `bytes` of the front value to the spool.
     fn spool(&mut self, bytes: &[u8]) {
-        let Some(file) = self.file.as_mut() else {
-            return;
-        };
-        if let Err(e) = file.write_all(bytes) {
+        let at = self.base + self.written;
+        if let Err(e) = self.file.write_all_at(bytes, at) {
             self.fault = Some(e);
             return;
         }
-        let at = self.base + self.written;
         let current = self.current.get_or_insert(Spooled { offset: at, crc: 0 });
         current.crc = unbound_bundle::crc::extend(current.crc, bytes);
         self.written += bytes.len() as u64;
         // Written back as it goes, so the sync of the data shard at the end has little left
         // to do.
         if self.written / SYNC_EVERY != (self.written - bytes.len() as u64) / SYNC_EVERY {
-            start_writeback(file);
+            start_writeback(&self.file);
         }
     }
 }
@@ -249,33 +243,24 @@ impl TapSink for SpoolSink {
     }
 
     fn finish(mut self: Box<Self>) {
+        self.finished = true;
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        let Some(file) = self.file.take() else {
-            return;
-        };
-        state.file = Some(file);
-        if let Some(fault) = self.fault.take() {
-            state.fault = Some(fault);
-            truncate(&mut state, self.base);
-            return;
+        match self.fault.take() {
+            Some(fault) => {
+                state.fault.get_or_insert(fault);
+            }
+            None => state.values.extend(self.done.drain(..)),
         }
-        state.size = self.base + self.written;
-        state.records.insert(self.position);
-        state.values.extend(self.done.drain(..));
     }
 }
 
 impl Drop for SpoolSink {
-    /// A stream that did not finish: its bytes are cut off the spool.
+    /// A stream that did not finish: what it wrote is cut out of the spool.
     fn drop(&mut self) {
-        let Some(file) = self.file.take() else {
-            return;
-        };
-        if let Ok(mut state) = self.state.lock() {
-            state.file = Some(file);
-            truncate(&mut state, self.base);
+        if !self.finished && self.written > 0 {
+            punch_hole(&self.file, self.base, self.written);
         }
     }
 }
@@ -292,12 +277,19 @@ fn start_writeback(file: &File) {
     let _ = file;
 }
 
-/// Cuts the spool's file back to `size` bytes.
-fn truncate(state: &mut State, size: u64) {
-    if let Some(file) = state.file.as_ref() {
-        if let Err(e) = file.set_len(size) {
-            state.fault.get_or_insert(e);
-        }
+/// Frees `len` bytes at `offset` of `file` (they read as zeros after); where the filesystem
+/// cannot, they stay, referenced by nothing (TensorFlow's reader reads entries only).
+pub(crate) fn punch_hole(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{fallocate, FallocateFlags};
+        let _ = fallocate(
+            file,
+            FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+            offset,
+            len,
+        );
     }
-    state.size = size;
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
 }

@@ -21,7 +21,7 @@ use crate::error::{ExternalizeError, Result};
 use crate::graph_edit::{NewVariable, Value};
 use crate::one_pass::{in_record, stream_span, values_in_one_record, SpanFault};
 use crate::restore::VARIABLE_VALUE_SUFFIX;
-use crate::spool::{Spooled, SpooledValues, ValueAt};
+use crate::spool::{punch_hole, Spooled, SpooledValues, ValueAt};
 use unbound_wire::Payload;
 
 /// What is written, once the model is: the new variables and their keys, and whether the
@@ -228,23 +228,6 @@ fn adopt_spool(
     drop(spooled.file);
     let writer = ShardWriter::adopt(prefix, 0, 1, spooled.tmp.path())?;
     Ok((writer, taken))
-}
-
-/// Frees `len` bytes at `offset` of `file` (they read as zeros after); where the filesystem
-/// cannot, they stay, unreferenced by the index, which TensorFlow's reader never reads.
-fn punch_hole(file: &std::fs::File, offset: u64, len: u64) {
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::{fallocate, FallocateFlags};
-        let _ = fallocate(
-            file,
-            FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
-            offset,
-            len,
-        );
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (file, offset, len);
 }
 
 /// Writes the values of `group` (variables whose values lie in one record, in order:

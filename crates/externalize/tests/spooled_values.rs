@@ -1,8 +1,9 @@
-//! A constant in a `.cpb` chunk too large to keep decoded, which the verification every
-//! writer runs streams: `externalize` writes its value into the data shard as that stream
-//! goes by (`spool.rs`), instead of decompressing the chunk a second time afterwards. The
-//! spool becomes the start of the shard, so the value lies before the source's own
-//! tensors, where a copy made after verification would put it after them.
+//! Constants in `.cpb` chunks too large to keep decoded, which the verification every writer
+//! runs streams (two chunks: streamed on both cores, `unbound_chunked`'s `ahead.rs`):
+//! `externalize` writes their values into the data shard as those streams go by
+//! (`spool.rs`), instead of decompressing the chunks a second time afterwards. The spool
+//! becomes the start of the shard, so the values lie before the source's own tensors,
+//! where a copy made after verification would put them after.
 
 use std::path::Path;
 
@@ -20,24 +21,26 @@ fn add_own_variables(dir: &Path) {
     writer.finish().unwrap();
 }
 
-/// The new variable's checkpoint entry offset and value, and the source tensor's offset.
-fn written(out: &Path) -> (i64, Vec<u8>, i64) {
+/// The new variables' checkpoint entries (offset and value), and the source tensor's offset.
+fn written(out: &Path) -> (Vec<(i64, Vec<u8>)>, i64) {
     let reader = BundleReader::open(&out.join("variables/variables")).unwrap();
-    let key = reader
+    let keys: Vec<Vec<u8>> = reader
         .keys()
-        .find(|k| k.starts_with(b"externalized"))
-        .expect("the new variable's entry")
-        .to_vec();
-    let entry = reader.entry(&key).unwrap().clone();
-    let value = reader.mapped(&key, true).unwrap().to_vec();
-    (
-        entry.offset,
-        value,
-        reader
-            .entry(b"own")
-            .expect("the source's own tensor")
-            .offset,
-    )
+        .filter(|k| k.starts_with(b"externalized"))
+        .map(<[u8]>::to_vec)
+        .collect();
+    let new = keys
+        .iter()
+        .map(|key| {
+            let offset = reader.entry(key).unwrap().offset;
+            (offset, reader.mapped(key, true).unwrap().to_vec())
+        })
+        .collect();
+    let own = reader
+        .entry(b"own")
+        .expect("the source's own tensor")
+        .offset;
+    (new, own)
 }
 
 #[test]
@@ -48,14 +51,17 @@ fn a_streamed_value_is_written_as_verification_streams_it() {
     // source's tensors.
     let pb = root.path().join("pb");
     std::fs::create_dir(&pb).unwrap();
-    let model = streamed_cpb::model().unwrap();
+    let model = streamed_cpb::model(2).unwrap();
     std::fs::write(pb.join("saved_model.pb"), model.to_vec().unwrap()).unwrap();
     add_own_variables(&pb);
     let options = ExternalizeOptions::default();
     externalize(&pb, &root.path().join("pb_out"), &options).unwrap();
-    let (offset, value, own) = written(&root.path().join("pb_out"));
-    assert_eq!(value, content);
-    assert!(offset > own, "copied after the source's tensors");
+    let (new, own) = written(&root.path().join("pb_out"));
+    assert_eq!(new.len(), 2);
+    for (offset, value) in new {
+        assert!(value == content, "a value differs");
+        assert!(offset > own, "copied after the source's tensors");
+    }
 
     for (i, compression) in [Compression::Zstd { level: 1 }, Compression::None]
         .into_iter()
@@ -63,15 +69,17 @@ fn a_streamed_value_is_written_as_verification_streams_it() {
     {
         let src = root.path().join(format!("cpb{i}"));
         std::fs::create_dir(&src).unwrap();
-        streamed_cpb::write(&src, compression).unwrap();
+        streamed_cpb::write(&src, compression, 2).unwrap();
         add_own_variables(&src);
         let out = root.path().join(format!("cpb{i}_out"));
         let report = externalize(&src, &out, &options).unwrap();
-        assert_eq!(report.moved.len(), 1, "{compression:?}");
-        let (offset, value, own) = written(&out);
-        assert_eq!(value, content, "{compression:?}");
-        assert_eq!(offset, 0, "{compression:?}: the value was not spooled");
-        assert!(own > 0, "{compression:?}");
+        assert_eq!(report.moved.len(), 2, "{compression:?}");
+        let (new, own) = written(&out);
+        assert_eq!(new.len(), 2);
+        for (offset, value) in new {
+            assert!(value == content, "{compression:?}: a value differs");
+            assert!(offset < own, "{compression:?}: a value was not spooled");
+        }
         let verified = unbound_savedmodel::verify::verify_dir(&out);
         assert!(verified.faults.is_empty(), "{:?}", verified.faults);
 
@@ -86,6 +94,12 @@ fn a_streamed_value_is_written_as_verification_streams_it() {
             externalize(&src, &damaged_out, &options).is_err(),
             "{compression:?}: a damaged chunk passed"
         );
+    }
+    // Whichever stream began first and however the source is compressed, the same bytes.
+    for file in ["variables/variables.index", "variables/variables.data-00000-of-00001"] {
+        let zstd = std::fs::read(root.path().join("cpb0_out").join(file)).unwrap();
+        let stored = std::fs::read(root.path().join("cpb1_out").join(file)).unwrap();
+        assert!(zstd == stored, "{file} differs between a zstd and a stored source");
     }
     let mut left: Vec<String> = std::fs::read_dir(root.path())
         .unwrap()

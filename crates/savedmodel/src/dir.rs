@@ -246,8 +246,9 @@ impl SavedModel {
         let desc = saved_model_descriptor()?;
         let (message, metadata) = match self.file.format {
             ModelFormat::Cpb => {
-                let (chunks, metadata) = self.chunks()?;
+                let (mut chunks, metadata) = self.chunks()?;
                 let root = metadata.message.clone().unwrap_or_default();
+                chunks.stream_ahead(&desc, &root);
                 let message = Merger::new(&chunks).merge(&desc, &root)?;
                 (message, Some(metadata))
             }

@@ -63,6 +63,13 @@ impl SharedCpb {
             Some(tap) => Arc::new(BothTaps(print_tap, tap)),
             None => print_tap,
         })));
+        // The chunks the merge streams are streamed on both cores.
+        if let (Ok(root), Some(message)) = (
+            crate::dir::saved_model_descriptor(),
+            metadata.message.as_ref(),
+        ) {
+            chunks.stream_ahead(&root, message);
+        }
         kept.then(|| Self {
             path: path.to_path_buf(),
             chunks,

@@ -1,7 +1,8 @@
-//! A `.cpb` whose graph is one message chunk of 64 MiB or more, which merges stream rather
-//! than decode whole. `verify` streams it once: the check of its records leaves its
-//! decompression to the merge (`check_chunks_deferring`), and the fingerprint takes the
-//! chunk's hash from the merge's stream (`StreamPrints`). What it reports must be what the
+//! A `.cpb` whose graph nodes are two message chunks of 64 MiB or more, which merges stream
+//! rather than decode whole (on both cores: `unbound_chunked`'s `ahead.rs`). `verify`
+//! streams each once: the check of its records leaves its decompression to the merge
+//! (`check_chunks_deferring`), and the fingerprint takes each chunk's hash from the merge's
+//! stream (`StreamPrints`). What it reports must be what the
 //! separate passes find: the fingerprint equal to the one computed on its own from the file,
 //! and a damaged chunk refused.
 
@@ -14,7 +15,7 @@ use unbound_test_support::streamed_cpb;
 fn verify_streams_a_large_chunk_once_and_finds_what_the_separate_passes_find() {
     for compression in [Compression::Zstd { level: 1 }, Compression::None] {
         let dir = tempfile::tempdir().unwrap();
-        streamed_cpb::write(dir.path(), compression).unwrap();
+        streamed_cpb::write(dir.path(), compression, 2).unwrap();
         let cpb = dir.path().join("saved_model.cpb");
         let reader = RecordReader::open(&cpb).unwrap();
         let largest = reader

@@ -30,17 +30,28 @@ pub fn content() -> Bytes {
     Bytes::from(content)
 }
 
-/// The model: one `serve` MetaGraph whose graph is one `Const` named `big`, holding
-/// [`content`], the signature's output.
-pub fn model() -> AnyResult<WireMessage> {
-    let node = const_node("big", &[ELEMENTS], content());
-    saved_model(vec![encode_node(&node)], ("x", &[1]), ("big", &[ELEMENTS]))
+/// The model: one `serve` MetaGraph whose graph is `consts` `Const`s named `big`, `big_1`,
+/// ..., each holding [`content`]; the first is the signature's output.
+pub fn model(consts: usize) -> AnyResult<WireMessage> {
+    let value = content();
+    let nodes = (0..consts)
+        .map(|i| {
+            let name = if i == 0 {
+                "big".to_string()
+            } else {
+                format!("big_{i}")
+            };
+            encode_node(&const_node(&name, &[ELEMENTS], value.clone()))
+        })
+        .collect();
+    saved_model(nodes, ("x", &[1]), ("big", &[ELEMENTS]))
 }
 
-/// Writes `dir/saved_model.cpb`: [`model`] with its graph a chunk of its own, compressed
+/// Writes `dir/saved_model.cpb`: [`model`] with each of its `consts` nodes a chunk of its
+/// own (an empty node left in its place, as TensorFlow's splitter leaves one), compressed
 /// with `compression`.
-pub fn write(dir: &Path, compression: Compression) -> AnyResult<()> {
-    let mut model = model()?;
+pub fn write(dir: &Path, compression: Compression, consts: usize) -> AnyResult<()> {
+    let mut model = model(consts)?;
     let desc = crate::descriptor("tensorflow.SavedModel");
     let meta = model
         .fields
@@ -50,25 +61,33 @@ pub fn write(dir: &Path, compression: Compression) -> AnyResult<()> {
     let WireValue::Message(meta) = &mut meta.value else {
         return Err("meta_graphs[0] is not a message".into());
     };
-    let at = meta
+    let graph = meta
         .fields
-        .iter()
-        .position(|f| f.number == 2)
+        .iter_mut()
+        .find(|f| f.number == 2)
         .ok_or("no graph")?;
-    let WireValue::Message(graph) = meta.fields.remove(at).value else {
+    let WireValue::Message(graph) = &mut graph.value else {
         return Err("graph_def is not a message".into());
     };
-    let graph = WireMessage::parse(&Bytes::from(graph.to_vec()?), None)?;
     let mut sink = ChunkSink::new(desc, true);
-    sink.add_chunk(
-        Chunk::Message(graph),
-        &[
-            PathElem::from("meta_graphs"),
-            PathElem::from(0u64),
-            PathElem::from("graph_def"),
-        ],
-        None,
-    )?;
+    for (index, field) in (0u64..).zip(graph.fields.iter_mut().filter(|f| f.number == 1)) {
+        let node = std::mem::replace(&mut field.value, WireValue::Message(WireMessage::new(None)));
+        let WireValue::Bytes(node) = node else {
+            return Err("a node is not bytes".into());
+        };
+        let node = WireMessage::parse(&node.bytes()?, None)?;
+        sink.add_chunk(
+            Chunk::Message(node),
+            &[
+                PathElem::from("meta_graphs"),
+                PathElem::from(0u64),
+                PathElem::from("graph_def"),
+                PathElem::from("node"),
+                PathElem::from(index),
+            ],
+            None,
+        )?;
+    }
     let options = WriterOptions {
         compression,
         ..WriterOptions::default()

@@ -46,9 +46,10 @@ pub fn read_model(model: &SavedModel) -> Result<ModelParts<'static>> {
     let desc = saved_model_descriptor()?;
     let (root, chunks) = match file.format {
         ModelFormat::Cpb => {
-            let (chunks, metadata) = model.chunks()?;
+            let (mut chunks, metadata) = model.chunks()?;
             let tree = metadata.message.clone().unwrap_or_default();
             let pruned = without_large_bytes(&tree, &metadata.chunks, 0);
+            chunks.stream_ahead(&desc, &pruned);
             let root = Merger::new(&chunks).merge(&desc, &pruned)?;
             (root, Some(metadata.chunks.len() as u64))
         }

@@ -20,7 +20,9 @@
 //! 3. the values are written to `OUT/variables/` beside the model's own variables
 //!    (`variables`: the source's data shards carried over byte for byte, the new values
 //!    streamed into one more shard), with the model file, atomically, with a fingerprint
-//!    computed from the bytes written.
+//!    computed from the bytes written. The values of a `.cpb`'s chunks too large to keep
+//!    decoded are written as the verification streams those chunks (`spool`): a
+//!    compressed source is decompressed once.
 //!
 //! The result is refused, saying why, when it would still pass 2 GiB. Names say where each
 //! value came from: `externalized/FUNCTION/NODE` (or `externalized/NODE` for the graph).

@@ -293,3 +293,93 @@ pub(crate) fn punch_hole(file: &File, offset: u64, len: u64) {
     #[cfg(not(target_os = "linux"))]
     let _ = (file, offset, len);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    /// A record of `len` bytes, each its offset's low byte.
+    fn record(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + 3) as u8).collect()
+    }
+
+    /// Streams `record` (chunk at `position`, its place `start`) into `spool` in pieces cut
+    /// at `cuts`, announcing each of `values` just before the piece it starts in, as the
+    /// stream parser's tee does; finished when `finish`, else dropped midway.
+    fn stream(
+        spool: &Spool,
+        position: u64,
+        start: u64,
+        record: &[u8],
+        values: &[(u64, u64)],
+        cuts: &[usize],
+        finish: bool,
+    ) -> bool {
+        let chunk = StreamedChunk {
+            index: 0,
+            position,
+            len: record.len() as u64,
+            start,
+        };
+        let Some(mut sink) = spool.begin(chunk) else {
+            return false;
+        };
+        let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (record.len() + 1)).collect();
+        bounds.push(0);
+        bounds.push(record.len());
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut announced = 0;
+        for piece in bounds.windows(2) {
+            let (from, to) = (piece[0], piece[1]);
+            if !finish && to > record.len() / 2 {
+                return true; // dropped: the stream failed
+            }
+            while announced < values.len() && values[announced].0 < to as u64 {
+                sink.lazy_value(values[announced].0, values[announced].1);
+                announced += 1;
+            }
+            sink.write_all(&record[from..to]).unwrap();
+        }
+        sink.finish();
+        true
+    }
+
+    proptest::proptest! {
+        /// However the stream is cut, each value of at least the spool's length is spooled
+        /// whole with its CRC, in its chunk's region; a shorter one is not; a stream that did
+        /// not finish leaves no value and no bytes; a chunk is spooled once.
+        #[test]
+        fn values_are_spooled_whole_wherever_the_stream_is_cut(
+            cuts in proptest::collection::vec(0usize..200, 0..12),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let spool = Spool::beside(&dir.path().join("out"), 8).unwrap();
+            let bytes = record(200);
+            // Values: two spooled, one too short, one ending the record.
+            let values = [(10, 30), (40, 5), (60, 100), (180, 20)];
+            proptest::prop_assert!(stream(&spool, 1000, 0, &bytes, &values, &cuts, true));
+            proptest::prop_assert!(!stream(&spool, 1000, 0, &bytes, &values, &cuts, true));
+            proptest::prop_assert!(stream(&spool, 2000, 200, &bytes, &values, &cuts, false));
+            let spooled = spool.into_values().unwrap();
+            let mut file = Vec::new();
+            File::open(spooled.tmp.path()).unwrap().read_to_end(&mut file).unwrap();
+            let mut expected = HashMap::new();
+            let mut at = 0u64;
+            for &(offset, len) in values.iter().filter(|(_, len)| *len >= 8) {
+                let value = &bytes[offset as usize..(offset + len) as usize];
+                expected.insert(
+                    ValueAt { position: 1000, offset, len },
+                    Spooled { offset: at, crc: unbound_bundle::crc::crc32c(value) },
+                );
+                proptest::prop_assert_eq!(&file[at as usize..(at + len) as usize], value);
+                at += len;
+            }
+            proptest::prop_assert_eq!(&spooled.values, &expected);
+            // The unfinished stream's region reads as zeros.
+            proptest::prop_assert!(file.get(200..).unwrap_or(&[]).iter().all(|&b| b == 0));
+        }
+    }
+}

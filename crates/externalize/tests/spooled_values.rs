@@ -96,10 +96,16 @@ fn a_streamed_value_is_written_as_verification_streams_it() {
         );
     }
     // Whichever stream began first and however the source is compressed, the same bytes.
-    for file in ["variables/variables.index", "variables/variables.data-00000-of-00001"] {
+    for file in [
+        "variables/variables.index",
+        "variables/variables.data-00000-of-00001",
+    ] {
         let zstd = std::fs::read(root.path().join("cpb0_out").join(file)).unwrap();
         let stored = std::fs::read(root.path().join("cpb1_out").join(file)).unwrap();
-        assert!(zstd == stored, "{file} differs between a zstd and a stored source");
+        assert!(
+            zstd == stored,
+            "{file} differs between a zstd and a stored source"
+        );
     }
     let mut left: Vec<String> = std::fs::read_dir(root.path())
         .unwrap()

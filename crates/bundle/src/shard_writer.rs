@@ -147,9 +147,9 @@ impl ShardWriter {
         })
     }
 
-    /// The index entry of `size` bytes at `offset` of the shard, bytes already in it (of the
-    /// file [`ShardWriter::adopt`] took) in the stored layout of `dtype`, whose CRC-32C
-    /// (unmasked, of the raw bytes) is `crc`; refused when they are not all in the shard.
+    /// The index entry of `size` bytes at `offset` of the shard, bytes already in it (those of
+    /// the file [`ShardWriter::adopt`] took, or appended) in the stored layout of `dtype`,
+    /// whose CRC-32C (unmasked) is `crc`; refused when they are not all in the shard.
     pub fn entry_at(
         &self,
         dtype: i32,
@@ -215,15 +215,7 @@ impl ShardWriter {
         fill(&mut sink)?;
         let (c, size) = (sink.crc, sink.size);
         self.size += size;
-        Ok(BundleEntryProto {
-            dtype,
-            shape: Some(shape_to_proto(shape)),
-            shard_id: self.shard,
-            offset: offset as i64,
-            size: size as i64,
-            crc32c: crc::mask(c),
-            slices: Vec::new(),
-        })
+        Ok(self.entry_at(dtype, shape, offset, size, c)?)
     }
 
     /// Appends a tensor held in memory (any dtype), with the checksum TensorFlow computes
@@ -245,15 +237,7 @@ impl ShardWriter {
         self.out.write_all(&buf).map_err(io)?;
         let offset = self.size;
         self.size += size;
-        Ok(BundleEntryProto {
-            dtype: tensor.dtype,
-            shape: Some(shape_to_proto(&tensor.shape)),
-            shard_id: self.shard,
-            offset: offset as i64,
-            size: size as i64,
-            crc32c: crc::mask(c),
-            slices: Vec::new(),
-        })
+        self.entry_at(tensor.dtype, &tensor.shape, offset, size, c)
     }
 
     /// Flushes and syncs the shard; it keeps its temporary name until persisted.

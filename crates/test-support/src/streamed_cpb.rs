@@ -47,28 +47,31 @@ pub fn model(consts: usize) -> AnyResult<WireMessage> {
     saved_model(nodes, ("x", &[1]), ("big", &[ELEMENTS]))
 }
 
+/// The first field `number` of `message`, a message (`what` names it in errors).
+fn message_field<'a>(
+    message: &'a mut WireMessage,
+    number: u32,
+    what: &str,
+) -> AnyResult<&'a mut WireMessage> {
+    let field = message
+        .fields
+        .iter_mut()
+        .find(|f| f.number == number)
+        .ok_or_else(|| format!("no {what}"))?;
+    match &mut field.value {
+        WireValue::Message(m) => Ok(m),
+        _ => Err(format!("{what} is not a message").into()),
+    }
+}
+
 /// Writes `dir/saved_model.cpb`: [`model`] with each of its `consts` nodes a chunk of its
 /// own (an empty node left in its place, as TensorFlow's splitter leaves one), compressed
 /// with `compression`.
 pub fn write(dir: &Path, compression: Compression, consts: usize) -> AnyResult<()> {
     let mut model = model(consts)?;
     let desc = crate::descriptor("tensorflow.SavedModel");
-    let meta = model
-        .fields
-        .iter_mut()
-        .find(|f| f.number == 2)
-        .ok_or("no meta graph")?;
-    let WireValue::Message(meta) = &mut meta.value else {
-        return Err("meta_graphs[0] is not a message".into());
-    };
-    let graph = meta
-        .fields
-        .iter_mut()
-        .find(|f| f.number == 2)
-        .ok_or("no graph")?;
-    let WireValue::Message(graph) = &mut graph.value else {
-        return Err("graph_def is not a message".into());
-    };
+    let meta = message_field(&mut model, 2, "meta_graphs[0]")?;
+    let graph = message_field(meta, 2, "graph_def")?;
     let mut sink = ChunkSink::new(desc, true);
     for (index, field) in (0u64..).zip(graph.fields.iter_mut().filter(|f| f.number == 1)) {
         let node = std::mem::replace(&mut field.value, WireValue::Message(WireMessage::new(None)));

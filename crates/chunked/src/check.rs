@@ -58,9 +58,35 @@ pub fn check_chunks_deferring(chunks: &FileChunks) -> ChunkReport {
 
 /// Completes the check of the chunks [`check_chunks_deferring`] deferred, once the merge has
 /// run: their faults join `report`'s, in the words [`check_chunks`] gives them.
+///
+/// What the merge did not stream (a chunk of bytes, a value too large to keep decoded, or a
+/// message chunk no merge reached) is streamed whole here, once, on every core, through the
+/// chunks' tap ([`FileChunks::set_stream_tap`]: the fingerprint's hash of each chunk,
+/// `externalize`'s spool), instead of once by this check and once by each tap's owner.
 pub fn check_deferred(chunks: &FileChunks, report: &mut ChunkReport) {
     let reader = chunks.reader();
-    for begin in std::mem::take(&mut report.deferred) {
+    let deferred = std::mem::take(&mut report.deferred);
+    let left: Vec<u64> = deferred
+        .iter()
+        .copied()
+        .filter(|&begin| !reader.streamed_whole(begin))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+        .min(left.len());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while let Some(&begin) = left.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    // A fault is reported below, by the check, in its words.
+                    chunks.stream_whole(begin);
+                }
+            });
+        }
+    });
+    for begin in deferred {
         if let Err(e) = reader.check_chunk(begin) {
             let summary = reader.chunk_of(begin);
             report.faults.push(ChunkFault::Riegeli {

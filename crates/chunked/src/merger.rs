@@ -306,6 +306,40 @@ impl FileChunks {
         });
     }
 
+    /// Streams the record at `position` whole (the only record of its chunk) through the
+    /// tap, if any: a chunk of bytes is announced as one value the merge leaves in the file
+    /// ([`crate::TapSink::lazy_value`]); the sink is finished only when every byte came.
+    /// Whether it streamed whole is what the reader remembers
+    /// ([`RecordReader::streamed_whole`]).
+    pub(crate) fn stream_whole(&self, position: u64) {
+        let Some(index) = self.infos.iter().position(|i| i.offset == position) else {
+            return;
+        };
+        let Ok(len) = self.reader.record_len_at(position) else {
+            return;
+        };
+        let info = &self.infos[index];
+        let chunk = StreamedChunk {
+            index: index as u64,
+            position,
+            len,
+            start: self.stream_start(index as u64),
+        };
+        let Some(mut sink) = self.tap.as_ref().and_then(|tap| tap.begin(chunk)) else {
+            let _ = self.reader.copy_record_to(position, &mut std::io::sink());
+            return;
+        };
+        if info.r#type == InfoType::Bytes as i32 {
+            sink.lazy_value(0, len);
+        }
+        let copied = self
+            .reader
+            .copy_record_to(position, &mut SinkWriter(sink.as_mut()));
+        if copied.is_ok_and(|n| n == len) {
+            sink.finish();
+        }
+    }
+
     /// [`StreamedChunk::start`] of chunk `index`.
     fn stream_start(&self, index: u64) -> u64 {
         (0..index)
@@ -445,6 +479,19 @@ impl ChunkSource for FileChunks {
             position: info.offset,
             len,
         }))
+    }
+}
+
+/// A tap's sink as a plain writer.
+struct SinkWriter<'a>(&'a mut dyn crate::TapSink);
+
+impl std::io::Write for SinkWriter<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.write(data)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }
 

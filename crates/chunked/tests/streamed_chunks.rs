@@ -108,8 +108,8 @@ impl unbound_chunked::StreamTap for Threads {
 #[test]
 fn chunks_streamed_ahead_merge_as_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    unbound_test_support::streamed_cpb::write(dir.path(), Compression::Zstd { level: 1 }, 2)
-        .unwrap();
+    use unbound_test_support::streamed_cpb::{write, Layout};
+    write(dir.path(), Compression::Zstd { level: 1 }, 2, Layout::Nodes).unwrap();
     let cpb = dir.path().join("saved_model.cpb");
     let root = unbound_proto::descriptor_pool()
         .get_message_by_name("tensorflow.SavedModel")

@@ -36,10 +36,16 @@ pub(crate) fn in_record(var: &NewVariable) -> Option<InRecord<'_>> {
     let Value::Raw(Payload::Record(r)) = &var.value else {
         return None;
     };
+    let (file, offset) = match (r.reader.record_file(), r.reader.offset_in_record()) {
+        (Some(file), Some(offset)) => (file, offset),
+        // A whole record (a chunk of bytes).
+        (None, None) => (&r.reader, 0),
+        _ => return None,
+    };
     Some(InRecord {
-        file: r.reader.record_file()?,
+        file,
         position: r.position,
-        offset: r.reader.offset_in_record()?,
+        offset,
         len: r.len,
     })
 }

@@ -1,5 +1,7 @@
 //! Constants in `.cpb` chunks too large to keep decoded, which the verification every writer
-//! runs streams (two chunks: streamed on both cores, `unbound_chunked`'s `ahead.rs`):
+//! runs streams (two nodes, each a message chunk, streamed on both cores by the merge,
+//! `unbound_chunked`'s `ahead.rs`; or two values, each a bytes chunk, streamed by the
+//! check the merge leaves them to, `check_deferred`):
 //! `externalize` writes their values into the data shard as those streams go by
 //! (`spool.rs`), instead of decompressing the chunks a second time afterwards. The spool
 //! becomes the start of the shard, so the values lie before the source's own tensors,
@@ -11,7 +13,7 @@ use unbound_bundle::{BundleReader, BundleWriter, Tensor};
 use unbound_externalize::{externalize, ExternalizeOptions};
 use unbound_proto::tensorflow::DataType;
 use unbound_records::Compression;
-use unbound_test_support::streamed_cpb;
+use unbound_test_support::streamed_cpb::{self, Layout};
 
 /// Gives the model in `dir` a checkpoint of its own: one small tensor, `own`.
 fn add_own_variables(dir: &Path) {
@@ -63,22 +65,30 @@ fn a_streamed_value_is_written_as_verification_streams_it() {
         assert!(offset > own, "copied after the source's tensors");
     }
 
-    for (i, compression) in [Compression::Zstd { level: 1 }, Compression::None]
-        .into_iter()
-        .enumerate()
-    {
+    let cases = [
+        (Compression::Zstd { level: 1 }, Layout::Nodes),
+        (Compression::None, Layout::Nodes),
+        (Compression::Zstd { level: 1 }, Layout::Values),
+    ];
+    for (i, (compression, layout)) in cases.into_iter().enumerate() {
         let src = root.path().join(format!("cpb{i}"));
         std::fs::create_dir(&src).unwrap();
-        streamed_cpb::write(&src, compression, 2).unwrap();
+        streamed_cpb::write(&src, compression, 2, layout).unwrap();
         add_own_variables(&src);
         let out = root.path().join(format!("cpb{i}_out"));
         let report = externalize(&src, &out, &options).unwrap();
-        assert_eq!(report.moved.len(), 2, "{compression:?}");
+        assert_eq!(report.moved.len(), 2, "{compression:?} {layout:?}");
         let (new, own) = written(&out);
         assert_eq!(new.len(), 2);
         for (offset, value) in new {
-            assert!(value == content, "{compression:?}: a value differs");
-            assert!(offset < own, "{compression:?}: a value was not spooled");
+            assert!(
+                value == content,
+                "{compression:?} {layout:?}: a value differs"
+            );
+            assert!(
+                offset < own,
+                "{compression:?} {layout:?}: a value was not spooled"
+            );
         }
         let verified = unbound_savedmodel::verify::verify_dir(&out);
         assert!(verified.faults.is_empty(), "{:?}", verified.faults);
@@ -92,10 +102,11 @@ fn a_streamed_value_is_written_as_verification_streams_it() {
         let damaged_out = root.path().join(format!("cpb{i}_damaged"));
         assert!(
             externalize(&src, &damaged_out, &options).is_err(),
-            "{compression:?}: a damaged chunk passed"
+            "{compression:?} {layout:?}: a damaged chunk passed"
         );
     }
-    // Whichever stream began first and however the source is compressed, the same bytes.
+    // Whichever stream began first and however the source is compressed, the same bytes
+    // (of the same layout).
     for file in [
         "variables/variables.index",
         "variables/variables.data-00000-of-00001",
@@ -114,6 +125,6 @@ fn a_streamed_value_is_written_as_verification_streams_it() {
     left.sort();
     assert_eq!(
         left,
-        ["cpb0", "cpb0_out", "cpb1", "cpb1_out", "pb", "pb_out"]
+        ["cpb0", "cpb0_out", "cpb1", "cpb1_out", "cpb2", "cpb2_out", "pb", "pb_out"]
     );
 }

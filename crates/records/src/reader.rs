@@ -377,6 +377,12 @@ impl RecordReader {
         Ok(len)
     }
 
+    /// Whether the one record of the chunk beginning at `begin` was streamed whole without
+    /// fault ([`RecordReader::copy_record_to`]): its decompression is then checked.
+    pub fn streamed_whole(&self, begin: u64) -> bool {
+        self.streamed_whole.contains(begin)
+    }
+
     /// Checks the chunk beginning at file position `begin` as completely as reading all its
     /// records would (block headers, data hash, framing, record sizes, decompression to
     /// exactly the declared size) and returns the length of each of its records, without

@@ -1,21 +1,26 @@
 //! A `.cpb` whose graph nodes are two message chunks of 64 MiB or more, which merges stream
-//! rather than decode whole (on both cores: `unbound_chunked`'s `ahead.rs`). `verify`
-//! streams each once: the check of its records leaves its decompression to the merge
-//! (`check_chunks_deferring`), and the fingerprint takes each chunk's hash from the merge's
-//! stream (`StreamPrints`). What it reports must be what the
+//! rather than decode whole (on both cores: `unbound_chunked`'s `ahead.rs`), or whose two
+//! constants' values are bytes chunks that large. `verify` streams each once: the check of
+//! its records leaves its decompression to the merge (`check_chunks_deferring`) and streams
+//! what the merge did not (`check_deferred`), and the fingerprint takes each chunk's hash
+//! from that stream (`StreamPrints`). What it reports must be what the
 //! separate passes find: the fingerprint equal to the one computed on its own from the file,
 //! and a damaged chunk refused.
 
 use unbound_records::{Compression, RecordReader};
 use unbound_savedmodel::fingerprint::{fingerprint_dir, write_fingerprint};
 use unbound_savedmodel::verify::verify_dir;
-use unbound_test_support::streamed_cpb;
+use unbound_test_support::streamed_cpb::{self, Layout};
 
 #[test]
 fn verify_streams_a_large_chunk_once_and_finds_what_the_separate_passes_find() {
-    for compression in [Compression::Zstd { level: 1 }, Compression::None] {
+    for (compression, layout) in [
+        (Compression::Zstd { level: 1 }, Layout::Nodes),
+        (Compression::None, Layout::Nodes),
+        (Compression::Zstd { level: 1 }, Layout::Values),
+    ] {
         let dir = tempfile::tempdir().unwrap();
-        streamed_cpb::write(dir.path(), compression, 2).unwrap();
+        streamed_cpb::write(dir.path(), compression, 2, layout).unwrap();
         let cpb = dir.path().join("saved_model.cpb");
         let reader = RecordReader::open(&cpb).unwrap();
         let largest = reader
@@ -30,7 +35,7 @@ fn verify_streams_a_large_chunk_once_and_finds_what_the_separate_passes_find() {
         let report = verify_dir(dir.path());
         assert!(
             report.faults.is_empty(),
-            "{compression:?}: {:?}",
+            "{compression:?} {layout:?}: {:?}",
             report.faults
         );
         assert!(
@@ -38,7 +43,7 @@ fn verify_streams_a_large_chunk_once_and_finds_what_the_separate_passes_find() {
                 .checked
                 .iter()
                 .any(|c| c.contains("fingerprint.pb matches")),
-            "{compression:?}: {:?}",
+            "{compression:?} {layout:?}: {:?}",
             report.checked
         );
 
@@ -50,7 +55,7 @@ fn verify_streams_a_large_chunk_once_and_finds_what_the_separate_passes_find() {
         let report = verify_dir(dir.path());
         assert!(
             !report.faults.is_empty(),
-            "{compression:?}: a damaged chunk passed"
+            "{compression:?} {layout:?}: a damaged chunk passed"
         );
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use bytes::Bytes;
 use unbound_chunked::{write_split, Chunk, ChunkSink, PathElem};
 use unbound_records::{Compression, WriterOptions};
-use unbound_wire::{WireMessage, WireValue};
+use unbound_wire::{Payload, WireMessage, WireValue};
 
 use crate::models::{const_node, encode_node, saved_model, AnyResult};
 
@@ -33,7 +33,11 @@ pub fn content() -> Bytes {
 /// The model: one `serve` MetaGraph whose graph is `consts` `Const`s named `big`, `big_1`,
 /// ..., each holding [`content`]; the first is the signature's output.
 pub fn model(consts: usize) -> AnyResult<WireMessage> {
-    let value = content();
+    model_holding(consts, &content())
+}
+
+/// [`model`], each constant holding `value`.
+fn model_holding(consts: usize, value: &Bytes) -> AnyResult<WireMessage> {
     let nodes = (0..consts)
         .map(|i| {
             let name = if i == 0 {
@@ -45,6 +49,17 @@ pub fn model(consts: usize) -> AnyResult<WireMessage> {
         })
         .collect();
     saved_model(nodes, ("x", &[1]), ("big", &[ELEMENTS]))
+}
+
+/// Where the constants' values go in the `.cpb`.
+#[derive(Clone, Copy, Debug)]
+pub enum Layout {
+    /// Each node a message chunk of its own (an empty node left in its place, as
+    /// TensorFlow's splitter leaves one).
+    Nodes,
+    /// Each value a bytes chunk of its own (`tensor_content` taken out of its node, as
+    /// TensorFlow's splitter takes out a large constant's).
+    Values,
 }
 
 /// The first field `number` of `message`, a message (`what` names it in errors).
@@ -64,33 +79,46 @@ fn message_field<'a>(
     }
 }
 
-/// Writes `dir/saved_model.cpb`: [`model`] with each of its `consts` nodes a chunk of its
-/// own (an empty node left in its place, as TensorFlow's splitter leaves one), compressed
-/// with `compression`.
-pub fn write(dir: &Path, compression: Compression, consts: usize) -> AnyResult<()> {
-    let mut model = model(consts)?;
+/// Writes `dir/saved_model.cpb`: [`model`] of `consts` constants laid out as `layout`
+/// says, compressed with `compression`.
+pub fn write(dir: &Path, compression: Compression, consts: usize, layout: Layout) -> AnyResult<()> {
     let desc = crate::descriptor("tensorflow.SavedModel");
-    let meta = message_field(&mut model, 2, "meta_graphs[0]")?;
-    let graph = message_field(meta, 2, "graph_def")?;
     let mut sink = ChunkSink::new(desc, true);
-    for (index, field) in (0u64..).zip(graph.fields.iter_mut().filter(|f| f.number == 1)) {
-        let node = std::mem::replace(&mut field.value, WireValue::Message(WireMessage::new(None)));
-        let WireValue::Bytes(node) = node else {
-            return Err("a node is not bytes".into());
-        };
-        let node = WireMessage::parse(&node.bytes()?, None)?;
-        sink.add_chunk(
-            Chunk::Message(node),
-            &[
-                PathElem::from("meta_graphs"),
-                PathElem::from(0u64),
-                PathElem::from("graph_def"),
-                PathElem::from("node"),
-                PathElem::from(index),
-            ],
-            None,
-        )?;
-    }
+    let node_path = |index: u64| {
+        vec![
+            PathElem::from("meta_graphs"),
+            PathElem::from(0u64),
+            PathElem::from("graph_def"),
+            PathElem::from("node"),
+            PathElem::from(index),
+        ]
+    };
+    let model = match layout {
+        Layout::Nodes => {
+            let mut model = model(consts)?;
+            let meta = message_field(&mut model, 2, "meta_graphs[0]")?;
+            let graph = message_field(meta, 2, "graph_def")?;
+            for (index, field) in (0u64..).zip(graph.fields.iter_mut().filter(|f| f.number == 1)) {
+                let empty = WireValue::Message(WireMessage::new(None));
+                let WireValue::Bytes(node) = std::mem::replace(&mut field.value, empty) else {
+                    return Err("a node is not bytes".into());
+                };
+                let node = WireMessage::parse(&node.bytes()?, None)?;
+                sink.add_chunk(Chunk::Message(node), &node_path(index), None)?;
+            }
+            model
+        }
+        Layout::Values => {
+            let value = content();
+            for index in 0..consts as u64 {
+                let mut path = node_path(index);
+                path.extend(["attr", "value", "tensor", "tensor_content"].map(PathElem::from));
+                let chunk = Chunk::Bytes(Payload::Inline(value.clone()));
+                sink.add_chunk(chunk, &path, None)?;
+            }
+            model_holding(consts, &Bytes::new())?
+        }
+    };
     let options = WriterOptions {
         compression,
         ..WriterOptions::default()

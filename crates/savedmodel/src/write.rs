@@ -22,6 +22,7 @@ use unbound_wire::WireMessage;
 use crate::carry_over::{copy_tree, copy_tree_except};
 use crate::dir::{saved_model_descriptor, SavedModel};
 use crate::error::{Result, SavedModelError};
+use crate::fingerprint::HeldCanonical;
 use crate::format::{ModelFormat, MAX_PROTO_SIZE};
 use crate::split::{
     message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext, DEFAULT_MAX_SIZE,
@@ -597,10 +598,10 @@ pub fn merge_dir(
         ModelFormat::Cpb => {
             crate::fingerprint::canonical_form_of_held(&model, &opened.model_file().path)?
         }
-        _ => None,
+        _ => HeldCanonical::AsHeld,
     };
     let (written, copied_files) = match canonical {
-        Some(bytes) => {
+        HeldCanonical::Made(bytes) => {
             drop(model);
             write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
                 progress(0, bytes.len() as u64);
@@ -609,10 +610,21 @@ pub fn merge_dir(
                 Ok(written)
             })?
         }
-        None => write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
-            let mut progress = |n| progress(n, size);
-            write_pb(tmp, &model, &mut progress)
-        })?,
+        HeldCanonical::AsHeld => {
+            write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
+                let mut progress = |n| progress(n, size);
+                write_pb(tmp, &model, &mut progress)
+            })?
+        }
+        // Its fingerprint is computed from the file written, found canonical there.
+        HeldCanonical::KeepingValues(canonical) => {
+            drop(model);
+            let size = canonical.encoded_len();
+            write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
+                let mut progress = |n| progress(n, size);
+                write_pb(tmp, &canonical, &mut progress)
+            })?
+        }
     };
     let model_bytes = written.data_bytes;
     Ok(MergeReport {

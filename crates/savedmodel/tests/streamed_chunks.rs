@@ -59,3 +59,29 @@ fn verify_streams_a_large_chunk_once_and_finds_what_the_separate_passes_find() {
         );
     }
 }
+
+/// `merge` of a model of large values writes its canonical form without reading the values
+/// into memory (`fingerprint/opaque_values.rs`): the very bytes of the canonical form made
+/// of the whole model.
+#[test]
+fn merge_writes_the_canonical_form_of_a_model_of_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    streamed_cpb::write(&src, Compression::Zstd { level: 1 }, 2, Layout::Nodes).unwrap();
+    let out = dir.path().join("out");
+    unbound_savedmodel::write::merge_dir(&src, &out, &mut |_, _| {}).unwrap();
+    let desc = unbound_proto::descriptor_pool()
+        .get_message_by_name("tensorflow.SavedModel")
+        .unwrap();
+    let schema = unbound_canonical::Schema::new(&desc);
+    let whole = streamed_cpb::model(2).unwrap().to_vec().unwrap();
+    let canonical = unbound_canonical::encode_to_vec(&schema, schema.root(), &[&whole]).unwrap();
+    let written = std::fs::read(out.join("saved_model.pb")).unwrap();
+    assert!(
+        written == canonical,
+        "merge did not write the canonical form"
+    );
+    let report = verify_dir(&out);
+    assert!(report.faults.is_empty(), "{:?}", report.faults);
+}

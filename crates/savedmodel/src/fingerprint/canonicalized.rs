@@ -95,26 +95,44 @@ pub(crate) fn mostly_canonical_model(model: &WireMessage) -> bool {
     sampled().unwrap_or(true)
 }
 
-/// The canonical form of the SavedModel `model` (merged from a `.cpb`'s chunks) when most of
-/// a sample of it is not canonical ([`mostly_canonical_model`]), made in memory from its
-/// serialization; `None` when it is mostly canonical. What `merge` writes in place of the
-/// model as held: written as held and made canonical afterwards, the model was written
-/// twice and read back between (issue 29).
+/// What `merge` writes for a model it merged from a `.cpb`'s chunks ([`canonical_form_of_held`]).
+pub(crate) enum HeldCanonical {
+    /// The model as held: mostly canonical (made canonical when written, if it is not).
+    AsHeld,
+    /// Its canonical form, made in memory.
+    Made(Bytes),
+    /// Its canonical form with its large values still lazy references
+    /// ([`super::opaque_values`]).
+    KeepingValues(WireMessage),
+}
+
+/// What to write for the SavedModel `model` (merged from a `.cpb`'s chunks): its canonical
+/// form without reading its large values when it holds many ([`super::opaque_values`]: the
+/// sample below sees only small messages, and a model of values whose small messages are not
+/// canonical was written as held, then made canonical in memory, values and all); else as
+/// held when most of a sample of it is canonical ([`mostly_canonical_model`]); else its
+/// canonical form made in memory from its serialization. Written as held and made canonical
+/// afterwards, the model was written twice and read back between (issue 29).
 /// Faults are named after `file`, the model file `model` was read from.
 pub(crate) fn canonical_form_of_held(
     model: &WireMessage,
     file: &Path,
-) -> super::Result<Option<Bytes>> {
-    if mostly_canonical_model(model) {
-        return Ok(None);
-    }
-    let made = || -> super::Result<Bytes> {
+) -> super::Result<HeldCanonical> {
+    let made = || -> super::Result<HeldCanonical> {
+        if let Some(kept) = super::opaque_values::canonical_keeping_values(model)? {
+            return Ok(HeldCanonical::KeepingValues(kept));
+        }
+        if mostly_canonical_model(model) {
+            return Ok(HeldCanonical::AsHeld);
+        }
         let serialized = model
             .to_vec()
             .map_err(|e| super::model_fault(e.to_string()))?;
-        Ok(Bytes::from(streamed::canonical_model(&serialized)?))
+        Ok(HeldCanonical::Made(Bytes::from(streamed::canonical_model(
+            &serialized,
+        )?)))
     };
-    made().map(Some).map_err(|e| super::naming_file(file, e))
+    made().map_err(|e| super::naming_file(file, e))
 }
 
 /// How many bytes of nodes, and of functions, [`mostly_canonical_pb`] checks.

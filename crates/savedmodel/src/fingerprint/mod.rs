@@ -21,6 +21,7 @@ mod graph_in_place;
 mod hashes;
 mod layout;
 pub mod maps;
+mod opaque_values;
 mod pb;
 pub mod regularize;
 pub mod rope;
@@ -44,7 +45,7 @@ use unbound_proto::tensorflow::VersionDef;
 use unbound_wire::WireMessage;
 
 use self::canonical::{Encoder, Source};
-pub(crate) use self::canonicalized::canonical_form_of_held;
+pub(crate) use self::canonicalized::{canonical_form_of_held, HeldCanonical};
 pub(crate) use self::verdict::CanonicalVerdict;
 
 pub use self::canonicalized::{

@@ -9,6 +9,8 @@ use unbound_records::{CompressionType, RecordReader, RecordsError};
 use unbound_wire::{RecordSource, SourceError};
 
 use crate::cache::ChunkCache;
+use crate::merger::size_matches;
+use unbound_proto::tensorflow::proto_splitter::ChunkInfo;
 
 /// A Riegeli file whose records lazy [`unbound_wire::Payload::Record`] values point into.
 #[derive(Debug, Clone)]
@@ -93,9 +95,10 @@ fn decode_kept(reader: &RecordReader, position: u64) -> Result<Bytes, RecordsErr
 }
 
 /// Gives the file pages of the chunk at `position` back to the kernel when it is compressed
-/// and was just decoded for keeping: its decoded bytes are what every reader uses from now
-/// on, so its compressed form need not stay resident beside them (a stored chunk's bytes are
-/// the file's pages themselves, and stay).
+/// and was just decoded whole (for keeping, or by a reader done with its compressed form): its
+/// decoded bytes are what is read from now on, so its compressed form need not stay resident
+/// beside them (a stored chunk's bytes are the file's pages themselves, and stay). The pages
+/// stay in the page cache; a later read maps them back.
 pub(crate) fn release_if_compressed(reader: &RecordReader, position: u64) {
     if let Ok(chunk) = reader.chunk_of(position) {
         if !matches!(chunk.compression, None | Some(CompressionType::None)) {
@@ -154,5 +157,48 @@ impl RecordSource for KeptRecordFile {
     fn decoding_is_costly(&self, position: u64) -> bool {
         // A kept chunk is decoded once, by whichever reader comes first; later ones copy.
         !self.kept_at.contains_key(&position) && self.file.decoding_is_costly(position)
+    }
+}
+
+/// One chunk of a file for a reader that reads it once, later
+/// ([`crate::FileChunks::read_later`]): nothing of it is read until then; read, its record is
+/// checked (its hash, as every read checks it, and its size against the one the chunk's
+/// `ChunkInfo` declares) and its compressed form given back to the kernel
+/// ([`release_if_compressed`]).
+#[derive(Debug)]
+pub(crate) struct ReadOnce {
+    pub(crate) reader: Arc<RecordReader>,
+    pub(crate) index: u64,
+    pub(crate) info: ChunkInfo,
+}
+
+impl RecordSource for ReadOnce {
+    fn name(&self) -> &str {
+        self.reader.name()
+    }
+
+    fn read_record(&self, position: u64) -> Result<Bytes, SourceError> {
+        let (at, bytes) = self.reader.read_record_at(position)?;
+        release_if_compressed(&self.reader, position);
+        if at != self.info.offset {
+            // `check_layout` makes this impossible; kept so no other record is ever taken.
+            return Err(format!(
+                "{}: chunk {} has no record at {}",
+                self.name(),
+                self.index,
+                self.info.offset
+            )
+            .into());
+        }
+        size_matches(&self.reader, self.index, &self.info, bytes.len() as u64)?;
+        Ok(bytes)
+    }
+
+    fn copy_record_to(&self, position: u64, out: &mut dyn Write) -> Result<u64, SourceError> {
+        Ok(self.reader.copy_record_to(position, out)?)
+    }
+
+    fn decoding_is_costly(&self, position: u64) -> bool {
+        RecordFile(Arc::clone(&self.reader)).decoding_is_costly(position)
     }
 }

@@ -261,6 +261,25 @@ impl FileChunks {
         true
     }
 
+    /// Chunk `index` as a lazy payload for a reader that reads it once, later, and has no use
+    /// for it beyond (`show` scanning a graph a chunk at a time): nothing of the chunk is read
+    /// now (where [`ChunkSource::payload`] checks its record at once, which maps the whole
+    /// chunk); when it is read, its record is checked as every read checks it, its size
+    /// against the declared one, and its compressed pages are given back to the kernel, so a
+    /// pass over the chunks holds one or two of them at a time, not the file.
+    pub fn read_later(&self, index: u64) -> Result<Payload> {
+        let info = self.info(index)?;
+        Ok(Payload::Record(RecordRef {
+            reader: Arc::new(Box::new(crate::lazy::ReadOnce {
+                reader: Arc::clone(&self.reader),
+                index,
+                info: *info,
+            })),
+            position: info.offset,
+            len: info.size,
+        }))
+    }
+
     /// The cache of decoded chunks, when [`FileChunks::keep_decoded`] set one up.
     pub fn cache(&self) -> Option<&ChunkCache> {
         self.cache.as_deref()
@@ -409,7 +428,12 @@ impl FileChunks {
 }
 
 /// Refuses a record of `reader` whose size is not chunk `index`'s declared size.
-fn size_matches(reader: &RecordReader, index: u64, info: &ChunkInfo, actual: u64) -> Result<()> {
+pub(crate) fn size_matches(
+    reader: &RecordReader,
+    index: u64,
+    info: &ChunkInfo,
+    actual: u64,
+) -> Result<()> {
     if actual == info.size {
         return Ok(());
     }

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::dir::SavedModel;
-use crate::show::read::read_model;
+use crate::show::read::read_model_whole;
 use crate::show::wire::{messages, string};
 use crate::{Result, SavedModelError};
 use meta_graph_def::meta_info_def;
@@ -102,7 +102,7 @@ pub fn scan(
     denylist: &[String],
     tags: Option<&[String]>,
 ) -> Result<ScanReport> {
-    let parts = read_model(model)?;
+    let parts = read_model_whole(model)?;
     let file = parts.file_name.clone();
     let deny: BTreeSet<String> = denylist
         .iter()

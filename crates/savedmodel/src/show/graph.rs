@@ -1,7 +1,9 @@
 //! Graph statistics from a wire-level `MetaGraphDef.graph_def`: node count, the ops used, the
 //! library's functions. Nodes are decoded one level at a time; tensor values are never read.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustc_hash::FxHashSet;
 
@@ -16,7 +18,8 @@ use unbound_wire::{DecodeError, Payload, WireMessage, WireValue};
 
 use super::load_order::{load_order, NodeOps};
 use super::plain_entries::PlainEntries;
-use super::wire::{messages, string, varint};
+use super::unmerged::UNMERGED;
+use super::wire::{self, messages, string, varint};
 
 /// What `show` reports about a graph.
 pub struct GraphStats {
@@ -62,7 +65,7 @@ pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
     } = stats;
     Ok(GraphStats {
         nodes: node_count,
-        producer,
+        producer: producer.unwrap_or(0),
         ops: ops_used(&nodes.list, &functions),
         load_order: load_order(&functions),
         functions: functions.iter().map(|(n, _)| n.clone()).collect(),
@@ -103,7 +106,8 @@ struct Collected {
     node_count: u64,
     functions: Vec<(String, Vec<NodeOps>)>,
     function_nodes: u64,
-    producer: i64,
+    /// `versions.producer` of the last `versions` met, if any.
+    producer: Option<i64>,
 }
 
 impl Collected {
@@ -128,7 +132,7 @@ impl Collected {
                 graph_def::VERSIONS if is_len => {
                     let versions = WireMessage::parse(&graph.slice(field.start..field.end), None)
                         .map_err(|e| SavedModelError::malformed(file, e))?;
-                    self.producer = varint(&versions, version_def::PRODUCER) as i64;
+                    self.producer = Some(varint(&versions, version_def::PRODUCER) as i64);
                 }
                 _ => {}
             }
@@ -157,22 +161,82 @@ impl Collected {
         Ok(())
     }
 
-    /// A GraphDef already decoded one level (from a `.cpb`'s chunks).
+    /// A GraphDef already decoded one level (from a `.cpb`'s chunks), its fields taken in
+    /// order; the chunks `show` left unmerged in it ([`UNMERGED`]) are scanned where they
+    /// stand, as their fields would have been.
     fn add_graph(&mut self, graph: &WireMessage, file: &str) -> Result<()> {
-        for field in graph.fields.iter().filter(|f| f.number == graph_def::NODE) {
-            self.node_count += 1;
-            self.nodes.add(&field.value, file, false)?;
-        }
-        for library in messages(graph, graph_def::LIBRARY, file) {
-            let library = library?;
-            for function in messages(&library, function_def_library::FUNCTION, file) {
-                self.add_function(&*function?, file)?;
+        let mut left = summarize_unmerged(graph, Self::scan_graph, file)?.into_iter();
+        // What the library's chunks left unmerged hold: their functions come after those of
+        // every `library` of the graph, where the merge puts them (`unmerged.rs`).
+        let mut library_chunks = Vec::new();
+        for field in &graph.fields {
+            match field.number {
+                graph_def::NODE => {
+                    self.node_count += 1;
+                    self.nodes.add(&field.value, file, false)?;
+                }
+                graph_def::LIBRARY => match &field.value {
+                    WireValue::Message(library) => {
+                        self.add_library(library, file, &mut library_chunks)?
+                    }
+                    WireValue::Bytes(p) => self.scan_library(&p.bytes()?, file)?,
+                    // A known number of another wire type: an unknown field to protobuf C++.
+                    _ => {}
+                },
+                graph_def::VERSIONS => {
+                    let versions = match &field.value {
+                        WireValue::Message(versions) => Cow::Borrowed(versions),
+                        WireValue::Bytes(p) => Cow::Owned(wire::parse(p, file)?),
+                        _ => continue,
+                    };
+                    self.producer = Some(varint(&versions, version_def::PRODUCER) as i64);
+                }
+                UNMERGED => self.absorb(left.next().expect("one summary per chunk left")),
+                _ => {}
             }
         }
-        for versions in messages(graph, graph_def::VERSIONS, file) {
-            self.producer = varint(&*versions?, version_def::PRODUCER) as i64;
+        for summary in library_chunks {
+            self.absorb(summary);
         }
         Ok(())
+    }
+
+    /// A FunctionDefLibrary already decoded one level, its functions taken in order; what its
+    /// chunks left unmerged hold is added to `chunks`, for the graph to take after the
+    /// functions of all its libraries.
+    fn add_library(
+        &mut self,
+        library: &WireMessage,
+        file: &str,
+        chunks: &mut Vec<Collected>,
+    ) -> Result<()> {
+        chunks.extend(summarize_unmerged(library, Self::scan_library, file)?);
+        for field in &library.fields {
+            match (field.number, &field.value) {
+                (function_def_library::FUNCTION, WireValue::Message(function)) => {
+                    self.add_function(function, file)?
+                }
+                (function_def_library::FUNCTION, WireValue::Bytes(p)) => {
+                    self.add_function(&wire::parse(p, file)?, file)?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds what `other`, gathered over the fields that follow this one's, found: the same as
+    /// gathering over all of them in one go.
+    fn absorb(&mut self, other: Collected) {
+        self.node_count += other.node_count;
+        for ops in other.nodes.list {
+            self.nodes.insert(ops);
+        }
+        self.functions.extend(other.functions);
+        self.function_nodes += other.function_nodes;
+        if other.producer.is_some() {
+            self.producer = other.producer;
+        }
     }
 
     fn add_function(&mut self, function: &WireMessage, file: &str) -> Result<()> {
@@ -192,6 +256,63 @@ impl Collected {
         self.functions.push((name, body.list));
         Ok(())
     }
+}
+
+/// What each chunk left unmerged in `message` ([`UNMERGED`] fields) holds, in their order,
+/// each read and scanned with `scan` (as serialized fields of `message`'s type) on as many
+/// threads as the machine has, one chunk per thread at a time, then let go: memory holds a
+/// chunk per thread, never the graph. The first chunk that fails, in order, is the error.
+fn summarize_unmerged(
+    message: &WireMessage,
+    scan: fn(&mut Collected, &bytes::Bytes, &str) -> Result<()>,
+    file: &str,
+) -> Result<Vec<Collected>> {
+    let left: Vec<&Payload> = message
+        .fields
+        .iter()
+        .filter(|f| f.number == UNMERGED)
+        .filter_map(|f| match &f.value {
+            WireValue::Bytes(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    let summarize = |payload: &Payload| -> Result<Collected> {
+        let mut collected = Collected::default();
+        scan(&mut collected, &payload.bytes()?, file)?;
+        Ok(collected)
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(left.len());
+    if threads <= 1 {
+        return left.into_iter().map(summarize).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<Collected>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(payload) = left.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, summarize(payload)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, summary)| summary).collect()
 }
 
 /// The distinct [`NodeOps`] of a list of nodes, in first-seen order.

@@ -12,6 +12,7 @@ use unbound_proto::tensorflow::proto_splitter::{
 use unbound_proto::tensorflow::MetaGraphDef;
 use unbound_wire::{WireMessage, WireValue};
 
+use super::unmerged::{leavable, LeavingGraphChunks};
 use super::{graph, objects, signature, wire, AssetInfo, MetaGraphInfo};
 use crate::dir::{saved_model_descriptor, SavedModel};
 use crate::format::ModelFormat;
@@ -39,8 +40,21 @@ pub struct ModelParts<'a> {
 }
 
 /// Reads the model file of `model` (its `.cpb`, else `.pb`, else `.pbtxt`) as cheaply as
-/// possible.
+/// possible for `show`: of a `.cpb`, the large chunks of its graphs are left unmerged
+/// ([`super::unmerged`]), for the graph's scan to read one at a time.
 pub fn read_model(model: &SavedModel) -> Result<ModelParts<'static>> {
+    read_model_leaving(model, true)
+}
+
+/// [`read_model`] with every chunk merged: for a reader that walks the graph's nodes as
+/// messages (`scan`).
+pub fn read_model_whole(model: &SavedModel) -> Result<ModelParts<'static>> {
+    read_model_leaving(model, false)
+}
+
+/// [`read_model`], leaving a `.cpb`'s graph and library chunks unmerged
+/// ([`super::unmerged`]) or not.
+pub(crate) fn read_model_leaving(model: &SavedModel, leave: bool) -> Result<ModelParts<'static>> {
     let file = model.model_file();
     let path = &file.path;
     let desc = saved_model_descriptor()?;
@@ -49,8 +63,28 @@ pub fn read_model(model: &SavedModel) -> Result<ModelParts<'static>> {
             let (mut chunks, metadata) = model.chunks()?;
             let tree = metadata.message.clone().unwrap_or_default();
             let pruned = without_large_bytes(&tree, &metadata.chunks, 0);
-            chunks.stream_ahead(&desc, &pruned);
-            let root = Merger::new(&chunks).merge(&desc, &pruned)?;
+            let root = match leave.then(|| leavable(&pruned)) {
+                // The chunks left are read by the graph's scan, on every core: streaming
+                // them ahead of the merge would read them for nothing.
+                Some(leave) if !leave.is_empty() => {
+                    // Opening the chunks read the header of every 64 KiB block, and the
+                    // kernel mapped the pages around each: the whole file, resident to the
+                    // end. Each chunk is mapped again when it is read (and released once
+                    // decoded: `unmerged.rs`), so resident memory holds a few chunks.
+                    if let Ok(data) = model.data() {
+                        unbound_io::release_pages(&data);
+                    }
+                    Merger::new(&LeavingGraphChunks {
+                        chunks: &chunks,
+                        leave,
+                    })
+                    .merge(&desc, &pruned)?
+                }
+                _ => {
+                    chunks.stream_ahead(&desc, &pruned);
+                    Merger::new(&chunks).merge(&desc, &pruned)?
+                }
+            };
             (root, Some(metadata.chunks.len() as u64))
         }
         ModelFormat::Pb => (model.read_pb(&desc)?, None),

@@ -23,6 +23,15 @@ pub enum CanonicalError {
         /// The limit.
         limit: usize,
     },
+    /// [`crate::encode_elements_to_vec`] asked for the elements of a field that is not a
+    /// repeated message field of the type.
+    #[error("{type_name} has no repeated message field numbered {number}")]
+    NotRepeatedMessage {
+        /// The message type.
+        type_name: String,
+        /// The field number asked for.
+        number: u32,
+    },
 }
 
 /// The crate's result type.

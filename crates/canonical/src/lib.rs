@@ -57,7 +57,9 @@ pub mod farmhash;
 pub mod schema;
 pub mod sink;
 
-pub use encode::{encode, encode_streaming_from, encode_to_vec, is_canonical, MAX_DEPTH};
+pub use encode::{
+    encode, encode_elements_to_vec, encode_streaming_from, encode_to_vec, is_canonical, MAX_DEPTH,
+};
 pub use error::{CanonicalError, Result};
 pub use schema::{Schema, TypeId};
 pub use sink::Sink;

@@ -5,7 +5,7 @@
 //! unknown fields and wrong wire types between them, packed and unpacked runs, padded varints.
 
 use proptest::prelude::*;
-use unbound_canonical::{encode_streaming_from, encode_to_vec, Schema};
+use unbound_canonical::{encode_elements_to_vec, encode_streaming_from, encode_to_vec, Schema};
 
 /// One field as a writer put it: number, wire type, payload (a varint's value, or bytes).
 #[derive(Clone, Debug)]
@@ -227,5 +227,46 @@ proptest! {
         let [to_vec, buffered, streamed] = encodings("tensorflow.GraphDef", &graph);
         prop_assert_eq!(&to_vec, &streamed);
         prop_assert_eq!(&buffered, &streamed);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A graph's nodes encoded a batch at a time (`encode_elements_to_vec`, what a reader of
+    /// a graph chunk by chunk does) are the node fields of the graph's own encoding: few
+    /// nodes, one thread; past a megabyte of them, on every core.
+    #[test]
+    fn nodes_encoded_as_elements_are_the_node_fields_of_their_graph(
+        nodes in prop::collection::vec(node(), 1..12),
+        copies in prop::sample::select(vec![1usize, 30_000]),
+    ) {
+        let nodes: Vec<Vec<u8>> = nodes.iter().cycle().take(nodes.len() * copies).cloned().collect();
+        let graph = write(&nodes.iter().map(|n| Piece::Len(1, n.clone())).collect::<Vec<_>>(), 0);
+        let desc = unbound_proto::descriptor_pool()
+            .get_message_by_name("tensorflow.GraphDef")
+            .expect("a known type");
+        let schema = Schema::new(&desc);
+        let whole = encode_to_vec(&schema, schema.root(), &[&graph]).unwrap();
+        let elements: Vec<&[u8]> = nodes.iter().map(|n| &n[..]).collect();
+        let batch = encode_elements_to_vec(&schema, schema.root(), 1, &elements).unwrap();
+        prop_assert_eq!(batch.len(), whole.len());
+        prop_assert!(batch == whole);
+    }
+}
+
+#[test]
+fn only_a_repeated_message_field_is_encoded_as_elements() {
+    let desc = unbound_proto::descriptor_pool()
+        .get_message_by_name("tensorflow.GraphDef")
+        .expect("a known type");
+    let schema = Schema::new(&desc);
+    // 4 is `versions`, a singular message; 99 no field at all.
+    for number in [4, 99] {
+        let error = encode_elements_to_vec(&schema, schema.root(), number, &[b""]).unwrap_err();
+        assert!(
+            error.to_string().contains(&format!("numbered {number}")),
+            "{error}"
+        );
     }
 }

@@ -183,6 +183,67 @@ pub fn encode_to_vec(schema: &Schema, ty: TypeId, parts: &[&[u8]]) -> Result<Vec
     Ok(encoder.tmp)
 }
 
+/// The deterministic serialization of `elements`, serialized messages each an element of the
+/// repeated message field `number` of a message of type `ty` (at nesting depth 0), written as
+/// those elements are written in the canonical form of such a message: each as field `number`
+/// in canonical form, in order, on as many threads as the machine has. For a reader that
+/// takes a message's elements a batch at a time (a graph's nodes a chunk at a time) and so
+/// never holds the whole message. A field that is not a repeated message field (a map is
+/// not) is refused ([`CanonicalError::NotRepeatedMessage`]).
+pub fn encode_elements_to_vec(
+    schema: &Schema,
+    ty: TypeId,
+    number: u32,
+    elements: &[&[u8]],
+) -> Result<Vec<u8>> {
+    let t = schema.get(ty);
+    let field = t
+        .index(number)
+        .map(|i| (i, &t.fields[i as usize]))
+        .filter(|(_, f)| f.class == Class::Message && f.list && f.map.is_none());
+    let Some((
+        index,
+        Field {
+            child: Some(child), ..
+        },
+    )) = field
+    else {
+        return Err(CanonicalError::NotRepeatedMessage {
+            type_name: t.name.clone(),
+            number,
+        });
+    };
+    let mut sink = Count::default();
+    let mut encoder = Encoder::new(schema, &mut sink);
+    encoder.threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let input: usize = elements.iter().map(|e| e.len()).sum();
+    encoder.tmp.reserve(input);
+    encoder.fast_budget = input;
+    let run: Vec<Occ<'_>> = elements
+        .iter()
+        .enumerate()
+        .map(|(seq, data)| Occ {
+            field: index,
+            number,
+            wire: 2,
+            seq,
+            value: 0,
+            data,
+        })
+        .collect();
+    if encoder.threads > 1 && run.len() >= 2 * encoder.threads && input >= PARALLEL_BATCH {
+        encoder.run_in_parallel(number, &run, *child, 0)?;
+    } else {
+        for o in &run {
+            encoder.buffered(number, o.data.len(), |enc| {
+                enc.message::<BUFFER>(&[o.data], *child, 1, true)
+                    .map(|_| ())
+            })?;
+        }
+    }
+    Ok(encoder.tmp)
+}
+
 /// Whether `parts` (one serialized message of type `ty`) is in canonical form already: its
 /// deterministic serialization is its bytes. Reads it once, writes nothing.
 pub fn is_canonical(schema: &Schema, ty: TypeId, bytes: &[u8]) -> Result<bool> {

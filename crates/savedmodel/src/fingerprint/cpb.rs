@@ -55,11 +55,27 @@ fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
 /// `split`, which fingerprints its output after writing it, peaked 200 MB higher (2040 →
 /// 2243 MB; equal with `MALLOC_ARENA_MAX=1`). `verify` shares its chunks
 /// (`hashes_of` with a `SharedCpb`), where they save a whole merge's worth of memory.
+///
+/// The graph's own chunks are not kept either: the graph's hash reads them one at a time, in
+/// order, hashing each and its nodes as it goes ([`streamed::chunked_graph_fingerprint64`]),
+/// so memory holds a few chunks, not the graph (issue 29: 1.8 GB for the 3M-node `.cpb`).
 pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
     let reader = Arc::new(RecordReader::open(cpb_file)?);
     let (chunks, metadata) = FileChunks::from_reader(reader)?;
+    // Reading the layout mapped the pages around every block header, which is the whole
+    // file: given back, each chunk is mapped again when it is read, then given back again.
+    for info in chunks.infos() {
+        chunks.reader().release_chunk_pages(info.offset);
+    }
     let root = metadata.message.clone().unwrap_or_default();
-    hashes_of(&chunks, &root, None)
+    let read = |index: u64| -> Result<Bytes> { Ok(chunks.read_later(index)?.bytes()?) };
+    hashes_with(
+        &chunks,
+        &root,
+        Trust::Nothing,
+        Some(&read),
+        |wanted, graph| chunk_prints(&chunks, wanted, graph, None),
+    )
 }
 
 /// `[meta_graphs, 0, graph_def]`, `[..., signature_def]`, `[..., object_graph_def]`: what the
@@ -84,7 +100,7 @@ pub(crate) fn hashes_of(
     root: &ChunkedMessage,
     streamed: Option<&StreamPrints>,
 ) -> Result<Hashes> {
-    hashes_with(chunks, root, Trust::Nothing, |wanted, graph| {
+    hashes_with(chunks, root, Trust::Nothing, None, |wanted, graph| {
         chunk_prints(chunks, wanted, graph, streamed)
     })
 }
@@ -126,7 +142,7 @@ pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Ha
     } else {
         Trust::InMemory
     };
-    let hashes = hashes_with(split, &split.message, trust, hashed)?;
+    let hashes = hashes_with(split, &split.message, trust, None, hashed)?;
     Ok(hashes)
 }
 
@@ -159,13 +175,14 @@ struct ChunkPrints {
 /// `chunk_prints` gives the `Fingerprint64` of each chunk index it is handed first, and may
 /// keep the pieces of those among the graph's own chunks it is handed second; the graph's
 /// serialized children are trusted to be canonical when `trusted` (see [`hashes_of_split`]).
-/// The hash fields of the chunked SavedModel of `chunks` and `root`, the serialized messages of
-/// its graph taken as they are when `trusted`; `chunk_prints` fingerprints the chunks
-/// `HashFields` reads.
+/// With `read_graph_chunk`, a graph whose own chunks are all in the file is hashed reading
+/// them one at a time with it ([`streamed::chunked_graph_fingerprint64`]), which fingerprints
+/// them too: `chunk_prints` is not handed them.
 fn hashes_with(
     chunks: &dyn ChunkSource,
     root: &ChunkedMessage,
     trust: Trust,
+    read_graph_chunk: Option<&(dyn Fn(u64) -> Result<Bytes> + Sync)>,
     chunk_prints: impl FnOnce(Vec<u64>, &[u64]) -> Result<ChunkPrints>,
 ) -> Result<Hashes> {
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
@@ -185,15 +202,55 @@ fn hashes_with(
     let pruned = prune(root, &targets);
     // The graph's own chunks set apart when the rest merges without them, else merged too.
     let apart = graph_chunks_apart(&pruned, &graph_tags, chunks);
-    let graph_indices: Vec<u64> = apart
-        .iter()
-        .flat_map(|(_, graph_chunks)| graph_chunks.iter().map(|&(index, _)| index))
-        .collect();
+    let desc = descriptor("tensorflow.SavedModel")?;
+    // Read one at a time for the graph's hash, when they can be: the rest merged first, to
+    // know that they follow it.
+    let mut streamed_graph = None;
+    if let (Some(read), Some((rest, graph_chunks)), Trust::Nothing) =
+        (read_graph_chunk, &apart, trust)
+    {
+        if graph_chunks.iter().all(|(_, built)| built.is_none()) {
+            let model = Merger::new(chunks).merge(&desc, rest)?;
+            if graph_outside_takes(&model) {
+                let indices: Vec<u64> = graph_chunks.iter().map(|&(index, _)| index).collect();
+                streamed_graph = Some((model, indices, read));
+            }
+        }
+    }
+    let graph_indices: Vec<u64> = match &streamed_graph {
+        Some(_) => Vec::new(),
+        None => apart
+            .iter()
+            .flat_map(|(_, graph_chunks)| graph_chunks.iter().map(|&(index, _)| index))
+            .collect(),
+    };
+    let read_with_graph: Vec<u64> = match &streamed_graph {
+        Some((_, indices, _)) => wanted
+            .iter()
+            .copied()
+            .filter(|i| !indices.contains(i))
+            .collect(),
+        None => wanted.iter().copied().collect(),
+    };
     let ChunkPrints {
-        prints,
+        mut prints,
         pieces,
         mut decoded,
-    } = chunk_prints(wanted.into_iter().collect(), &graph_indices)?;
+    } = chunk_prints(read_with_graph, &graph_indices)?;
+    let mut enc = Encoder::new();
+    let mut graph_hash = None;
+    if let Some((model, indices, read)) = &streamed_graph {
+        let meta_graph = [first_meta_graph(model)?];
+        let base = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
+        // The base of a file's merge is held or read where it lies, never in a split's
+        // pieces, so its fields are whole.
+        let streamed = super::streamed::chunked_graph_fingerprint64(&base, indices, *read)?
+            .ok_or_else(|| {
+                model_fault("the graph's base is made of pieces that cut fields".to_string())
+            })?;
+        prints.extend(streamed.prints);
+        graph_hash = Some(streamed.hash);
+    }
     let mut print = |index: u64| {
         prints
             .get(&index)
@@ -204,20 +261,19 @@ fn hashes_with(
     let saved_model_checksum =
         fingerprint_cat64(hash_fields(root, &[], &mut print)?, fingerprint64(b""));
 
-    let desc = descriptor("tensorflow.SavedModel")?;
-    let apart = match apart {
-        Some((rest, graph_chunks)) => {
+    let apart = match (apart, streamed_graph) {
+        (_, Some((model, _, _))) => Some((model, Vec::new())),
+        (Some((rest, graph_chunks)), None) => {
             Some((Merger::new(chunks).merge(&desc, &rest)?, graph_chunks))
                 .filter(|(model, _)| graph_outside_takes(model))
         }
-        None => None,
+        (None, None) => None,
     };
     let (model, graph_chunks) = match apart {
         Some(apart) => apart,
         None => (Merger::new(chunks).merge(&desc, &pruned)?, Vec::new()),
     };
     let meta_graph = [first_meta_graph(&model)?];
-    let mut enc = Encoder::new();
 
     // A chunk not held built (a file's) is read as its bytes: serialized GraphDef fields,
     // which the Merger would parse and append to the graph; the byte encoder reads them
@@ -245,7 +301,10 @@ fn hashes_with(
     }
     enc.trust_children(trust == Trust::CanonicalChildren);
     enc.write_out_built(trust == Trust::InMemory);
-    let graph_hash = hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?);
+    let graph_hash = match graph_hash {
+        Some(hash) => Ok(hash),
+        None => hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?),
+    };
     enc.trust_children(false);
     enc.write_out_built(false);
     let graph_def_program_hash =

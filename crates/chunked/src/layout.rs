@@ -13,10 +13,11 @@
 use std::collections::BTreeMap;
 
 use unbound_proto::tensorflow::proto_splitter::{
-    chunk_info::Type as InfoType, ChunkMetadata, ChunkedMessage,
+    chunk_info::Type as InfoType, ChunkInfo, ChunkMetadata, ChunkedMessage,
 };
 use unbound_records::{RecordReader, RecordsError};
 
+use crate::error::ChunkedError;
 use crate::fault::ChunkFault;
 use crate::tags::steps;
 
@@ -206,4 +207,25 @@ fn check_tree(cm: &ChunkedMessage, chunks: usize, depth: usize, faults: &mut Vec
             check_tree(child, chunks, depth + 1, faults);
         }
     }
+}
+
+/// Refuses a record of `reader` whose size is not chunk `index`'s declared size.
+pub(crate) fn size_matches(
+    reader: &RecordReader,
+    index: u64,
+    info: &ChunkInfo,
+    actual: u64,
+) -> crate::error::Result<()> {
+    if actual == info.size {
+        return Ok(());
+    }
+    Err(ChunkedError::Layout {
+        source_name: reader.name().to_string(),
+        faults: vec![ChunkFault::SizeMismatch {
+            chunk: usize::try_from(index).unwrap_or(usize::MAX),
+            position: info.offset,
+            declared: info.size,
+            actual,
+        }],
+    })
 }

@@ -9,7 +9,7 @@ use unbound_records::{CompressionType, RecordReader, RecordsError};
 use unbound_wire::{RecordSource, SourceError};
 
 use crate::cache::ChunkCache;
-use crate::merger::size_matches;
+use crate::layout::size_matches;
 use unbound_proto::tensorflow::proto_splitter::ChunkInfo;
 
 /// A Riegeli file whose records lazy [`unbound_wire::Payload::Record`] values point into.

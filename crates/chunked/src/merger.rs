@@ -30,8 +30,8 @@ use crate::ahead::{message_types, Ahead, Claim};
 use crate::cache::ChunkCache;
 use crate::error::{ChunkedError, Result};
 use crate::fault::ChunkFault;
-use crate::layout::check_layout;
 pub use crate::layout::MAX_NESTING;
+use crate::layout::{check_layout, size_matches};
 use crate::lazy::{release_if_compressed, KeptRecordFile, RecordFile};
 use crate::streamed::{parse_streamed, StreamTap, StreamedChunk, STREAM_AT};
 use crate::tags::{encode_key, sort_for_merge, steps, Selector, Step};
@@ -425,27 +425,6 @@ impl FileChunks {
     fn check_size(&self, index: u64, info: &ChunkInfo, actual: u64) -> Result<()> {
         size_matches(&self.reader, index, info, actual)
     }
-}
-
-/// Refuses a record of `reader` whose size is not chunk `index`'s declared size.
-pub(crate) fn size_matches(
-    reader: &RecordReader,
-    index: u64,
-    info: &ChunkInfo,
-    actual: u64,
-) -> Result<()> {
-    if actual == info.size {
-        return Ok(());
-    }
-    Err(ChunkedError::Layout {
-        source_name: reader.name().to_string(),
-        faults: vec![ChunkFault::SizeMismatch {
-            chunk: usize::try_from(index).unwrap_or(usize::MAX),
-            position: info.offset,
-            declared: info.size,
-            actual,
-        }],
-    })
 }
 
 impl ChunkSource for FileChunks {

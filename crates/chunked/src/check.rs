@@ -157,6 +157,12 @@ fn check_chunks_with(reader: &RecordReader, shared: Option<&FileChunks>) -> Chun
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(c) = chunks.get(i) else { break };
                         out.push((i, check(c)));
+                        if shared.is_none() {
+                            // Checked: its pages leave resident memory, so a check of a file
+                            // larger than memory holds a few chunks of it (a later reader maps
+                            // them back from the page cache).
+                            reader.release_chunk_pages(c.begin);
+                        }
                     }
                     out
                 })

@@ -116,9 +116,9 @@ pub fn chunked_graph_fingerprint64(
     }
     let mut prints = Vec::with_capacity(chunks.len());
     std::thread::scope(|s| -> Result<()> {
-        // Each chunk read (and fingerprinted) on a thread of its own while the one before is
-        // encoded: one waits in the channel, so two are held at most besides the one read.
-        let (sender, received) = std::sync::mpsc::sync_channel::<Result<(u64, bytes::Bytes)>>(1);
+        // Each chunk read on a thread of its own while the one before is encoded, and handed
+        // over once that is done: two chunks are held at most.
+        let (sender, received) = std::sync::mpsc::sync_channel::<Result<(u64, bytes::Bytes)>>(0);
         s.spawn(move || {
             for &index in chunks {
                 let chunk = read(index).map(|bytes| (index, bytes));

@@ -19,7 +19,7 @@ pub(crate) mod read;
 mod signature;
 mod structured;
 pub mod text;
-mod unmerged;
+pub(crate) mod unmerged;
 pub(crate) mod wire;
 
 use std::collections::BTreeMap;

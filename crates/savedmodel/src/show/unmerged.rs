@@ -33,7 +33,7 @@ use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
 /// The field number of a chunk left unmerged. Zero is no field number protobuf allows, so it
 /// never comes from a file; it only ever appears in a message merged by [`LeavingGraphChunks`].
-pub(super) const UNMERGED: u32 = 0;
+pub(crate) const UNMERGED: u32 = 0;
 
 /// The message types whose chunks are left unmerged: a graph and its function library, the
 /// two `show` scans rather than reads.
@@ -80,7 +80,7 @@ fn applied_in_order(
 /// chunked field below `P` is one of those, none has fields nested in it, and each at
 /// `P` + `library` comes after every one at `P`. Whether `P` is a graph is checked when the
 /// chunk is merged (by the type it merges as).
-pub(super) fn leavable(tree: &ChunkedMessage) -> HashSet<u64> {
+pub(crate) fn leavable(tree: &ChunkedMessage) -> HashSet<u64> {
     let mut applied = Vec::new();
     if applied_in_order(tree, &[], &mut applied).is_none() {
         return HashSet::new();
@@ -118,9 +118,9 @@ pub(super) fn leavable(tree: &ChunkedMessage) -> HashSet<u64> {
 
 /// `chunks`, merged as usual except that each chunk of `leave` merged into a `GraphDef` or a
 /// `FunctionDefLibrary` becomes one [`UNMERGED`] field holding the chunk as a lazy payload.
-pub(super) struct LeavingGraphChunks<'a> {
-    pub(super) chunks: &'a FileChunks,
-    pub(super) leave: HashSet<u64>,
+pub(crate) struct LeavingGraphChunks<'a> {
+    pub(crate) chunks: &'a FileChunks,
+    pub(crate) leave: HashSet<u64>,
 }
 
 impl ChunkSource for LeavingGraphChunks<'_> {
@@ -162,7 +162,7 @@ impl ChunkSource for LeavingGraphChunks<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::UNMERGED;
     use crate::dir::SavedModel;
     use crate::show::read::read_model_leaving;
@@ -227,19 +227,21 @@ mod tests {
 
     /// How [`write_model`] lays the model out.
     #[derive(Clone, Copy, Debug, PartialEq)]
-    enum Layout {
+    pub(crate) enum Layout {
         /// Chunks of the graph and of its library, all left unmerged.
         Interleaved,
         /// The same, the graph in the base chunk without a library.
         BaseWithoutLibrary,
         /// The same and a chunk of the graph's `versions`: the graph's chunks merged.
         VersionsChunk,
+        /// [`Layout::Interleaved`], a node name in the last graph chunk not UTF-8.
+        BadNameInChunk,
     }
 
     /// A `.cpb` in `dir` whose graph is its base's nodes and chunks merged into the graph and
     /// into its library, interleaved: functions and `versions` come from several of them, so
     /// the report depends on the order the Merger places their fields in.
-    fn write_model(
+    pub(crate) fn write_model(
         dir: &Path,
         compression: Compression,
         layout: Layout,
@@ -287,7 +289,18 @@ mod tests {
             base.encode_to_vec(),
             graph_chunk.encode_to_vec(),
             library_chunk.encode_to_vec(),
-            last_graph_chunk.encode_to_vec(),
+            {
+                let mut bytes = last_graph_chunk.encode_to_vec();
+                if layout == Layout::BadNameInChunk {
+                    // Node "d"'s name: `0a 01 64` ("d") inside the node.
+                    let at = bytes
+                        .windows(3)
+                        .position(|w| w == [0x0a, 0x01, b'd'])
+                        .expect("the node's name");
+                    bytes[at + 2] = 0xff;
+                }
+                bytes
+            },
         ]
         .into_iter()
         .map(Bytes::from)

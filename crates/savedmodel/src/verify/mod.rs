@@ -40,12 +40,14 @@ use crate::dir::{read_text, saved_model_descriptor, ModelFile, SavedModel};
 use crate::fingerprint::{check_model_sharing, fingerprint_model_sharing, CanonicalVerdict};
 use crate::format::{ModelFormat, FINGERPRINT_FILE};
 use crate::shared_cpb::SharedCpb;
+use crate::show::unmerged::{leavable, LeavingGraphChunks};
 use crate::show::{objects::checkpoint_keys_by_path, wire};
 use crate::{Result, SavedModelError};
 use unbound_bundle::BundleReader;
 
 pub use crate::error::Fault;
 
+mod left_chunks;
 mod schema;
 
 use schema::Schema;
@@ -89,7 +91,7 @@ pub fn verify_dir(dir: &Path) -> VerifyReport {
 
 /// [`verify_dir`] of a SavedModel already opened.
 pub fn verify_model(model: &SavedModel) -> VerifyReport {
-    verify_with_model(model, Keep::Nothing, None).0
+    verify_with_model(model, Keep::ReportOnly, None).0
 }
 
 /// What a verification keeps of the model beyond its verdict.
@@ -108,6 +110,10 @@ pub(crate) enum Keep {
     /// fingerprint is most of the cost of verifying it (issue 29: half a merge of a model of
     /// 300,000 nodes not in canonical form).
     Unfingerprinted,
+    /// Nothing but the report (`verify` itself): as [`Keep::Nothing`], and a `.cpb` whose graph
+    /// is in large chunks is checked without merging them (`left_chunks.rs`), so the model
+    /// kept is not the whole model.
+    ReportOnly,
 }
 
 /// A model [`verified_model_keeping`] read, with what verify learnt of it.
@@ -189,8 +195,14 @@ fn verify_with_model(
     // of a merge). Used only if the model reads (see verify_fingerprint).
     // Both read a `.cpb` through one SharedCpb: each message chunk is decoded once for the
     // check, the merge and the fingerprint together.
+    // `verify` of a `.cpb` whose graph is in large chunks leaves them unmerged, and reads
+    // each on its own (`left_chunks.rs`) rather than through a shared reading.
+    let leave = keep == Keep::ReportOnly
+        && file.format == ModelFormat::Cpb
+        && tap.is_none()
+        && left_chunks::leaves_graph(opened);
     let shared = match file.format {
-        ModelFormat::Cpb => SharedCpb::open(opened, tap),
+        ModelFormat::Cpb if !leave => SharedCpb::open(opened, tap),
         _ => None,
     };
     // What `show` makes of the model is found on a third thread, while the model is checked
@@ -226,6 +238,7 @@ fn verify_with_model(
             Some(opened),
             shared.as_ref(),
             verdict.as_ref(),
+            leave,
             &mut report,
         )
         .map(Arc::new);
@@ -245,7 +258,7 @@ fn verify_with_model(
     // A model file TensorFlow ignores (a .pb beside the .cpb it prefers) is checked too: a
     // damaged one is a problem the next tool to read it would meet.
     for other in opened.passed_over() {
-        let parsed = verify_model_file(other, None, None, None, &mut report);
+        let parsed = verify_model_file(other, None, None, None, false, &mut report);
         if parsed.as_ref().is_some_and(|m| !has_meta_graph(m)) {
             report.fault(
                 &other.path,
@@ -310,16 +323,22 @@ fn has_meta_graph(root: &WireMessage) -> bool {
 
 /// Checks one model file by its format: the model file of `opened` (read from its mapping), or
 /// without it one it passes over (read from its path); a `.cpb` through `shared` when it is
-/// that file.
+/// that file, or, with `leave`, leaving its graph's chunks unmerged (`left_chunks.rs`).
 fn verify_model_file(
     file: &ModelFile,
     opened: Option<&SavedModel>,
     shared: Option<&SharedCpb>,
     verdict: Option<&CanonicalVerdict>,
+    leave: bool,
     report: &mut VerifyReport,
 ) -> Option<WireMessage> {
     match file.format {
-        ModelFormat::Cpb => verify_cpb(&file.path, shared.filter(|s| s.path == file.path), report),
+        ModelFormat::Cpb => verify_cpb(
+            &file.path,
+            shared.filter(|s| s.path == file.path),
+            leave,
+            report,
+        ),
         ModelFormat::Pb => verify_pb(&file.path, opened, verdict, report),
         ModelFormat::Pbtxt => {
             let read = saved_model_descriptor().and_then(|d| match opened {
@@ -520,10 +539,13 @@ fn verify_pb(
 
 /// A `.cpb`: Riegeli chunks, metadata and layout ([`check_chunks`], the checker every
 /// command shares), merge, and the merged message. With `shared` (the same file, opened for
-/// sharing), the check and the merge read its kept chunks through its cache.
+/// sharing), the check and the merge read its kept chunks through its cache. With `leave`,
+/// the chunks of its graphs are left unmerged and checked one at a time (`left_chunks.rs`):
+/// the model returned stands for the merged one, but is not it.
 fn verify_cpb(
     path: &Path,
     shared: Option<&SharedCpb>,
+    leave: bool,
     report: &mut VerifyReport,
 ) -> Option<WireMessage> {
     let (reader, mut checked) = match shared {
@@ -554,10 +576,30 @@ fn verify_cpb(
     }
     let tree = metadata.message.clone().unwrap_or_default();
     let desc = saved_model_descriptor().ok()?;
+    if leave {
+        // The check read every chunk: its pages leave resident memory, and each chunk left
+        // unmerged is mapped again when it is read on its own.
+        for info in &metadata.chunks {
+            reader.release_chunk_pages(info.offset);
+        }
+    }
     let merged = match shared {
         Some(shared) => Merger::new(&shared.chunks).merge(&desc, &tree),
-        None => FileChunks::from_reader(reader.clone())
-            .and_then(|(chunks, _)| Merger::new(&chunks).merge(&desc, &tree)),
+        None => FileChunks::from_reader(reader.clone()).and_then(|(chunks, _)| {
+            let left = if leave {
+                leavable(&tree)
+            } else {
+                Default::default()
+            };
+            if left.is_empty() {
+                return Merger::new(&chunks).merge(&desc, &tree);
+            }
+            Merger::new(&LeavingGraphChunks {
+                chunks: &chunks,
+                leave: left,
+            })
+            .merge(&desc, &tree)
+        }),
     };
     // The deferred chunks' check, completed: free for those the merge streamed whole.
     if let Some(shared) = shared {
@@ -570,6 +612,8 @@ fn verify_cpb(
     let message = match merged {
         Ok(m) if checked.faults.is_empty() => m,
         Ok(_) => return None,
+        // A fault is reported as the merged model shows it (its place in the merged message).
+        Err(_) if leave => return verify_cpb(path, shared, false, report),
         Err(e) => {
             report.fault(path, format!("the chunks do not merge: {e}"));
             return None;
@@ -596,23 +640,37 @@ fn verify_cpb(
             expected: r.len,
         }),
     });
+    if encoded.is_err() && leave {
+        return verify_cpb(path, shared, false, report);
+    }
     if let Err(e) = encoded {
         report.fault(path, format!("the merged message does not serialize: {e}"));
         return None;
     }
-    if let Err(e) = check_message(&message, &desc) {
-        report.fault(
-            path,
-            format!("the merged message is not a valid SavedModel: {e}"),
-        );
-        return None;
+    let schema_checked = check_message(&message, &desc).and_then(|()| {
+        // The chunks left unmerged, each where it stands (none when all were merged), one at
+        // a time: the fingerprint reads them on the other core meanwhile.
+        left_chunks::check_left_chunks(&Schema::new(&desc), &message, 1)
+    });
+    if schema_checked.is_err() && leave {
+        return verify_cpb(path, shared, false, report);
     }
+    let hidden = match schema_checked {
+        Ok(hidden) => hidden,
+        Err(e) => {
+            report.fault(
+                path,
+                format!("the merged message is not a valid SavedModel: {e}"),
+            );
+            return None;
+        }
+    };
     report.checked.push(format!(
         "{}: {} Riegeli records, {} chunks, merged ({} bytes)",
         file_name(path),
         records.len(),
         metadata.chunks.len(),
-        message.encoded_len()
+        left_chunks::merged_len(&message, &hidden)
     ));
     Some(message)
 }
@@ -847,7 +905,7 @@ mod tests {
             let fingerprint = s.spawn(|| {
                 fingerprint_model_sharing(&SavedModel::open(&dir).unwrap(), Some(&shared), None)
             });
-            let model = verify_cpb(&path, Some(&shared), &mut report);
+            let model = verify_cpb(&path, Some(&shared), false, &mut report);
             (model, fingerprint.join().unwrap())
         });
         for &index in &kept {
@@ -860,7 +918,7 @@ mod tests {
         );
 
         let mut alone = VerifyReport::default();
-        let model_alone = verify_cpb(&path, None, &mut alone);
+        let model_alone = verify_cpb(&path, None, false, &mut alone);
         assert!(report.faults.is_empty(), "{:?}", report.faults);
         assert_eq!(report.checked, alone.checked);
         assert_eq!(
@@ -909,7 +967,7 @@ mod tests {
             let fingerprint = s.spawn(|| {
                 fingerprint_model_sharing(&SavedModel::open(&dir).unwrap(), Some(&shared), None)
             });
-            let model = verify_cpb(&path, Some(&shared), &mut report);
+            let model = verify_cpb(&path, Some(&shared), false, &mut report);
             (model, fingerprint.join().unwrap())
         });
         assert!(report.faults.is_empty(), "{:?}", report.faults);
@@ -924,7 +982,7 @@ mod tests {
         assert_eq!(cache.decodes(), all, "a chunk was decoded more than once");
 
         let mut alone = VerifyReport::default();
-        let model_alone = verify_cpb(&path, None, &mut alone).unwrap();
+        let model_alone = verify_cpb(&path, None, false, &mut alone).unwrap();
         // Read alone, each is decompressed from the file whenever it is read.
         assert!(model_alone
             .lazy_records()
@@ -965,11 +1023,11 @@ mod tests {
             };
             shared_cases += 1;
             let mut report = VerifyReport::default();
-            let model = verify_cpb(&path, Some(&shared), &mut report);
+            let model = verify_cpb(&path, Some(&shared), false, &mut report);
             let fingerprint =
                 fingerprint_model_sharing(&SavedModel::open(&dir).unwrap(), Some(&shared), None);
             let mut alone = VerifyReport::default();
-            let model_alone = verify_cpb(&path, None, &mut alone);
+            let model_alone = verify_cpb(&path, None, false, &mut alone);
             let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir);
             let text =
                 |r: &VerifyReport| r.faults.iter().map(|f| f.to_string()).collect::<Vec<_>>();

@@ -128,6 +128,22 @@ impl Schema {
         self.check_message(m, 0, 0)
     }
 
+    /// Checks `m`, a message of the type named `type_name` at nesting `depth` below the root
+    /// (a part of a root message checked on its own: its nesting counts from where it lies).
+    pub(super) fn check_part(
+        &self,
+        m: &WireMessage,
+        type_name: &str,
+        depth: usize,
+    ) -> Result<(), String> {
+        let ty = self
+            .types
+            .iter()
+            .position(|t| t.desc.full_name() == type_name)
+            .ok_or_else(|| format!("{type_name} is not a part of {}", self.desc(0).full_name()))?;
+        self.check_message(m, ty as u32, depth)
+    }
+
     /// Checks `m`, a message of type `ty` at nesting `depth`.
     fn check_message(&self, m: &WireMessage, ty: u32, depth: usize) -> Result<(), String> {
         if depth > MAX_NESTING {

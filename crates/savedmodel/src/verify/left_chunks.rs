@@ -30,7 +30,7 @@ use crate::show::unmerged::{leavable, UNMERGED};
 
 /// A `.cpb` whose chunks left unmerged would add up to at least this many decoded bytes is
 /// verified without holding them ([`leaves_graph`]).
-const LEAVE_FROM: u64 = 256 << 20;
+const LEAVE_FROM: u64 = 128 << 20;
 
 /// Whether the `.cpb` model file of `opened` is verified leaving its graph's chunks unmerged:
 /// the metadata shows a merge the scans can follow (`leavable`), and those chunks declare at

@@ -63,7 +63,7 @@ pub(crate) fn read_model_leaving(model: &SavedModel, leave: bool) -> Result<Mode
             let (mut chunks, metadata) = model.chunks()?;
             let tree = metadata.message.clone().unwrap_or_default();
             let pruned = without_large_bytes(&tree, &metadata.chunks, 0);
-            let root = match leave.then(|| leavable(&pruned)) {
+            let root = match leave.then(|| leavable(&pruned, &desc)) {
                 // The chunks left are read by the graph's scan, on every core: streaming
                 // them ahead of the merge would read them for nothing.
                 Some(leave) if !leave.is_empty() => {

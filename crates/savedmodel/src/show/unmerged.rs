@@ -23,7 +23,7 @@
 use std::collections::HashSet;
 
 use bytes::Bytes;
-use prost_reflect::MessageDescriptor;
+use prost_reflect::{Kind, MessageDescriptor};
 use unbound_chunked::tags::sort_for_merge;
 use unbound_chunked::{ChunkSource, FileChunks, Result};
 use unbound_proto::fields::tensorflow::graph_def;
@@ -75,12 +75,12 @@ fn applied_in_order(
     Some(())
 }
 
-/// The chunks of `tree` the scan can take where they stand (see the module's documentation):
-/// for each path `P` some chunk merges at, those at `P` and at `P` + `library` when every
-/// chunked field below `P` is one of those, none has fields nested in it, and each at
-/// `P` + `library` comes after every one at `P`. Whether `P` is a graph is checked when the
-/// chunk is merged (by the type it merges as).
-pub(crate) fn leavable(tree: &ChunkedMessage) -> HashSet<u64> {
+/// The chunks of `tree` (the metadata of a message of type `root`) the scan can take where
+/// they stand (see the module's documentation): for each path `P` of a graph some chunk
+/// merges at, those at `P` and at `P` + `library` when every chunked field below `P` is one of
+/// those, none has fields nested in it, and each at `P` + `library` comes after every one at
+/// `P`; for each path of a library with no chunked field below it, those at it.
+pub(crate) fn leavable(tree: &ChunkedMessage, root: &MessageDescriptor) -> HashSet<u64> {
     let mut applied = Vec::new();
     if applied_in_order(tree, &[], &mut applied).is_none() {
         return HashSet::new();
@@ -90,20 +90,21 @@ pub(crate) fn leavable(tree: &ChunkedMessage) -> HashSet<u64> {
     };
     let mut leave = HashSet::new();
     let paths: HashSet<&[FieldIndex]> = applied.iter().map(|a| a.path.as_slice()).collect();
-    for graph in paths {
-        let below = |a: &&Applied| a.path.len() > graph.len() && a.path.starts_with(graph);
-        let at = |a: &&Applied| a.path == graph;
+    for path in paths {
+        let below = |a: &&Applied| a.path.len() > path.len() && a.path.starts_with(path);
+        let at = |a: &&Applied| a.path == path;
         let last_at = applied.iter().rposition(|a| at(&a));
-        let follows = applied
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| below(a))
-            .all(|(i, a)| {
-                a.path.len() == graph.len() + 1
-                    && a.path[graph.len()] == library
+        let mut under = applied.iter().enumerate().filter(|(_, a)| below(a));
+        let follows = match type_at(root, path).as_deref() {
+            Some("tensorflow.GraphDef") => under.all(|(i, a)| {
+                a.path.len() == path.len() + 1
+                    && a.path[path.len()] == library
                     && !a.nested
                     && last_at.is_none_or(|last| i > last)
-            });
+            }),
+            Some("tensorflow.FunctionDefLibrary") => under.next().is_none(),
+            _ => false,
+        };
         if follows && applied.iter().filter(at).all(|a| !a.nested) {
             leave.extend(
                 applied
@@ -114,6 +115,39 @@ pub(crate) fn leavable(tree: &ChunkedMessage) -> HashSet<u64> {
         }
     }
     leave
+}
+
+/// The message type at `path` (field tags from a message of type `root`): each field a
+/// message field, an index after a repeated one, a map key after a map of messages; `None`
+/// when the path leads elsewhere (a scalar, a map of scalars, a tag of the wrong kind).
+fn type_at(root: &MessageDescriptor, path: &[FieldIndex]) -> Option<String> {
+    let mut desc = root.clone();
+    let mut tags = path.iter().peekable();
+    while let Some(tag) = tags.next() {
+        match &tag.kind {
+            Some(TagKind::Field(number)) => {
+                let field = desc.get_field(*number)?;
+                let Kind::Message(sub) = field.kind() else {
+                    return None;
+                };
+                desc = if field.is_map() {
+                    // The entry's value, under its key.
+                    tags.next()
+                        .filter(|key| matches!(key.kind, Some(TagKind::MapKey(_))))?;
+                    let Kind::Message(value) = sub.map_entry_value_field().kind() else {
+                        return None;
+                    };
+                    value
+                } else {
+                    sub
+                };
+            }
+            // An element of the repeated field just stepped into: the same type.
+            Some(TagKind::Index(_)) => {}
+            _ => return None,
+        }
+    }
+    Some(desc.full_name().to_string())
 }
 
 /// `chunks`, merged as usual except that each chunk of `leave` merged into a `GraphDef` or a

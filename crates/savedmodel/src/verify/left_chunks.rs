@@ -39,8 +39,13 @@ pub(super) fn leaves_graph(opened: &SavedModel) -> bool {
     let Ok((_, metadata)) = opened.chunks() else {
         return false;
     };
-    let tree = metadata.message.clone().unwrap_or_default();
-    let left: u64 = leavable(&tree)
+    let (tree, Ok(root)) = (
+        metadata.message.clone().unwrap_or_default(),
+        crate::dir::saved_model_descriptor(),
+    ) else {
+        return false;
+    };
+    let left: u64 = leavable(&tree, &root)
         .into_iter()
         .filter_map(|index| usize::try_from(index).ok())
         .filter_map(|index| metadata.chunks.get(index))

@@ -587,7 +587,7 @@ fn verify_cpb(
         Some(shared) => Merger::new(&shared.chunks).merge(&desc, &tree),
         None => FileChunks::from_reader(reader.clone()).and_then(|(chunks, _)| {
             let left = if leave {
-                leavable(&tree)
+                leavable(&tree, &desc)
             } else {
                 Default::default()
             };

@@ -3,7 +3,6 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustc_hash::FxHashSet;
 
@@ -18,7 +17,7 @@ use unbound_wire::{DecodeError, Payload, WireMessage, WireValue};
 
 use super::load_order::{load_order, NodeOps};
 use super::plain_entries::PlainEntries;
-use super::unmerged::UNMERGED;
+use super::unmerged::{each_on_threads, UNMERGED};
 use super::wire::{self, messages, string, varint};
 
 /// What `show` reports about a graph.
@@ -281,38 +280,10 @@ fn summarize_unmerged(
         scan(&mut collected, &payload.bytes()?, file)?;
         Ok(collected)
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(left.len());
-    if threads <= 1 {
-        return left.into_iter().map(summarize).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, Result<Collected>)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(payload) = left.get(i) else {
-                            return mine;
-                        };
-                        mine.push((i, summarize(payload)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, summary)| summary).collect()
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    each_on_threads(&left, threads, |payload| summarize(payload))
+        .into_iter()
+        .collect()
 }
 
 /// The distinct [`NodeOps`] of a list of nodes, in first-seen order.

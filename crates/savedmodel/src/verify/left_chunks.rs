@@ -18,7 +18,6 @@
 //! values gains more from.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use unbound_proto::fields::tensorflow::graph_def;
 use unbound_wire::codec::{key_len, varint_len};
@@ -26,7 +25,7 @@ use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
 use super::schema::Schema;
 use crate::dir::SavedModel;
-use crate::show::unmerged::{leavable, UNMERGED};
+use crate::show::unmerged::{each_on_threads, leavable, UNMERGED};
 
 /// A `.cpb` whose chunks left unmerged would add up to at least this many decoded bytes is
 /// verified without holding them ([`leaves_graph`]).
@@ -116,39 +115,9 @@ pub(super) fn check_left_chunks(
         };
         Ok((position, library))
     };
-    let threads = threads.min(left.len());
-    let found: Vec<(usize, ChunkChecked)> = if threads <= 1 {
-        left.iter().map(check).enumerate().collect()
-    } else {
-        let next = AtomicUsize::new(0);
-        let mut found: Vec<_> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut mine = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(chunk) = left.get(i) else {
-                                return mine;
-                            };
-                            mine.push((i, check(chunk)));
-                        }
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| {
-                    w.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        });
-        found.sort_by_key(|(i, _)| *i);
-        found
-    };
+    let found = each_on_threads(&left, threads, check);
     let mut hidden = HiddenLibraries::new();
-    for (_, checked) in found {
+    for checked in found {
         let (position, library) = checked?;
         if library != (0, 0) {
             hidden.insert(position, library);

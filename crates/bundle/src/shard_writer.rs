@@ -10,7 +10,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use prost::Message;
-use unbound_io::TempPath;
+use unbound_io::{InPieces, TempPath};
 use unbound_proto::tensorflow::{BundleEntryProto, BundleHeaderProto, VersionDef};
 
 use crate::crc;
@@ -27,7 +27,8 @@ const BUNDLE_VERSION: i32 = 1;
 pub struct ShardWriter {
     shard: i32,
     tmp: TempPath,
-    out: BufWriter<File>,
+    /// Large tensors reach the file a piece at a time ([`unbound_io::InPieces`]).
+    out: BufWriter<InPieces<File>>,
     size: u64,
 }
 
@@ -142,7 +143,7 @@ impl ShardWriter {
         Ok(Self {
             shard,
             tmp,
-            out: BufWriter::with_capacity(unbound_io::BUFFER_SIZE, file),
+            out: BufWriter::with_capacity(unbound_io::BUFFER_SIZE, InPieces(file)),
             size,
         })
     }
@@ -183,7 +184,7 @@ impl ShardWriter {
         Ok(Self {
             shard,
             tmp,
-            out: BufWriter::with_capacity(unbound_io::BUFFER_SIZE, file),
+            out: BufWriter::with_capacity(unbound_io::BUFFER_SIZE, InPieces(file)),
             size: 0,
         })
     }
@@ -245,7 +246,8 @@ impl ShardWriter {
         let file = self
             .out
             .into_inner()
-            .map_err(|e| BundleError::io(self.tmp.path(), e.into_error()))?;
+            .map_err(|e| BundleError::io(self.tmp.path(), e.into_error()))?
+            .into_inner();
         file.sync_all()
             .map_err(|e| BundleError::io(self.tmp.path(), e))?;
         Ok(FinishedShard(self.tmp))

@@ -9,7 +9,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use unbound_io::TempPath;
+use unbound_io::{InPieces, TempPath};
 use unbound_proto::tensorflow::{BundleEntryProto, BundleHeaderProto, VersionDef};
 
 use crate::crc;
@@ -29,7 +29,8 @@ struct Shard {
     /// The temporary file, renamed to the shard's final path by `finish`; removed if the
     /// writer is dropped unfinished.
     tmp: TempPath,
-    out: BufWriter<File>,
+    /// Large tensors reach the file a piece at a time ([`unbound_io::InPieces`]).
+    out: BufWriter<InPieces<File>>,
     size: u64,
 }
 
@@ -66,7 +67,7 @@ impl BundleWriter {
                 .map_err(|e| BundleError::io(tmp.path(), e))?;
             writer.shards.push(Shard {
                 tmp,
-                out: BufWriter::with_capacity(unbound_io::BUFFER_SIZE, file),
+                out: BufWriter::with_capacity(unbound_io::BUFFER_SIZE, InPieces(file)),
                 size: 0,
             });
         }
@@ -207,7 +208,8 @@ impl BundleWriter {
             let file = s
                 .out
                 .into_inner()
-                .map_err(|e| BundleError::io(s.tmp.path(), e.into_error()))?;
+                .map_err(|e| BundleError::io(s.tmp.path(), e.into_error()))?
+                .into_inner();
             file.sync_all()
                 .map_err(|e| BundleError::io(s.tmp.path(), e))?;
             drop(file);

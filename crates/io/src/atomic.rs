@@ -10,8 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use crate::error::IoError;
+use crate::pieces::InPieces;
 use crate::stale::remove_stale_temporaries;
 use crate::temp_name::temp_path_for;
+
+/// What [`write_atomically`] hands its writer: the temporary file, buffered, large slices
+/// passed on in pieces.
+pub type AtomicOut = BufWriter<InPieces<File>>;
 
 /// Size of the write buffer [`write_atomically`] puts in front of its temporary file.
 pub const BUFFER_SIZE: usize = 1 << 20;
@@ -250,21 +255,23 @@ impl Drop for TempPath {
 /// Writes `path` atomically: `write` fills a buffered temporary file, which is then flushed,
 /// synced and renamed over `path`. On any error the temporary file is removed and `path` is
 /// left as it was. Generic over the caller's error type, which must wrap [`IoError`]. Errors
-/// name `path`, the file the user asked for, not the temporary.
+/// name `path`, the file the user asked for, not the temporary. A slice larger than the
+/// buffer reaches the file a piece at a time ([`InPieces`]).
 pub fn write_atomically<T, E: From<IoError>>(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> Result<T, E>,
+    write: impl FnOnce(&mut AtomicOut) -> Result<T, E>,
 ) -> Result<T, E> {
     let tmp = TempPath::new(path);
     let file = tmp.create_file().map_err(|e| IoError::os(path, e))?;
-    let mut out = BufWriter::with_capacity(BUFFER_SIZE, file);
+    let mut out = BufWriter::with_capacity(BUFFER_SIZE, InPieces(file));
     let value = write(&mut out)?;
     if is_cancelled(&tmp.cancel) {
         return Err(cancelled_error(path).into());
     }
     let file = out
         .into_inner()
-        .map_err(|e| IoError::os(path, e.into_error()))?;
+        .map_err(|e| IoError::os(path, e.into_error()))?
+        .into_inner();
     file.sync_all().map_err(|e| IoError::os(path, e))?;
     drop(file);
     tmp.persist()?;

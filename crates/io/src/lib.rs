@@ -15,6 +15,8 @@
 //!   behind are removed by the next writer of the same target ([`remove_stale_temporaries`],
 //!   reported by [`take_removed_stale`]; for many targets in one directory, one listing:
 //!   [`remove_stale_temporaries_of`]); a temporary's name never passes the 255-byte limit.
+//!   A slice larger than the write buffer reaches the file 1 MiB at a time ([`InPieces`]):
+//!   the kernel copied one call of hundreds of megabytes several times slower.
 //!
 //! ```
 //! use std::io::Write;
@@ -38,16 +40,18 @@ mod error;
 mod map;
 mod open;
 mod parallel;
+mod pieces;
 mod stale;
 mod temp_name;
 
 pub use atomic::{
     cancel_token, copy_atomically, remove_temporaries, set_cancel_token, sync_parent,
-    write_atomically, TempPath, BUFFER_SIZE,
+    write_atomically, AtomicOut, TempPath, BUFFER_SIZE,
 };
 pub use error::{io_err, IoError};
 pub use map::{map_file, release_pages};
 pub use open::{open_regular, read_file, regular_file_len};
 pub use parallel::run_until_error;
+pub use pieces::{InPieces, WRITE_PIECE};
 pub use stale::{remove_stale_temporaries, remove_stale_temporaries_of, take_removed_stale};
 pub use temp_name::{temp_path_for, MAX_FILE_NAME};

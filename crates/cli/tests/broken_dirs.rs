@@ -278,3 +278,27 @@ fn stale_temporaries_of_killed_runs_are_removed_and_reported() {
         describe(&out)
     );
 }
+
+/// A `.cpb` whose stored `fingerprint.pb` does not hash its graph: `merge` completes the
+/// fingerprint from the canonical form of the graph's nodes it writes (rather than encoding
+/// them a second time) and must still compare that hash, refusing before anything is kept.
+#[test]
+fn a_cpb_whose_stored_graph_hash_is_stale_is_caught() {
+    use prost::Message;
+    use unbound_proto::tensorflow::FingerprintDef;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = split_copy(tmp.path());
+    let path = dir.join("fingerprint.pb");
+    let mut stored = FingerprintDef::decode(&std::fs::read(&path).unwrap()[..]).unwrap();
+    stored.graph_def_program_hash ^= 1;
+    std::fs::write(&path, stored.encode_to_vec()).unwrap();
+    all_reject(
+        &dir,
+        &path,
+        &[
+            "graph_def_program_hash",
+            "changed after the fingerprint was written",
+        ],
+        "stale graph hash of a .cpb",
+    );
+}

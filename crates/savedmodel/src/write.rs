@@ -27,7 +27,7 @@ use crate::format::{ModelFormat, MAX_PROTO_SIZE};
 use crate::split::{
     message_chunk_over, split_saved_model_with, MetaGraphSplitting, SplitContext, DEFAULT_MAX_SIZE,
 };
-use crate::verify::Keep;
+use crate::verify::{compare_with_stored, Keep};
 
 /// What [`split_dir`] did.
 #[derive(Debug)]
@@ -577,8 +577,10 @@ pub fn merge_dir(
     }
     // The output's fingerprint, computed from the file written, is the check of what would
     // make a fingerprint fail: the source's is not computed too (unless a stored one is
-    // compared).
-    let model = crate::verify::verified_model_to_fingerprint_again(&opened)?;
+    // compared; a `.cpb`'s is then completed below from the graph's canonical form, made
+    // once, and compared while the output is written: `Verified::pending`).
+    let verified = crate::verify::verified_model_to_fingerprint_again(&opened)?;
+    let (model, pending) = (verified.model, verified.pending);
     let size = model.encoded_len();
     progress(0, size);
     if size > MAX_PROTO_SIZE {
@@ -600,24 +602,44 @@ pub fn merge_dir(
         }
         _ => HeldCanonical::AsHeld,
     };
+    let opened = &opened;
     let (written, copied_files) = match canonical {
         HeldCanonical::Made(bytes) => {
             drop(model);
-            write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
-                progress(0, bytes.len() as u64);
-                let written = write_canonical_pb(tmp, &bytes)?;
-                progress(bytes.len() as u64, bytes.len() as u64);
-                Ok(written)
+            let compare = || match pending {
+                Some(pending) => {
+                    compare_with_stored(opened, pending.complete_from_canonical(&bytes)?)
+                }
+                None => Ok(()),
+            };
+            write_dir_atomically(src, new_output_dir(src, out)?, None, |tmp| {
+                writing_while(compare, || {
+                    progress(0, bytes.len() as u64);
+                    let written = write_canonical_pb(tmp, &bytes)?;
+                    progress(bytes.len() as u64, bytes.len() as u64);
+                    Ok(written)
+                })
             })?
         }
         HeldCanonical::AsHeld => {
-            write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
-                let mut progress = |n| progress(n, size);
-                write_pb(tmp, &model, &mut progress)
+            let model = &model;
+            let compare = || match pending {
+                Some(pending) => compare_with_stored(opened, pending.complete_from_model(model)?),
+                None => Ok(()),
+            };
+            write_dir_atomically(src, new_output_dir(src, out)?, None, |tmp| {
+                writing_while(compare, || {
+                    let mut progress = |n| progress(n, size);
+                    write_pb(tmp, model, &mut progress)
+                })
             })?
         }
         // Its fingerprint is computed from the file written, found canonical there.
         HeldCanonical::KeepingValues(canonical) => {
+            // The graph's print, made from the model held, before it is let go.
+            if let Some(pending) = pending {
+                compare_with_stored(opened, pending.complete_from_model(&model)?)?;
+            }
             drop(model);
             let size = canonical.encoded_len();
             write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
@@ -630,6 +652,23 @@ pub fn merge_dir(
     Ok(MergeReport {
         model_bytes,
         copied_files,
+    })
+}
+
+/// Runs `write` while `check` runs on another thread: a refusal found while the output is
+/// being written (in a temporary, removed on error) costs no time when there is none. The
+/// check's error wins over the write's.
+fn writing_while<T>(
+    check: impl FnOnce() -> Result<()> + Send,
+    write: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    std::thread::scope(|s| {
+        let checked = s.spawn(check);
+        let written = write();
+        checked
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        written
     })
 }
 

@@ -300,6 +300,19 @@ impl Encoder {
         out.finish()
     }
 
+    /// [`Encoder::fingerprint64`] of [`Encoder::encode`]'s bytes followed by `tail`.
+    pub fn fingerprint64_then(
+        &mut self,
+        sources: &[Source<'_>],
+        desc: &MessageDescriptor,
+        tail: &[u8],
+    ) -> Result<u64> {
+        let mut out = Rope::hashing();
+        self.encode_to(sources, desc, &mut out)?;
+        out.put(tail);
+        out.finish()
+    }
+
     fn encode_to(
         &mut self,
         sources: &[Source<'_>],

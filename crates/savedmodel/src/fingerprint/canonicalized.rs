@@ -16,9 +16,10 @@ use std::path::Path;
 use crate::dir::SavedModel;
 use crate::format::ModelFormat;
 use bytes::Bytes;
+use prost_reflect::MessageDescriptor;
 use unbound_proto::fields::tensorflow::{function_def_library, graph_def, meta_graph_def};
 use unbound_wire::codec::{read_field, WireType};
-use unbound_wire::WireMessage;
+use unbound_wire::{Payload, WireMessage, WireValue};
 
 use super::canonical::{Encoder, Source};
 use super::hashes::{descriptor, field_sources, first_meta_graph};
@@ -161,7 +162,14 @@ impl Tally {
             let (buf, start, end) = match source {
                 Source::Raw(buf) => (buf.clone(), 0, buf.len()),
                 Source::Slice(buf, start, end) => ((*buf).clone(), *start, *end),
-                _ => continue,
+                // A message the merge built (a graph whose chunks it appended): its elements
+                // are slices of those chunks. Unsampled, a model of nodes none of which is
+                // canonical was taken as mostly canonical, written as held and then made
+                // canonical and written again (issue 29).
+                Source::Ref(message) | Source::Written(message, _) => {
+                    self.sample_held(enc, message, number, &desc, &mut seen);
+                    continue;
+                }
             };
             let mut pos = start;
             while pos < end && seen < SAMPLED {
@@ -180,5 +188,34 @@ impl Tally {
             }
         }
         Ok(())
+    }
+
+    /// [`Tally::sample`] of the elements of field `number` of a message held built, those
+    /// held as bytes (a built element is not sampled).
+    fn sample_held(
+        &mut self,
+        enc: &mut Encoder,
+        message: &WireMessage,
+        number: u32,
+        desc: &MessageDescriptor,
+        seen: &mut usize,
+    ) {
+        for field in &message.fields {
+            if *seen >= SAMPLED {
+                return;
+            }
+            let WireValue::Bytes(Payload::Inline(bytes)) = &field.value else {
+                continue;
+            };
+            if field.number != number {
+                continue;
+            }
+            *seen += bytes.len();
+            if enc.is_canonical(bytes, desc) {
+                self.canonical += bytes.len();
+            } else {
+                self.not_canonical += bytes.len();
+            }
+        }
     }
 }

@@ -23,7 +23,7 @@ use bytes::Bytes;
 use unbound_chunked::prune::{tag_field, tag_index};
 use unbound_chunked::tags::sort_for_merge;
 use unbound_chunked::{ChunkSource, FileChunks, Merger, SplitOutput};
-use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
+use unbound_proto::fields::tensorflow::{graph_def, meta_graph_def, saved_model};
 use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
 use unbound_records::RecordReader;
 use unbound_wire::WireMessage;
@@ -106,13 +106,84 @@ pub(crate) fn hashes_of(
         }
         Ok(chunks.read_later(index)?.bytes()?)
     };
-    hashes_with(
+    let (hashes, _) = hashes_with(
         chunks,
         root,
         Trust::Nothing,
-        Some(&read),
+        GraphHash::Made(Some(&read)),
         |wanted, graph| chunk_prints(chunks, wanted, graph, streamed),
-    )
+    )?;
+    Ok(hashes)
+}
+
+/// [`hashes_of`], but the canonical form of the graph's nodes left to a caller that has it
+/// (`merge`, which makes the whole model's, and compares a `.cpb`'s stored `fingerprint.pb`
+/// with the model: it encoded the graph twice, 4 of the 18 s of a merge of the non-canonical
+/// 3M-node `.cpb`). The graph's chunks are read (from the cache, where `verify` keeps them)
+/// for their prints and their fields other than nodes, which are encoded; the nodes are not.
+///
+/// Only where the nodes of the merged model are those TensorFlow's pruned merge hashes: when
+/// every chunk below the graph is one of its library's (whose chunks the pruned merge leaves
+/// out, and which hold no nodes), and the graph's own chunks can be read one at a time
+/// ([`streamed::chunked_graph_fingerprint64`]'s conditions). Otherwise the hashes are made
+/// whole here ([`PendingHashes::Complete`]).
+pub(crate) fn hashes_but_nodes_of(
+    chunks: &FileChunks,
+    root: &ChunkedMessage,
+    streamed: Option<&StreamPrints>,
+) -> Result<PendingHashes> {
+    let read = |index: u64| -> Result<Bytes> {
+        if chunks.cache().is_some_and(|cache| cache.is_cached(index)) {
+            let bytes = chunks.bytes(index)?;
+            chunks.check_len(index, bytes.len() as u64)?;
+            return Ok(bytes);
+        }
+        Ok(chunks.read_later(index)?.bytes()?)
+    };
+    let (hashes, others) = hashes_with(
+        chunks,
+        root,
+        Trust::Nothing,
+        GraphHash::NodesElsewhere(&read),
+        |wanted, graph| chunk_prints(chunks, wanted, graph, streamed),
+    )?;
+    Ok(match others {
+        Some(others) => PendingHashes::NodesElsewhere { hashes, others },
+        None => PendingHashes::Complete(hashes),
+    })
+}
+
+/// The hash fields of a `.cpb`, maybe but for its graph's nodes ([`hashes_but_nodes_of`]).
+pub(crate) enum PendingHashes {
+    /// Made whole.
+    Complete(Hashes),
+    /// All but `graph_def_program_hash`, which holds only its `HashFields` part: the
+    /// `Fingerprint64` of the graph's canonical form (`FP64(ser(graph_def))`) is to be
+    /// combined with it, that form being the canonical form of the graph's nodes, then
+    /// `others`.
+    NodesElsewhere {
+        hashes: Hashes,
+        /// The canonical form of the graph's fields other than nodes, as the pruned merge
+        /// makes them (without its library's chunks).
+        others: Vec<u8>,
+    },
+}
+
+impl PendingHashes {
+    /// The hash fields; `graph_print(others)` is the `Fingerprint64` of the canonical form of
+    /// the model's graph's nodes followed by `others`, asked only when the nodes were left.
+    pub(crate) fn complete(self, graph_print: impl FnOnce(&[u8]) -> Result<u64>) -> Result<Hashes> {
+        match self {
+            PendingHashes::Complete(hashes) => Ok(hashes),
+            PendingHashes::NodesElsewhere { hashes, others } => Ok(Hashes {
+                graph_def_program_hash: fingerprint_cat64(
+                    graph_print(&others)?,
+                    hashes.graph_def_program_hash,
+                ),
+                ..hashes
+            }),
+        }
+    }
 }
 
 /// The hash fields of the `.cpb` that `split` is written as: the same as [`hashes`] of that
@@ -152,8 +223,19 @@ pub fn hashes_of_split(split: &SplitOutput, source_canonical: bool) -> Result<Ha
     } else {
         Trust::InMemory
     };
-    let hashes = hashes_with(split, &split.message, trust, None, hashed)?;
+    let (hashes, _) = hashes_with(split, &split.message, trust, GraphHash::Made(None), hashed)?;
     Ok(hashes)
+}
+
+/// How [`hashes_with`] comes by the `Fingerprint64` of the graph's canonical form.
+#[derive(Clone, Copy)]
+enum GraphHash<'r> {
+    /// Made there; with a reader of chunks, a graph whose own chunks are all in the file is
+    /// hashed reading them one at a time ([`streamed::chunked_graph_fingerprint64`]).
+    Made(Option<&'r (dyn Fn(u64) -> Result<Bytes> + Sync)>),
+    /// As `Made` with the reader, but the graph's nodes are left to the caller when they can
+    /// be ([`hashes_but_nodes_of`]).
+    NodesElsewhere(&'r (dyn Fn(u64) -> Result<Bytes> + Sync)),
 }
 
 /// What the graph's hash may take for granted.
@@ -185,17 +267,22 @@ struct ChunkPrints {
 /// `chunk_prints` gives the `Fingerprint64` of each chunk index it is handed first, and may
 /// keep the pieces of those among the graph's own chunks it is handed second; the graph's
 /// serialized children are trusted to be canonical when `trusted` (see [`hashes_of_split`]).
-/// With `read_graph_chunk`, a graph whose own chunks are all in the file is hashed reading
-/// them one at a time with it ([`streamed::chunked_graph_fingerprint64`]), which fingerprints
-/// them too: `chunk_prints` is not handed them.
+/// `graph` says how the graph's own hash is come by ([`GraphHash`]); a graph read one chunk at
+/// a time fingerprints its chunks too: `chunk_prints` is not handed them. With the canonical
+/// form of the graph's fields other than nodes when its nodes were left to the caller
+/// (`graph_def_program_hash` is then only the `HashFields` part: [`PendingHashes`]).
 fn hashes_with(
     chunks: &dyn ChunkSource,
     root: &ChunkedMessage,
     trust: Trust,
-    read_graph_chunk: Option<&(dyn Fn(u64) -> Result<Bytes> + Sync)>,
+    graph: GraphHash<'_>,
     chunk_prints: impl FnOnce(Vec<u64>, &[u64]) -> Result<ChunkPrints>,
-) -> Result<Hashes> {
+) -> Result<(Hashes, Option<Vec<u8>>)> {
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
+    let (read_graph_chunk, nodes_elsewhere) = match graph {
+        GraphHash::Made(read) => (read, false),
+        GraphHash::NodesElsewhere(read) => (Some(read), only_library_below(root, &graph_tags)),
+    };
     let signature_tags = meta_graph_tags(meta_graph_def::SIGNATURE_DEF);
     let object_graph_tags = meta_graph_tags(meta_graph_def::OBJECT_GRAPH_DEF);
     let targets = targets();
@@ -249,17 +336,24 @@ fn hashes_with(
     } = chunk_prints(read_with_graph, &graph_indices)?;
     let mut enc = Encoder::new();
     let mut graph_hash = None;
+    let mut others = None;
     if let Some((model, indices, read)) = &streamed_graph {
         let meta_graph = [first_meta_graph(model)?];
         let base = field_sources(&meta_graph, meta_graph_def::GRAPH_DEF)?;
         // The base of a file's merge is held or read where it lies, never in a split's
         // pieces, so its fields are whole.
-        let streamed = super::streamed::chunked_graph_fingerprint64(&base, indices, *read)?
-            .ok_or_else(|| {
-                model_fault("the graph's base is made of pieces that cut fields".to_string())
-            })?;
-        prints.extend(streamed.prints);
-        graph_hash = Some(streamed.hash);
+        let cut = || model_fault("the graph's base is made of pieces that cut fields".to_string());
+        if nodes_elsewhere {
+            let found =
+                super::streamed::chunked_graph_others(&base, indices, *read)?.ok_or_else(cut)?;
+            prints.extend(found.prints);
+            others = Some(found.canonical);
+        } else {
+            let streamed = super::streamed::chunked_graph_fingerprint64(&base, indices, *read)?
+                .ok_or_else(cut)?;
+            prints.extend(streamed.prints);
+            graph_hash = Some(streamed.hash);
+        }
     }
     let mut print = |index: u64| {
         prints
@@ -311,14 +405,23 @@ fn hashes_with(
     }
     enc.trust_children(trust == Trust::CanonicalChildren);
     enc.write_out_built(trust == Trust::InMemory);
-    let graph_hash = match graph_hash {
-        Some(hash) => Ok(hash),
-        None => hash_message(&mut enc, &graph, &descriptor("tensorflow.GraphDef")?),
+    let graph_hash = match (graph_hash, &others) {
+        (Some(hash), _) => Some(hash),
+        // Left to the caller, with `others`.
+        (None, Some(_)) => None,
+        (None, None) => Some(hash_message(
+            &mut enc,
+            &graph,
+            &descriptor("tensorflow.GraphDef")?,
+        )?),
     };
     enc.trust_children(false);
     enc.write_out_built(false);
-    let graph_def_program_hash =
-        fingerprint_cat64(graph_hash?, hash_fields(root, &graph_tags, &mut print)?);
+    let graph_fields = hash_fields(root, &graph_tags, &mut print)?;
+    let graph_def_program_hash = match graph_hash {
+        Some(hash) => fingerprint_cat64(hash, graph_fields),
+        None => graph_fields,
+    };
 
     let signatures = signature_hashes(&mut enc, &meta_graph[0])?;
     let mut signature_def_hash = 0;
@@ -339,11 +442,25 @@ fn hashes_with(
         )?,
         hash_fields(root, &object_graph_tags, &mut print)?,
     );
-    Ok(Hashes {
+    let hashes = Hashes {
         saved_model_checksum,
         graph_def_program_hash,
         signature_def_hash,
         saved_object_graph_hash,
+    };
+    Ok((hashes, others))
+}
+
+/// Whether every chunked field of `root` below the graph (at `graph_tags`) lies in its
+/// library: chunks TensorFlow's pruned merge leaves out of the graph it hashes, which hold
+/// functions, not nodes. The graph's nodes are then the merged model's.
+fn only_library_below(root: &ChunkedMessage, graph_tags: &[FieldIndex]) -> bool {
+    let library = tag_field(graph_def::LIBRARY);
+    root.chunked_fields.iter().all(|cf| {
+        let tags = &cf.field_tag;
+        tags.len() <= graph_tags.len()
+            || matches(tags, graph_tags) < graph_tags.len()
+            || tags[graph_tags.len()] == library
     })
 }
 

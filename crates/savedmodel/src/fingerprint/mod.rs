@@ -23,6 +23,7 @@ mod layout;
 pub mod maps;
 mod opaque_values;
 mod pb;
+mod pending;
 pub mod regularize;
 pub mod rope;
 mod streamed;
@@ -46,6 +47,7 @@ use unbound_wire::WireMessage;
 
 use self::canonical::{Encoder, Source};
 pub(crate) use self::canonicalized::{canonical_form_of_held, HeldCanonical};
+pub(crate) use self::pending::PendingFingerprint;
 pub(crate) use self::verdict::CanonicalVerdict;
 
 pub use self::canonicalized::{

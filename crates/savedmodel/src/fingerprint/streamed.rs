@@ -99,18 +99,125 @@ pub fn chunked_graph_fingerprint64(
     chunks: &[u64],
     read: &(dyn Fn(u64) -> Result<bytes::Bytes> + Sync),
 ) -> Result<Option<GraphHash>> {
-    let desc = descriptor("tensorflow.GraphDef")?;
+    let schema = graph_schema()?;
+    let Some((graph, prints)) = read_graph(&schema, Take::Both, base, chunks, read)? else {
+        return Ok(None);
+    };
+    Ok(Some(GraphHash {
+        hash: graph.finish()?,
+        prints,
+    }))
+}
+
+/// [`chunked_graph_fingerprint64`] but for the nodes, for a caller that has their canonical
+/// form already (`merge`, which makes the whole model's: `pending.rs`): the canonical form of
+/// the graph's other fields, and the prints of the chunks. The nodes are not encoded, so the
+/// chunks are read on every core (a few at a time: each is scanned, its other fields copied,
+/// and let go).
+pub fn chunked_graph_others(
+    base: &[Source<'_>],
+    chunks: &[u64],
+    read: &(dyn Fn(u64) -> Result<bytes::Bytes> + Sync),
+) -> Result<Option<GraphOthers>> {
+    let schema = graph_schema()?;
     let Some(written) = parts_of(base)? else {
         return Ok(None);
     };
-    let schema = schema_of(&desc)?;
-    let mut graph = GraphInParts {
-        schema: &schema,
-        hash: farmhash::Fingerprint64::new(),
-        others: Vec::new(),
-        check: super::canonical::Encoder::new(),
-        desc,
+    let mut graph = GraphInParts::new(&schema, Take::Others)?;
+    for part in parts(base, &written) {
+        graph.take(part, None)?;
+    }
+    let order: Vec<(usize, u64)> = chunks.iter().copied().enumerate().collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut found = unbound_io::run_until_error(&order, threads, |&(at, index), _| {
+        let bytes = read(index)?;
+        let mut chunk = GraphInParts::new(&schema, Take::Others)?;
+        chunk.take(&bytes, None)?;
+        Ok::<_, SavedModelError>((at, index, farmhash::fingerprint64(&bytes), chunk.others))
+    })?;
+    found.sort_unstable_by_key(|&(at, ..)| at);
+    let mut prints = Vec::with_capacity(found.len());
+    for (_, index, print, others) in found {
+        prints.push((index, print));
+        graph.others.extend_from_slice(&others);
+    }
+    Ok(Some(GraphOthers {
+        canonical: graph.others_canonical()?,
+        prints,
+    }))
+}
+
+/// `Fingerprint64` of the canonical form of a `GraphDef`'s `nodes` (each a serialized
+/// `NodeDef`, in order) followed by `others` (the canonical form of its other fields:
+/// [`chunked_graph_others`]). The nodes are taken a batch at a time: a batch of canonical
+/// nodes (the fast check of `already_canonical.rs`, node by node) is hashed as it lies, any
+/// other encoded on every core, hashed and let go: memory holds one batch's encoding.
+pub fn graph_nodes_then(nodes: &[bytes::Bytes], others: &[u8]) -> Result<u64> {
+    let schema = graph_schema()?;
+    let node_desc = descriptor("tensorflow.NodeDef")?;
+    let mut check = super::canonical::Encoder::new();
+    let mut hash = farmhash::Fingerprint64::new();
+    let mut start = 0;
+    while start < nodes.len() {
+        let mut end = start;
+        let mut bytes = 0;
+        while end < nodes.len() && bytes < NODE_BATCH {
+            bytes += nodes[end].len();
+            end += 1;
+        }
+        let batch = &nodes[start..end];
+        if batch
+            .iter()
+            .all(|node| check.is_canonical(node, &node_desc))
+        {
+            for node in batch {
+                let (head, n) =
+                    unbound_wire::codec::len_field_head(graph_def::NODE, node.len() as u64);
+                hash.update(&head[..n]);
+                hash.update(node);
+            }
+        } else {
+            let slices: Vec<&[u8]> = batch.iter().map(|node| &node[..]).collect();
+            let encoded = unbound_canonical::encode_elements_to_vec(
+                &schema,
+                schema.root(),
+                graph_def::NODE,
+                &slices,
+            )
+            .map_err(encoding_error)?;
+            hash.update(&encoded);
+        }
+        start = end;
+    }
+    hash.update(others);
+    Ok(hash.finish())
+}
+
+/// Bytes of nodes [`graph_nodes_then`] encodes at a time.
+const NODE_BATCH: usize = 32 << 20;
+
+/// The compiled schema of `tensorflow.GraphDef`.
+fn graph_schema() -> Result<std::sync::Arc<Schema>> {
+    schema_of(&descriptor("tensorflow.GraphDef")?)
+}
+
+/// A graph [`read_graph`] read, and the `Fingerprint64` of each of its chunks by index.
+type GraphRead<'s> = (GraphInParts<'s>, Vec<(u64, u64)>);
+
+/// Reads the graph made of `base` and then of each chunk of `chunks`, read by `read`, into a
+/// [`GraphInParts`] taking `take`; with the `Fingerprint64` of each chunk. `None` when a
+/// source of `base` is made of pieces that cut a field.
+fn read_graph<'s>(
+    schema: &'s Schema,
+    take: Take,
+    base: &[Source<'_>],
+    chunks: &[u64],
+    read: &(dyn Fn(u64) -> Result<bytes::Bytes> + Sync),
+) -> Result<Option<GraphRead<'s>>> {
+    let Some(written) = parts_of(base)? else {
+        return Ok(None);
     };
+    let mut graph = GraphInParts::new(schema, take)?;
     for part in parts(base, &written) {
         graph.take(part, None)?;
     }
@@ -138,10 +245,24 @@ pub fn chunked_graph_fingerprint64(
     if prints.len() != chunks.len() {
         return Err(model_fault("a chunk of the graph was not read".to_string()));
     }
-    Ok(Some(GraphHash {
-        hash: graph.finish()?,
-        prints,
-    }))
+    Ok(Some((graph, prints)))
+}
+
+/// What [`chunked_graph_others`] finds.
+pub struct GraphOthers {
+    /// The canonical form of the message the graph's fields other than nodes make.
+    pub canonical: Vec<u8>,
+    /// The `Fingerprint64` of each chunk's bytes, by chunk index.
+    pub prints: Vec<(u64, u64)>,
+}
+
+/// Which of a graph's fields a [`GraphInParts`] takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Take {
+    /// The nodes, hashed, and the others, set aside.
+    Both,
+    /// The other fields only.
+    Others,
 }
 
 /// What [`chunked_graph_fingerprint64`] finds.
@@ -159,6 +280,7 @@ const PROBED_NODES: usize = 16;
 /// hashed as they come, its other fields set aside.
 struct GraphInParts<'s> {
     schema: &'s Schema,
+    take: Take,
     hash: farmhash::Fingerprint64,
     /// The fields other than nodes, as read (keys included).
     others: Vec<u8>,
@@ -167,7 +289,18 @@ struct GraphInParts<'s> {
     desc: MessageDescriptor,
 }
 
-impl GraphInParts<'_> {
+impl<'s> GraphInParts<'s> {
+    fn new(schema: &'s Schema, take: Take) -> Result<Self> {
+        Ok(Self {
+            schema,
+            take,
+            hash: farmhash::Fingerprint64::new(),
+            others: Vec::new(),
+            check: super::canonical::Encoder::new(),
+            desc: descriptor("tensorflow.GraphDef")?,
+        })
+    }
+
     /// Takes the serialized GraphDef fields `part`: `chunk`, a chunk of the file, when it is
     /// one (its nodes are then taken as they lie when they are canonical already).
     fn take(&mut self, part: &[u8], chunk: Option<&bytes::Bytes>) -> Result<()> {
@@ -184,12 +317,17 @@ impl GraphInParts<'_> {
             let at = pos;
             let field = read_field(part, &mut pos).map_err(malformed)?;
             if field.number == graph_def::NODE && field.wire_type == WireType::Len {
-                nodes.push(&part[field.start..field.end]);
+                if self.take != Take::Others {
+                    nodes.push(&part[field.start..field.end]);
+                }
             } else {
                 // A node number of another wire type is an unknown field: set aside with the
                 // others, in the order read.
                 self.others.extend_from_slice(&part[at..pos]);
             }
+        }
+        if self.take == Take::Others {
+            return Ok(());
         }
         // Nodes only, in canonical form already (TensorFlow's and unbound's own writers): the
         // part is its own encoding, hashed as it lies. A few nodes decide whether to look.
@@ -225,11 +363,15 @@ impl GraphInParts<'_> {
 
     /// The hash, once the fields set aside are encoded after the nodes.
     fn finish(mut self) -> Result<u64> {
-        let rest =
-            unbound_canonical::encode_to_vec(self.schema, self.schema.root(), &[&self.others])
-                .map_err(encoding_error)?;
+        let rest = self.others_canonical()?;
         self.hash.update(&rest);
         Ok(self.hash.finish())
+    }
+
+    /// The canonical form of the fields set aside.
+    fn others_canonical(&self) -> Result<Vec<u8>> {
+        unbound_canonical::encode_to_vec(self.schema, self.schema.root(), &[&self.others])
+            .map_err(encoding_error)
     }
 }
 

@@ -37,7 +37,9 @@ use unbound_records::RecordReader;
 use unbound_wire::WireMessage;
 
 use crate::dir::{read_text, saved_model_descriptor, ModelFile, SavedModel};
-use crate::fingerprint::{check_model_sharing, fingerprint_model_sharing, CanonicalVerdict};
+use crate::fingerprint::{
+    check_model_sharing, fingerprint_model_sharing, CanonicalVerdict, PendingFingerprint,
+};
 use crate::format::{ModelFormat, FINGERPRINT_FILE};
 use crate::shared_cpb::SharedCpb;
 use crate::show::unmerged::{leavable, LeavingGraphChunks};
@@ -108,7 +110,10 @@ pub(crate) enum Keep {
     /// fails wherever a fingerprint of it fails (the regularization of its graph, its depth,
     /// a signature's or a function's name), and is refused as verify refuses it. A `.cpb`'s
     /// fingerprint is most of the cost of verifying it (issue 29: half a merge of a model of
-    /// 300,000 nodes not in canonical form).
+    /// 300,000 nodes not in canonical form). When a `.cpb`'s stored fingerprint needs
+    /// comparing, it is computed but for its graph's print ([`Verified::pending`]), which the
+    /// caller makes from the graph's canonical form it makes anyway, and compares
+    /// ([`compare_with_stored`]).
     Unfingerprinted,
     /// Nothing but the report (`verify` itself): as [`Keep::Nothing`], and a `.cpb` whose graph
     /// is in large chunks is checked without merging them (`left_chunks.rs`), so the model
@@ -127,6 +132,10 @@ pub(crate) struct Verified {
     /// serialization) and valid ([`CanonicalVerdict`]): every message `model` holds
     /// serialized is then canonical too.
     pub canonical: bool,
+    /// With [`Keep::Unfingerprinted`], the fingerprint of a `.cpb` with a stored one, but for
+    /// its graph's print: the caller completes it and compares it ([`compare_with_stored`]);
+    /// the stored one has not been compared yet.
+    pub pending: Option<PendingFingerprint>,
 }
 
 /// The SavedModel proto of the opened `model` (its `.cpb`, else `.pb`, else `.pbtxt`), read
@@ -140,8 +149,23 @@ pub fn verified_model(model: &SavedModel) -> Result<WireMessage> {
 /// [`verified_model`] for a writer that fingerprints the model file it writes of the same
 /// message ([`Keep::Unfingerprinted`]): the source's fingerprint is computed only to compare
 /// it with a stored one.
-pub(crate) fn verified_model_to_fingerprint_again(model: &SavedModel) -> Result<WireMessage> {
-    verified_model_keeping(model, Keep::Unfingerprinted).map(|verified| verified.model)
+pub(crate) fn verified_model_to_fingerprint_again(model: &SavedModel) -> Result<Verified> {
+    verified_model_keeping(model, Keep::Unfingerprinted)
+}
+
+/// Compares `computed`, the fingerprint of the model file of `opened` completed by its caller
+/// ([`Verified::pending`]), with the stored `fingerprint.pb`, in `verify`'s words: refused
+/// ([`SavedModelError::Unverified`]) when a field differs.
+pub(crate) fn compare_with_stored(opened: &SavedModel, computed: FingerprintDef) -> Result<()> {
+    let mut report = VerifyReport::default();
+    verify_fingerprint(opened, true, &Ok(Some(computed)), &mut report);
+    if report.faults.is_empty() {
+        return Ok(());
+    }
+    Err(SavedModelError::Unverified {
+        dir: opened.dir().to_path_buf(),
+        faults: report.faults,
+    })
 }
 
 /// [`verified_model`], with what `keep` asks for and whether the model file is canonical:
@@ -219,12 +243,22 @@ fn verify_with_model(
     // fingerprint as they go by: announced before the fingerprint starts, which then waits
     // for those hashes instead of streaming the chunks itself.
     let merge_ahead = shared.as_ref().map(|s| s.prints.merge_ahead());
+    let mut pending = None;
     let (model, fingerprint, shown) = std::thread::scope(|s| {
+        let pending = &mut pending;
         let fingerprint = s.spawn(|| {
             let (shared, verdict) = (shared.as_ref(), verdict.as_ref());
             // (A `.pb`'s check is still made: its schema check waits for the verdict.)
             if keep == Keep::Unfingerprinted && !compared && verdict.is_none() {
                 Ok(None)
+            } else if let Some(shared) = shared.filter(|shared| {
+                keep == Keep::Unfingerprinted && shared.path == opened.model_file().path
+            }) {
+                // Compared by the caller once it completes it: nothing to compare here.
+                PendingFingerprint::of(opened, shared).map(|p| {
+                    *pending = Some(p);
+                    None
+                })
             } else if keep != Keep::Fingerprint && !compared {
                 check_model_sharing(opened, shared, verdict)
             } else {
@@ -303,6 +337,7 @@ fn verify_with_model(
         model,
         fingerprint,
         canonical,
+        pending,
     });
     (report, verified)
 }

@@ -598,14 +598,13 @@ pub fn merge_dir(
     // directory.
     let canonical = match opened.format() {
         ModelFormat::Cpb => {
-            crate::fingerprint::canonical_form_of_held(&model, &opened.model_file().path)?
+            crate::fingerprint::canonical_form_of_held(model, &opened.model_file().path)?
         }
-        _ => HeldCanonical::AsHeld,
+        _ => HeldCanonical::AsHeld(model),
     };
     let opened = &opened;
     let (written, copied_files) = match canonical {
         HeldCanonical::Made(bytes) => {
-            drop(model);
             let compare = || match pending {
                 Some(pending) => {
                     compare_with_stored(opened, pending.complete_from_canonical(&bytes)?)
@@ -621,22 +620,27 @@ pub fn merge_dir(
                 })
             })?
         }
-        HeldCanonical::AsHeld => {
-            let model = &model;
-            let compare = || match pending {
-                Some(pending) => compare_with_stored(opened, pending.complete_from_model(model)?),
-                None => Ok(()),
-            };
-            write_dir_atomically(src, new_output_dir(src, out)?, None, |tmp| {
-                writing_while(compare, || {
+        HeldCanonical::AsHeld(model) => {
+            // Owned by the writing, and let go once written: the fingerprint of the file
+            // written follows.
+            write_dir_atomically(src, new_output_dir(src, out)?, None, move |tmp| {
+                let compare = || match pending {
+                    Some(pending) => {
+                        compare_with_stored(opened, pending.complete_from_model(&model)?)
+                    }
+                    None => Ok(()),
+                };
+                let written = writing_while(compare, || {
                     let mut progress = |n| progress(n, size);
-                    write_pb(tmp, model, &mut progress)
-                })
+                    write_pb(tmp, &model, &mut progress)
+                });
+                drop(model);
+                written
             })?
         }
         // Its fingerprint is computed from the file written, found canonical there.
-        HeldCanonical::KeepingValues(canonical) => {
-            // The graph's print, made from the model held, before it is let go.
+        HeldCanonical::KeepingValues { canonical, model } => {
+            // The graph's nodes, taken from the model held, before it is let go.
             if let Some(pending) = pending {
                 compare_with_stored(opened, pending.complete_from_model(&model)?)?;
             }

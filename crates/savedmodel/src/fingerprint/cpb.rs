@@ -98,14 +98,7 @@ pub(crate) fn hashes_of(
     root: &ChunkedMessage,
     streamed: Option<&StreamPrints>,
 ) -> Result<Hashes> {
-    let read = |index: u64| -> Result<Bytes> {
-        if chunks.cache().is_some_and(|cache| cache.is_cached(index)) {
-            let bytes = chunks.bytes(index)?;
-            chunks.check_len(index, bytes.len() as u64)?;
-            return Ok(bytes);
-        }
-        Ok(chunks.read_later(index)?.bytes()?)
-    };
+    let read = |index: u64| read_graph_chunk(chunks, index);
     let (hashes, _) = hashes_with(
         chunks,
         root,
@@ -114,6 +107,17 @@ pub(crate) fn hashes_of(
         |wanted, graph| chunk_prints(chunks, wanted, graph, streamed),
     )?;
     Ok(hashes)
+}
+
+/// A chunk of the graph, for its hash to read: from the cache when `chunks` keeps it, else
+/// from the file (its compressed pages given back once decoded).
+fn read_graph_chunk(chunks: &FileChunks, index: u64) -> Result<Bytes> {
+    if chunks.cache().is_some_and(|cache| cache.is_cached(index)) {
+        let bytes = chunks.bytes(index)?;
+        chunks.check_len(index, bytes.len() as u64)?;
+        return Ok(bytes);
+    }
+    Ok(chunks.read_later(index)?.bytes()?)
 }
 
 /// [`hashes_of`], but the canonical form of the graph's nodes left to a caller that has it
@@ -132,14 +136,7 @@ pub(crate) fn hashes_but_nodes_of(
     root: &ChunkedMessage,
     streamed: Option<&StreamPrints>,
 ) -> Result<PendingHashes> {
-    let read = |index: u64| -> Result<Bytes> {
-        if chunks.cache().is_some_and(|cache| cache.is_cached(index)) {
-            let bytes = chunks.bytes(index)?;
-            chunks.check_len(index, bytes.len() as u64)?;
-            return Ok(bytes);
-        }
-        Ok(chunks.read_later(index)?.bytes()?)
-    };
+    let read = |index: u64| read_graph_chunk(chunks, index);
     let (hashes, others) = hashes_with(
         chunks,
         root,

@@ -146,16 +146,7 @@ mod tests {
     use crate::show::unmerged::tests::{write_model, Layout};
     use unbound_chunked::Merger;
     use unbound_records::Compression;
-
-    fn fields(def: &FingerprintDef) -> [u64; 5] {
-        [
-            def.saved_model_checksum,
-            def.graph_def_program_hash,
-            def.signature_def_hash,
-            def.saved_object_graph_hash,
-            def.checkpoint_hash,
-        ]
-    }
+    use unbound_test_support::fingerprint_fields;
 
     /// A `.cpb` whose graph's chunks hold library functions too, with a chunk of the library
     /// below the graph (left out of the graph TensorFlow hashes): completed from the merged
@@ -182,9 +173,17 @@ mod tests {
             let canonical =
                 super::super::streamed::canonical_model(&model.to_vec().unwrap()).unwrap();
             let from_canonical = pending().complete_from_canonical(&canonical).unwrap();
-            assert_eq!(fields(&from_canonical), fields(&whole), "{layout:?}");
+            assert_eq!(
+                fingerprint_fields(&from_canonical),
+                fingerprint_fields(&whole),
+                "{layout:?}"
+            );
             let from_model = pending().complete_from_model(&model).unwrap();
-            assert_eq!(fields(&from_model), fields(&whole), "{layout:?}");
+            assert_eq!(
+                fingerprint_fields(&from_model),
+                fingerprint_fields(&whole),
+                "{layout:?}"
+            );
         }
     }
 

@@ -85,3 +85,28 @@ fn merge_writes_the_canonical_form_of_a_model_of_values() {
     let report = verify_dir(&out);
     assert!(report.faults.is_empty(), "{:?}", report.faults);
 }
+
+/// `merge` of a `.cpb` whose graph's chunks it streams, with a stored `fingerprint.pb`:
+/// compared from the fields of the graph those streams set apart and the nodes `merge`
+/// encodes once (`fingerprint/pending.rs`), it is accepted when it is the model's, and
+/// refused when its graph hash is not.
+#[test]
+fn merge_compares_a_stored_fingerprint_from_the_streamed_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    streamed_cpb::write(&src, Compression::None, 2, Layout::Graph).unwrap();
+    let alone = fingerprint_dir(&src).unwrap();
+    write_fingerprint(&src, &alone).unwrap();
+    let merged = dir.path().join("merged");
+    unbound_savedmodel::write::merge_dir(&src, &merged, &mut |_, _| {}).unwrap();
+    assert!(merged.join("saved_model.pb").is_file());
+
+    let mut stale = alone.clone();
+    stale.graph_def_program_hash ^= 1;
+    write_fingerprint(&src, &stale).unwrap();
+    let refused = dir.path().join("refused");
+    let err = unbound_savedmodel::write::merge_dir(&src, &refused, &mut |_, _| {}).unwrap_err();
+    assert!(err.to_string().contains("graph_def_program_hash"), "{err}");
+    assert!(!refused.exists());
+}

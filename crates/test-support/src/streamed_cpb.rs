@@ -60,6 +60,10 @@ pub enum Layout {
     /// Each value a bytes chunk of its own (`tensor_content` taken out of its node, as
     /// TensorFlow's splitter takes out a large constant's).
     Values,
+    /// Each node in a chunk of the graph itself (a `GraphDef` of that node, then an unknown
+    /// field 100), merged into `graph_def` as TensorFlow's splitter places a graph's runs of
+    /// nodes; the node taken out of the model.
+    Graph,
 }
 
 /// The first field `number` of `message`, a message (`what` names it in errors).
@@ -106,6 +110,27 @@ pub fn write(dir: &Path, compression: Compression, consts: usize, layout: Layout
                 let node = WireMessage::parse(&node.bytes()?, None)?;
                 sink.add_chunk(Chunk::Message(node), &node_path(index), None)?;
             }
+            model
+        }
+        Layout::Graph => {
+            let mut model = model(consts)?;
+            let meta = message_field(&mut model, 2, "meta_graphs[0]")?;
+            let graph = message_field(meta, 2, "graph_def")?;
+            let graph_path = [
+                PathElem::from("meta_graphs"),
+                PathElem::from(0u64),
+                PathElem::from("graph_def"),
+            ];
+            for field in graph.fields.iter().filter(|f| f.number == 1) {
+                let mut chunk = WireMessage::new(None);
+                chunk.fields.push(field.clone());
+                chunk.fields.push(unbound_wire::WireField {
+                    number: 100,
+                    value: WireValue::Varint(7),
+                });
+                sink.add_chunk(Chunk::Message(chunk), &graph_path, None)?;
+            }
+            graph.fields.retain(|f| f.number != 1);
             model
         }
         Layout::Values => {

@@ -39,6 +39,7 @@
 
 pub mod codec;
 mod error;
+mod fields_apart;
 pub mod lenient;
 mod message;
 pub mod navigate;
@@ -48,6 +49,7 @@ mod source;
 pub mod text_depth;
 
 pub use error::{DecodeError, Result, WireError};
+pub use fields_apart::FieldsApart;
 pub use lenient::decode_lenient;
 pub use message::{
     check_record_len, wire_type_fits, Payload, RecordRef, WireField, WireMessage, WireValue,

@@ -137,11 +137,25 @@ pub(crate) fn hashes_but_nodes_of(
     streamed: Option<&StreamPrints>,
 ) -> Result<PendingHashes> {
     let read = |index: u64| read_graph_chunk(chunks, index);
+    // A chunk the merge streamed: its print and its fields other than nodes, set apart as it
+    // went by (`StreamPrints`), rather than decoding it again.
+    let learnt = |index: u64| -> Option<(u64, Vec<u8>)> {
+        let prints = streamed?;
+        let info = chunks.infos().get(usize::try_from(index).ok()?)?;
+        if !chunks.streams_chunk_at(info.offset) {
+            return None;
+        }
+        prints.wait_for_merge();
+        Some((prints.print(index)?, prints.take_apart(index)?))
+    };
     let (hashes, others) = hashes_with(
         chunks,
         root,
         Trust::Nothing,
-        GraphHash::NodesElsewhere(&read),
+        GraphHash::NodesElsewhere {
+            read: &read,
+            learnt: &learnt,
+        },
         |wanted, graph| chunk_prints(chunks, wanted, graph, streamed),
     )?;
     Ok(match others {
@@ -232,7 +246,12 @@ enum GraphHash<'r> {
     Made(Option<&'r (dyn Fn(u64) -> Result<Bytes> + Sync)>),
     /// As `Made` with the reader, but the graph's nodes are left to the caller when they can
     /// be ([`hashes_but_nodes_of`]).
-    NodesElsewhere(&'r (dyn Fn(u64) -> Result<Bytes> + Sync)),
+    NodesElsewhere {
+        read: &'r (dyn Fn(u64) -> Result<Bytes> + Sync),
+        /// What a merge learnt of a chunk as it streamed it: its print and its fields other
+        /// than nodes.
+        learnt: &'r (dyn Fn(u64) -> Option<(u64, Vec<u8>)> + Sync),
+    },
 }
 
 /// What the graph's hash may take for granted.
@@ -278,7 +297,9 @@ fn hashes_with(
     let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
     let (read_graph_chunk, nodes_elsewhere) = match graph {
         GraphHash::Made(read) => (read, false),
-        GraphHash::NodesElsewhere(read) => (Some(read), only_library_below(root, &graph_tags)),
+        GraphHash::NodesElsewhere { read, .. } => {
+            (Some(read), only_library_below(root, &graph_tags))
+        }
     };
     let signature_tags = meta_graph_tags(meta_graph_def::SIGNATURE_DEF);
     let object_graph_tags = meta_graph_tags(meta_graph_def::OBJECT_GRAPH_DEF);
@@ -340,9 +361,9 @@ fn hashes_with(
         // The base of a file's merge is held or read where it lies, never in a split's
         // pieces, so its fields are whole.
         let cut = || model_fault("the graph's base is made of pieces that cut fields".to_string());
-        if nodes_elsewhere {
-            let found =
-                super::streamed::chunked_graph_others(&base, indices, *read)?.ok_or_else(cut)?;
+        if let (true, GraphHash::NodesElsewhere { learnt, .. }) = (nodes_elsewhere, graph) {
+            let found = super::streamed::chunked_graph_others(&base, indices, learnt, *read)?
+                .ok_or_else(cut)?;
             prints.extend(found.prints);
             others = Some(found.canonical);
         } else {

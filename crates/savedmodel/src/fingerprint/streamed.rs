@@ -111,12 +111,14 @@ pub fn chunked_graph_fingerprint64(
 
 /// [`chunked_graph_fingerprint64`] but for the nodes, for a caller that has their canonical
 /// form already (`merge`, which makes the whole model's: `pending.rs`): the canonical form of
-/// the graph's other fields, and the prints of the chunks. The nodes are not encoded, so the
-/// chunks are read on every core (a few at a time: each is scanned, its other fields copied,
-/// and let go).
+/// the graph's other fields, and the prints of the chunks. The nodes are not encoded. What
+/// `learnt` knows of a chunk (its print and its fields other than nodes, set apart as a merge
+/// streamed it: `shared_cpb.rs`) is taken; any other chunk is read, on every core (a few at a
+/// time: each is scanned, its other fields copied, and let go).
 pub fn chunked_graph_others(
     base: &[Source<'_>],
     chunks: &[u64],
+    learnt: &(dyn Fn(u64) -> Option<(u64, Vec<u8>)> + Sync),
     read: &(dyn Fn(u64) -> Result<bytes::Bytes> + Sync),
 ) -> Result<Option<GraphOthers>> {
     let schema = graph_schema()?;
@@ -130,6 +132,9 @@ pub fn chunked_graph_others(
     let order: Vec<(usize, u64)> = chunks.iter().copied().enumerate().collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut found = unbound_io::run_until_error(&order, threads, |&(at, index), _| {
+        if let Some((print, others)) = learnt(index) {
+            return Ok((at, index, print, others));
+        }
         let bytes = read(index)?;
         let mut chunk = GraphInParts::new(&schema, Take::Others)?;
         chunk.take(&bytes, None)?;

@@ -11,6 +11,8 @@ function counts, tensor sizes) and that read_saved_model gives the message back 
 (function by function: the whole cannot be serialized).
 load: tf.saved_model.load through enable_image_format; the original signature must give
 the outputs recorded at build time.
+PYTHON_HUGE_CONTENT=repeated (python_huge.sh sets it when the disk is short) makes each large
+constant one repeated byte instead of random, so that the .cpb is small on disk.
 Each step prints one line `python_huge: ...` with its time and the process's peak memory.
 """
 
@@ -77,7 +79,10 @@ def build(work: str, harness: str) -> None:
         tensor = node.attr["value"].tensor
         tensor.dtype = types_pb2.DT_UINT8
         tensor.tensor_shape.dim.add().size = FUNCTION_BYTES
-        tensor.tensor_content = rng.bytes(FUNCTION_BYTES)  # bytes straight from the generator
+        if os.environ.get("PYTHON_HUGE_CONTENT", "random") == "repeated":
+            tensor.tensor_content = bytes([i + 1]) * FUNCTION_BYTES  # disk short: compressible
+        else:
+            tensor.tensor_content = rng.bytes(FUNCTION_BYTES)  # bytes straight from the generator
         function.ret["out"] = "c:output:0"
     total = sum(f.ByteSize() for f in library.function)
     report(f"built a SavedModel message with {len(library.function)} functions "

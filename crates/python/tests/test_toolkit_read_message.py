@@ -121,16 +121,20 @@ def _varint(n: int) -> bytes:
 )
 def test_a_cpb_past_two_gib_is_too_large_to_read(tmp_path):
     # A SavedModel of 2.11 GiB (18 constants of 120 MiB) in a .cpb, as TensorFlow would split
-    # it: its metadata and size are read, its bytes never handed to Python.
+    # it: its metadata and size are read, its bytes never handed to Python. The constants are
+    # one repeated byte, so the .cpb is 75 KB on disk: the test needs 2.3 GB of memory to build
+    # the model, not 2.3 GB of free disk (a CI machine once lacked it).
     subprocess.run(
         ["cargo", "build", "--quiet", "--release", "-p", "unbound-savedmodel", "--example", "make_huge_model"],
         cwd=ROOT, check=True,
     )
     out = tmp_path / "huge"
-    subprocess.run(
-        [str(ROOT / "target/release/examples/make_huge_model"), str(out), "--consts", "18", "--mib", "120"],
-        check=True, capture_output=True,
+    made = subprocess.run(
+        [str(ROOT / "target/release/examples/make_huge_model"), str(out),
+         "--consts", "18", "--mib", "120", "--fill", "0"],
+        capture_output=True, text=True,
     )
+    assert made.returncode == 0, f"make_huge_model failed: {made.stderr}"
     try:
         with pytest.raises(unbound.TooLargeError, match="2264930136 bytes"):
             unbound.read_message(out / "saved_model", "tensorflow.SavedModel")

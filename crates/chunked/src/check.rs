@@ -3,7 +3,6 @@
 //! ([`check_layout`], the check every merge makes, with each record's size).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use prost::Message as _;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
@@ -71,21 +70,11 @@ pub fn check_deferred(chunks: &FileChunks, report: &mut ChunkReport) {
         .copied()
         .filter(|&begin| !reader.streamed_whole(begin))
         .collect();
-    let next = AtomicUsize::new(0);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, 4)
-        .min(left.len());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                while let Some(&begin) = left.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    // A fault is reported below, by the check, in its words.
-                    chunks.stream_whole(begin);
-                }
-            });
-        }
-    });
+        .clamp(1, 4);
+    // A fault is reported below, by the check, in its words.
+    unbound_io::each_in_order(&left, threads, |&begin| chunks.stream_whole(begin));
     for begin in deferred {
         if let Err(e) = reader.check_chunk(begin) {
             let summary = reader.chunk_of(begin);
@@ -143,39 +132,20 @@ fn check_chunks_with(reader: &RecordReader, shared: Option<&FileChunks>) -> Chun
             }
         }
     }
-    let next = AtomicUsize::new(0);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, 4)
-        .min(chunks.len().max(1));
-    let mut results: Vec<(usize, Result<Vec<u64>, RecordsError>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(c) = chunks.get(i) else { break };
-                        out.push((i, check(c)));
-                        if shared.is_none() {
-                            // Checked: its pages leave resident memory, so a check of a file
-                            // larger than memory holds a few chunks of it (a later reader maps
-                            // them back from the page cache).
-                            reader.release_chunk_pages(c.begin);
-                        }
-                    }
-                    out
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_default())
-            .collect()
+        .clamp(1, 4);
+    let results = unbound_io::each_in_order(&chunks, threads, |c| {
+        let checked = check(c);
+        if shared.is_none() {
+            // Checked: its pages leave resident memory, so a check of a file larger than
+            // memory holds a few chunks of it (a later reader maps them back from the page
+            // cache).
+            reader.release_chunk_pages(c.begin);
+        }
+        checked
     });
-    results.sort_by_key(|(i, _)| *i);
-    for (i, result) in results {
-        let Some(c) = chunks.get(i) else { continue };
+    for (c, result) in chunks.iter().zip(results) {
         match result {
             Ok(lens) => {
                 report.record_lengths.extend((c.begin..).zip(lens));

@@ -51,7 +51,7 @@ pub use atomic::{
 pub use error::{io_err, IoError};
 pub use map::{map_file, release_pages};
 pub use open::{open_regular, read_file, regular_file_len};
-pub use parallel::run_until_error;
+pub use parallel::{each_in_order, run_until_error};
 pub use pieces::{InPieces, WRITE_PIECE};
 pub use stale::{remove_stale_temporaries, remove_stale_temporaries_of, take_removed_stale};
 pub use temp_name::{temp_path_for, MAX_FILE_NAME};

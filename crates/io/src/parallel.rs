@@ -1,5 +1,8 @@
-//! Work spread over scoped threads that stops at the first error: how several files are
-//! written at once (checkpoint shards, safetensors files, resharded devices).
+//! Work spread over scoped threads: [`run_until_error`], which stops at the first error (how
+//! several files are written at once: checkpoint shards, safetensors files, resharded
+//! devices), and [`each_in_order`], which does every item and gives the results in the items'
+//! order (how a file's chunks are checked or summarized, the first fault reported being the
+//! first in the file).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -66,9 +69,77 @@ where
     }
 }
 
+/// `work` of each of `items`, on up to `threads` threads that each take the next item once
+/// done with one (so memory holds one item's work per thread: a chunk read, scanned and let
+/// go), the results in the items' order (so the first fault in that order is the one a caller
+/// reports, whichever thread met it first). A panic in `work` is resumed on the caller's
+/// thread.
+///
+/// ```
+/// let doubled = unbound_io::each_in_order(&[1, 2, 3], 2, |&n: &i32| n * 2);
+/// assert_eq!(doubled, [2, 4, 6]);
+/// ```
+pub fn each_in_order<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let threads = threads.min(items.len());
+    if threads <= 1 {
+        return items.iter().map(work).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, work(item)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_on_threads_comes_back_in_the_items_order() {
+        let items: Vec<u64> = (0..64).collect();
+        // Early items take longest, so they finish after later ones.
+        let slow_first = |&i: &u64| {
+            std::thread::sleep(std::time::Duration::from_micros(64 - i));
+            if i % 10 == 7 {
+                Err(i)
+            } else {
+                Ok(i * 2)
+            }
+        };
+        for threads in [0, 1, 2, 5] {
+            let each = each_in_order(&items, threads, slow_first);
+            let one_by_one: Vec<_> = items.iter().map(slow_first).collect();
+            assert_eq!(each, one_by_one, "{threads} threads");
+            let first_fault: Result<Vec<u64>, u64> = each.into_iter().collect();
+            assert_eq!(first_fault, Err(7));
+        }
+    }
 
     #[test]
     fn every_item_runs_once_on_any_number_of_threads() {

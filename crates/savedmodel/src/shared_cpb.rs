@@ -16,13 +16,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use unbound_canonical::farmhash::Fingerprint64;
 use unbound_chunked::prune::{tag_field, tag_index};
 use unbound_chunked::{BothTaps, FileChunks, StreamTap, StreamedChunk, TapSink, TapThread};
 use unbound_proto::fields::tensorflow::{graph_def, meta_graph_def, saved_model};
-use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
+use unbound_proto::tensorflow::proto_splitter::{ChunkMetadata, FieldIndex};
 use unbound_wire::FieldsApart;
 
 use crate::dir::SavedModel;
@@ -87,11 +88,7 @@ impl SharedCpb {
 /// The graph's own chunks: merged whole into `meta_graphs[0].graph_def`, with nothing chunked
 /// below them.
 fn graph_chunks(metadata: &ChunkMetadata) -> Vec<u64> {
-    let graph_tags = [
-        tag_field(saved_model::META_GRAPHS),
-        tag_index(0),
-        tag_field(meta_graph_def::GRAPH_DEF),
-    ];
+    let graph_tags = meta_graph_tags(meta_graph_def::GRAPH_DEF);
     let Some(root) = &metadata.message else {
         return Vec::new();
     };
@@ -123,8 +120,12 @@ pub(crate) struct StreamPrints {
     prints: Arc<Mutex<HashMap<u64, u64>>>,
     /// The chunks whose fields other than nodes are set apart.
     apart_in: HashSet<u64>,
-    /// Those fields, by chunk, once its stream is whole (`None`: not read as whole fields).
+    /// Those fields, by chunk, once its stream is whole (`None`: not read as whole fields, or
+    /// past the file's budget).
     apart: Arc<Mutex<HashMap<u64, Option<Vec<u8>>>>>,
+    /// Bytes of such fields the file may still set apart: [`APART_LIMIT`] in all, whatever
+    /// the number of chunks.
+    apart_left: Arc<AtomicUsize>,
     /// Whether a merge is announced and not finished yet.
     merging: Mutex<bool>,
     merged: Condvar,
@@ -135,6 +136,7 @@ impl StreamPrints {
     /// graph's own chunks), before any does.
     pub(crate) fn set_apart_in(&mut self, indices: impl IntoIterator<Item = u64>) {
         self.apart_in = indices.into_iter().collect();
+        self.apart_left = Arc::new(AtomicUsize::new(APART_LIMIT));
     }
 
     /// The fields other than nodes of chunk `index`, as its stream set them apart: handed
@@ -189,11 +191,11 @@ impl StreamTap for StreamPrints {
         if self.print(index).is_some() {
             return None;
         }
-        let apart = self.apart_in.contains(&index).then(|| {
-            (
-                FieldsApart::new(graph_def::NODE, APART_LIMIT),
-                Arc::clone(&self.apart),
-            )
+        let apart = self.apart_in.contains(&index).then(|| Apart {
+            // At most what the file has left; taken from it once the chunk is whole.
+            fields: FieldsApart::new(graph_def::NODE, self.apart_left.load(Ordering::Acquire)),
+            kept: Arc::clone(&self.apart),
+            left: Arc::clone(&self.apart_left),
         });
         Some(Box::new(PrintSink {
             index,
@@ -204,12 +206,17 @@ impl StreamTap for StreamPrints {
     }
 }
 
-/// The most bytes of a graph chunk's fields other than nodes set apart as it streams (past
-/// it, the chunk is read again when they are wanted).
+/// The most bytes of the graph chunks' fields other than nodes a file sets apart as they
+/// stream, all its chunks together (past it, a chunk is read again when they are wanted).
 const APART_LIMIT: usize = 64 << 20;
 
 /// The fields set apart of a chunk as it streams, and where they go once it is whole.
-type Apart = (FieldsApart, Arc<Mutex<HashMap<u64, Option<Vec<u8>>>>>);
+struct Apart {
+    fields: FieldsApart,
+    kept: Arc<Mutex<HashMap<u64, Option<Vec<u8>>>>>,
+    /// The file's budget ([`StreamPrints::apart_left`]).
+    left: Arc<AtomicUsize>,
+}
 
 /// Hashes one chunk as it streams; its print is kept once the stream is whole. Of a graph's
 /// chunk, sets its fields other than nodes apart too.
@@ -223,8 +230,8 @@ struct PrintSink {
 impl std::io::Write for PrintSink {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         self.print.update(data);
-        if let Some((fields, _)) = &mut self.apart {
-            fields.update(data);
+        if let Some(apart) = &mut self.apart {
+            apart.fields.update(data);
         }
         Ok(data.len())
     }
@@ -236,13 +243,98 @@ impl std::io::Write for PrintSink {
 
 impl TapSink for PrintSink {
     fn finish(self: Box<Self>) {
-        if let Some((fields, apart)) = self.apart {
-            if let Ok(mut apart) = apart.lock() {
-                apart.insert(self.index, fields.finish());
+        if let Some(apart) = self.apart {
+            // Kept only while the file's budget covers it (chunks streamed at once each began
+            // with what was left then).
+            let fields = apart.fields.finish().filter(|fields| {
+                apart
+                    .left
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                        left.checked_sub(fields.len())
+                    })
+                    .is_ok()
+            });
+            if let Ok(mut kept) = apart.kept.lock() {
+                kept.insert(self.index, fields);
             }
         }
         if let Ok(mut prints) = self.prints.lock() {
             prints.insert(self.index, self.print.finish());
         }
+    }
+}
+
+/// The field tags of `field` of the first meta graph in a SavedModel's chunk metadata:
+/// `[meta_graphs, 0, field]`.
+pub(crate) fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
+    vec![
+        tag_field(saved_model::META_GRAPHS),
+        tag_index(0),
+        tag_field(field),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    /// A graph chunk: one empty node (field 1), then `other` bytes of field 4 (`versions`),
+    /// a field other than nodes.
+    fn graph_chunk(other: usize) -> Vec<u8> {
+        let mut out = vec![0x0a, 0x02, 0x0a, 0x00];
+        out.push(0x22);
+        let mut n = other as u64;
+        while n >= 0x80 {
+            out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+        out.resize(out.len() + other, 7);
+        out
+    }
+
+    fn stream(prints: &StreamPrints, index: u64, bytes: &[u8]) {
+        let chunk = StreamedChunk {
+            index,
+            position: 0,
+            len: bytes.len() as u64,
+            start: 0,
+        };
+        let mut sink = prints.begin(chunk).expect("a chunk not streamed yet");
+        for piece in bytes.chunks(1 << 20) {
+            sink.write_all(piece).unwrap();
+        }
+        sink.finish();
+    }
+
+    #[test]
+    fn the_fields_set_apart_share_one_budget_for_the_file() {
+        let mut prints = StreamPrints::default();
+        prints.set_apart_in([3, 4, 5]);
+        let big = graph_chunk(40 << 20);
+        stream(&prints, 3, &big);
+        // The second 40 MiB would pass the file's 64 MiB: not kept, read again when wanted.
+        stream(&prints, 4, &big);
+        let small = graph_chunk(1000);
+        stream(&prints, 5, &small);
+        let first = prints.take_apart(3).expect("within the budget");
+        assert_eq!(first.len(), big.len() - 4, "all but the node");
+        assert_eq!(prints.take_apart(4), None);
+        assert_eq!(prints.take_apart(5).map(|f| f.len()), Some(small.len() - 4));
+        // Every chunk has its print, kept or not.
+        assert!(prints.print(4).is_some());
+        // Handed over once.
+        assert_eq!(prints.take_apart(3), None);
+    }
+
+    #[test]
+    fn only_the_chunks_named_are_set_apart() {
+        let mut prints = StreamPrints::default();
+        prints.set_apart_in([1]);
+        stream(&prints, 2, &graph_chunk(10));
+        assert_eq!(prints.take_apart(2), None);
+        assert!(prints.print(2).is_some());
     }
 }

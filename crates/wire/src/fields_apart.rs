@@ -13,7 +13,27 @@
 //! [`FieldsApart::finish`] returns `None`, and the caller reads the message whole, where the
 //! fault is reported in its usual words.
 
-use crate::codec::MAX_FIELD_NUMBER;
+use crate::codec::{read_field, WireType, MAX_FIELD_NUMBER};
+
+/// What [`FieldsApart`] sets apart of `message` (with no limit), read whole with
+/// [`read_field`]: every field but the length-delimited ones numbered `skip`, byte for byte;
+/// `None` where `read_field` fails or meets a group. For a caller holding the message whole,
+/// and the reference the streaming reader is tested against.
+pub fn fields_apart_of(message: &[u8], skip: u32) -> Option<Vec<u8>> {
+    let mut kept = Vec::new();
+    let mut pos = 0;
+    while pos < message.len() {
+        let at = pos;
+        let field = read_field(message, &mut pos).ok()?;
+        if matches!(field.wire_type, WireType::StartGroup | WireType::EndGroup) {
+            return None;
+        }
+        if !(field.number == skip && field.wire_type == WireType::Len) {
+            kept.extend_from_slice(&message[at..pos]);
+        }
+    }
+    Some(kept)
+}
 
 /// Where the reader is in the current field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,24 +226,6 @@ fn varint_value(bytes: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::{read_field, WireType};
-
-    /// What reading `message` whole sets apart: every field but length-delimited `skip`.
-    fn whole(message: &[u8], skip: u32) -> Option<Vec<u8>> {
-        let mut kept = Vec::new();
-        let mut pos = 0;
-        while pos < message.len() {
-            let at = pos;
-            let field = read_field(message, &mut pos).ok()?;
-            if matches!(field.wire_type, WireType::StartGroup | WireType::EndGroup) {
-                return None;
-            }
-            if !(field.number == skip && field.wire_type == WireType::Len) {
-                kept.extend_from_slice(&message[at..pos]);
-            }
-        }
-        Some(kept)
-    }
 
     /// Node fields (1), padded keys and lengths, varints, fixed values, an empty field, an
     /// unknown field of a large number, and field 1 as a varint (kept: another wire type).
@@ -247,7 +249,7 @@ mod tests {
     #[test]
     fn every_cut_of_the_stream_sets_apart_what_a_whole_read_does() {
         let m = message();
-        let expected = whole(&m, 1).unwrap();
+        let expected = fields_apart_of(&m, 1).unwrap();
         assert!(expected.len() < m.len() - 10 && !expected.is_empty());
         for cut in 0..=m.len() {
             for second in cut..=m.len() {
@@ -299,7 +301,7 @@ mod tests {
     #[test]
     fn more_kept_than_the_limit_gives_up() {
         let m = message();
-        let kept = whole(&m, 1).unwrap().len();
+        let kept = fields_apart_of(&m, 1).unwrap().len();
         let mut apart = FieldsApart::new(1, kept - 1);
         apart.update(&m);
         assert_eq!(apart.finish(), None);
@@ -352,7 +354,7 @@ mod tests {
                 apart.update(&rest[..n]);
                 rest = &rest[n..];
             }
-            assert_eq!(apart.finish(), whole(&m, 1), "{m:?}");
+            assert_eq!(apart.finish(), fields_apart_of(&m, 1), "{m:?}");
         }
     }
 }

@@ -49,7 +49,7 @@ mod source;
 pub mod text_depth;
 
 pub use error::{DecodeError, Result, WireError};
-pub use fields_apart::FieldsApart;
+pub use fields_apart::{fields_apart_of, FieldsApart};
 pub use lenient::decode_lenient;
 pub use message::{
     check_record_len, wire_type_fits, Payload, RecordRef, WireField, WireMessage, WireValue,

@@ -20,10 +20,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use unbound_chunked::prune::{tag_field, tag_index};
+use unbound_chunked::prune::tag_field;
 use unbound_chunked::tags::sort_for_merge;
 use unbound_chunked::{ChunkSource, FileChunks, Merger, SplitOutput};
-use unbound_proto::fields::tensorflow::{graph_def, meta_graph_def, saved_model};
+use unbound_proto::fields::tensorflow::{graph_def, meta_graph_def};
 use unbound_proto::tensorflow::proto_splitter::{ChunkedField, ChunkedMessage, FieldIndex};
 use unbound_records::RecordReader;
 use unbound_wire::WireMessage;
@@ -34,17 +34,8 @@ use super::hashes::{
     descriptor, field_sources, field_values, first_meta_graph, hash_message, signature_hashes,
 };
 use super::{model_fault, Hashes};
-use crate::shared_cpb::StreamPrints;
+use crate::shared_cpb::{meta_graph_tags, StreamPrints};
 use crate::{Result, SavedModelError};
-
-/// `[meta_graphs, 0, field]`.
-fn meta_graph_tags(field: u32) -> Vec<FieldIndex> {
-    vec![
-        tag_field(saved_model::META_GRAPHS),
-        tag_index(0),
-        tag_field(field),
-    ]
-}
 
 /// The hash fields for the chunked SavedModel in `cpb_file`, read on its own.
 ///
@@ -123,8 +114,10 @@ fn read_graph_chunk(chunks: &FileChunks, index: u64) -> Result<Bytes> {
 /// [`hashes_of`], but the canonical form of the graph's nodes left to a caller that has it
 /// (`merge`, which makes the whole model's, and compares a `.cpb`'s stored `fingerprint.pb`
 /// with the model: it encoded the graph twice, 4 of the 18 s of a merge of the non-canonical
-/// 3M-node `.cpb`). The graph's chunks are read (from the cache, where `verify` keeps them)
-/// for their prints and their fields other than nodes, which are encoded; the nodes are not.
+/// 3M-node `.cpb`). Each of the graph's chunks gives its print and its fields other than
+/// nodes, which are encoded; the nodes are not. A chunk the merge streamed (too large to
+/// keep) gives both from that stream ([`StreamPrints::take_apart`]: hashed and set apart as
+/// it went by); any other is read from the cache, where `verify` keeps it, or from the file.
 ///
 /// Only where the nodes of the merged model are those TensorFlow's pruned merge hashes: when
 /// every chunk below the graph is one of its library's (whose chunks the pruned merge leaves

@@ -17,7 +17,7 @@ use unbound_wire::{DecodeError, Payload, WireMessage, WireValue};
 
 use super::load_order::{load_order, NodeOps};
 use super::plain_entries::PlainEntries;
-use super::unmerged::{each_on_threads, UNMERGED};
+use super::unmerged::UNMERGED;
 use super::wire::{self, messages, string, varint};
 
 /// What `show` reports about a graph.
@@ -281,7 +281,7 @@ fn summarize_unmerged(
         Ok(collected)
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    each_on_threads(&left, threads, |payload| summarize(payload))
+    unbound_io::each_in_order(&left, threads, |payload| summarize(payload))
         .into_iter()
         .collect()
 }

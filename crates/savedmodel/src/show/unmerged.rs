@@ -21,7 +21,6 @@
 //! them. Any other layout is merged whole, as before.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use prost_reflect::{Kind, MessageDescriptor};
@@ -149,47 +148,6 @@ fn type_at(root: &MessageDescriptor, path: &[FieldIndex]) -> Option<String> {
         }
     }
     Some(desc.full_name().to_string())
-}
-
-/// `work` of each of `items`, on up to `threads` threads that each take the next item once
-/// done with one (so memory holds one item's work per thread: a chunk read, scanned and let
-/// go), the results in the items' order (so the first fault in that order is the one a caller
-/// reports, whichever thread met it first).
-pub(crate) fn each_on_threads<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let threads = threads.min(items.len());
-    if threads <= 1 {
-        return items.iter().map(work).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else {
-                            return mine;
-                        };
-                        mine.push((i, work(item)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, result)| result).collect()
 }
 
 /// `chunks`, merged as usual except that each chunk of `leave` merged into a `GraphDef` or a
@@ -495,25 +453,6 @@ pub(crate) mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn work_on_threads_comes_back_in_the_items_order() {
-        let items: Vec<u64> = (0..64).collect();
-        // Early items take longest, so they finish after later ones.
-        let slow_first = |&i: &u64| {
-            std::thread::sleep(std::time::Duration::from_micros(64 - i));
-            if i % 10 == 7 {
-                Err(i)
-            } else {
-                Ok(i * 2)
-            }
-        };
-        let each = super::each_on_threads(&items, 2, slow_first);
-        let one_by_one: Vec<_> = items.iter().map(slow_first).collect();
-        assert_eq!(each, one_by_one);
-        let first_fault: Result<Vec<u64>, u64> = each.into_iter().collect();
-        assert_eq!(first_fault, Err(7));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use unbound_wire::{Payload, WireField, WireMessage, WireValue};
 
 use super::schema::Schema;
 use crate::dir::SavedModel;
-use crate::show::unmerged::{each_on_threads, leavable, UNMERGED};
+use crate::show::unmerged::{leavable, UNMERGED};
 
 /// A `.cpb` whose chunks left unmerged would add up to at least this many decoded bytes is
 /// verified without holding them ([`leaves_graph`]).
@@ -115,7 +115,7 @@ pub(super) fn check_left_chunks(
         };
         Ok((position, library))
     };
-    let found = each_on_threads(&left, threads, check);
+    let found = unbound_io::each_in_order(&left, threads, check);
     let mut hidden = HiddenLibraries::new();
     for checked in found {
         let (position, library) = checked?;

@@ -270,3 +270,38 @@ fn only_a_repeated_message_field_is_encoded_as_elements() {
         );
     }
 }
+
+/// A oneof whose member is set, cleared by another member, set again and met again after
+/// another field: protobuf C++ keeps the member set last, merged from its occurrences since
+/// it was set. Written as read (buffered), the first setting's fields must not come back.
+#[test]
+fn a_oneof_member_set_again_keeps_only_what_came_since() {
+    let user_object = |fields: &[Piece]| Piece::Len(4, write(fields, 0));
+    let object = write(
+        &[
+            // user_object { identifier: "a", metadata: "m" }: cleared by the asset.
+            user_object(&[Piece::Len(1, b"a".to_vec()), Piece::Len(3, b"m".to_vec())]),
+            Piece::Len(5, write(&[Piece::Varint(1, 1)], 0)),
+            user_object(&[Piece::Len(1, b"b".to_vec())]),
+            // children: field 1, after the member (out of order).
+            Piece::Len(1, write(&[Piece::Varint(1, 7)], 0)),
+            // user_object { version { producer: 2 } }: merged into "b".
+            user_object(&[Piece::Len(2, write(&[Piece::Varint(1, 2)], 0))]),
+        ],
+        0,
+    );
+    let [to_vec, buffered, streamed] = encodings("tensorflow.SavedObject", &object);
+    let expected = write(
+        &[
+            Piece::Len(1, write(&[Piece::Varint(1, 7)], 0)),
+            user_object(&[
+                Piece::Len(1, b"b".to_vec()),
+                Piece::Len(2, write(&[Piece::Varint(1, 2)], 0)),
+            ]),
+        ],
+        0,
+    );
+    assert_eq!(streamed.as_deref(), Some(&expected[..]));
+    assert_eq!(to_vec, streamed);
+    assert_eq!(buffered, streamed);
+}

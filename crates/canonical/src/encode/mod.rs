@@ -113,7 +113,22 @@ struct Level<'a> {
     /// The occurrences of the field being read (in-order walk).
     group: Vec<Occ<'a>>,
     oneofs: Vec<Option<(u32, usize)>>,
+    /// The runs of one field's output in the buffer, in the order written (fast walk).
+    runs: Vec<Run>,
+    /// The occurrences of the fields gathered so far (fast walk): taken again with a later
+    /// occurrence of the same field.
+    held: Vec<Occ<'a>>,
     scratch: Scratch<'a>,
+}
+
+/// A run of a field's occurrences written by the fast walk ([`fast`]): the field's index, and
+/// where its output lies in the buffer (it ends where the next run starts, filled in once the
+/// message is written).
+#[derive(Clone, Copy)]
+struct Run {
+    field: u32,
+    start: usize,
+    end: usize,
 }
 
 /// What the fields of one message need on the way: the parts of a message sent in several,
@@ -276,6 +291,8 @@ struct Encoder<'s, 'a, 'o, S: Sink> {
     threads: usize,
     /// The other threads' buffers, between batches of a run.
     spares: Vec<Vec<u8>>,
+    /// Where the fast walk puts a message's runs back in field order ([`fast`]).
+    reorder: Vec<u8>,
     sink: &'o mut S,
 }
 
@@ -293,6 +310,7 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             fast_budget: 0,
             threads: 1,
             spares: Vec::new(),
+            reorder: Vec::new(),
             sink,
         }
     }
@@ -424,27 +442,26 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         // A large one is scanned for order first: undoing it would cost too much.
         if MODE == BUFFER && self.guess && parts.iter().map(|p| p.len()).sum::<usize>() < BIG {
             let at = self.tmp.len();
-            if let [part] = parts {
-                if self.fast_budget > 0 {
-                    // Most small messages: written as read ([`fast`]).
-                    if self.fast(level, part, t, depth)? {
-                        return Ok(Walked {
-                            size: (self.tmp.len() - at) as u64,
-                            as_is: false,
-                            in_order: true,
-                        });
-                    }
-                    // Collected instead; the messages below it are tried fast again while
-                    // the budget lasts.
-                    self.tmp.truncate(at);
-                    self.fast_budget = self.fast_budget.saturating_sub(part.len().max(1));
-                    let size = self.fields_collected::<MODE>(level, parts, t, depth)?;
+            if self.fast_budget > 0 {
+                // Most small messages: written as read ([`fast`]).
+                if self.fast(level, parts, t, depth)? {
                     return Ok(Walked {
-                        size,
+                        size: (self.tmp.len() - at) as u64,
                         as_is: false,
-                        in_order: false,
+                        in_order: true,
                     });
                 }
+                // Collected instead; the messages below it are tried fast again while the
+                // budget lasts.
+                self.tmp.truncate(at);
+                let read = parts.iter().map(|p| p.len()).sum::<usize>();
+                self.fast_budget = self.fast_budget.saturating_sub(read.max(1));
+                let size = self.fields_collected::<MODE>(level, parts, t, depth)?;
+                return Ok(Walked {
+                    size,
+                    as_is: false,
+                    in_order: false,
+                });
             }
             if let Some((size, as_is)) =
                 self.fields_in_order::<MODE>(level, parts, t, depth, true)?
@@ -511,6 +528,7 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             group,
             oneofs,
             scratch,
+            ..
         } = level;
         unknown.clear();
         group.clear();

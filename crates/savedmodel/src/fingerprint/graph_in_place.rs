@@ -12,10 +12,13 @@
 //! deterministic serialization is then:
 //!
 //! ```text
-//! node* (edited ones re-encoded)   12 00 (library, cleared)   version?   22 00 (versions, cleared)
+//! node* (edited ones re-encoded)   12 00 (library, cleared)   version?   22 00 (versions, cleared)   unknown*
 //! ```
 //!
-//! Anything else (unknown fields, a graph in several occurrences) takes the general path.
+//! Unknown fields (numbers `GraphDef` does not have: other writers' additions) come last in
+//! a canonical graph, and stay last, as read. Anything else (a known field after an unknown
+//! one, a known number of another wire type, a field of a newer `GraphDef` such as
+//! `debug_info`, a graph in several occurrences) takes the general path.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -75,6 +78,9 @@ fn canonical_graph_walk(
     let mut pos = start;
     let mut version: Option<(usize, usize)> = None;
     let mut last_tail_number = 0;
+    // Where the unknown fields begin, once one is met: every field from there is unknown.
+    let mut unknown_from: Option<usize> = None;
+    let mut graph_desc = None;
     let mut fields = 0u32;
     while pos < end {
         fields = fields.wrapping_add(1);
@@ -84,6 +90,16 @@ fn canonical_graph_walk(
         let field_start = pos;
         let raw = read_field(within, &mut pos).map_err(|e| model_fault(e.to_string()))?;
         let is_len = raw.wire_type == WireType::Len;
+        if unknown_from.is_some() {
+            let desc = match &graph_desc {
+                Some(desc) => desc,
+                None => graph_desc.insert(descriptor("tensorflow.GraphDef")?),
+            };
+            if desc.get_field(raw.number).is_some() {
+                return Ok(None);
+            }
+            continue;
+        }
         if raw.number == graph_def::NODE && is_len && last_tail_number == 0 {
             if !may_be_regularized(&buf[raw.start..raw.end])? {
                 continue;
@@ -112,7 +128,21 @@ fn canonical_graph_walk(
             graph_def::VERSION => raw.wire_type == WireType::Varint,
             _ => false,
         };
-        if !expected || raw.number <= last_tail_number {
+        if !expected {
+            let desc = match &graph_desc {
+                Some(desc) => desc,
+                None => graph_desc.insert(descriptor("tensorflow.GraphDef")?),
+            };
+            if desc.get_field(raw.number).is_some() {
+                return Ok(None);
+            }
+            if last_tail_number == 0 {
+                feed(&buf[run_start..field_start]);
+            }
+            unknown_from = Some(field_start);
+            continue;
+        }
+        if raw.number <= last_tail_number {
             return Ok(None);
         }
         if last_tail_number == 0 {
@@ -123,7 +153,7 @@ fn canonical_graph_walk(
             version = Some((field_start, pos));
         }
     }
-    if last_tail_number == 0 {
+    if last_tail_number == 0 && unknown_from.is_none() {
         feed(&buf[run_start..end]);
     }
     feed(&CLEARED_LIBRARY);
@@ -131,6 +161,9 @@ fn canonical_graph_walk(
         feed(&buf[from..to]);
     }
     feed(&CLEARED_VERSIONS);
+    if let Some(from) = unknown_from {
+        feed(&buf[from..end]);
+    }
     Ok(Some(()))
 }
 
@@ -250,7 +283,21 @@ mod tests {
             ("library", w().msg(2, library.clone())),
             ("version", w().int(3, 21)),
             ("versions", w().msg(4, versions.clone())),
-            ("all three", w().msg(2, library).int(3, 21).msg(4, versions)),
+            (
+                "all three",
+                w().msg(2, library.clone())
+                    .int(3, 21)
+                    .msg(4, versions.clone()),
+            ),
+            ("unknown fields", w().int(9, 1).bytes(1000, b"other writer")),
+            (
+                "all three, then unknown fields",
+                w().msg(2, library)
+                    .int(3, 21)
+                    .msg(4, versions)
+                    .bytes(77, b"x")
+                    .int(9, 1),
+            ),
         ];
         for (what, tail) in tails {
             for count in [0, 1, nodes().len()] {
@@ -272,7 +319,15 @@ mod tests {
     fn graphs_laid_out_otherwise_take_the_general_path() {
         let node = || w().msg(1, node("n", "AddV2", &[]));
         let cases = [
-            ("an unknown field", node().int(9, 1)),
+            (
+                "a node after an unknown field",
+                node().int(9, 1).msg(1, node()),
+            ),
+            (
+                "versions after an unknown field",
+                node().int(9, 1).msg(4, w()),
+            ),
+            ("a node number of another wire type", node().int(1, 5)),
             ("a node after the library", w().msg(2, w()).msg(1, node())),
             ("versions before the library", w().msg(4, w()).msg(2, w())),
             ("the library twice", w().msg(2, w()).msg(2, w())),

@@ -257,22 +257,39 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
 
     /// Puts the runs of a message's fields, written to the buffer from `start` as read, back
     /// in field order (a repeated field's runs in the order read), leaving out dropped ones.
+    /// The runs already in place at the front stay where they are; the rest is copied aside
+    /// once and back in order.
     fn put_runs_in_order(&mut self, runs: &mut [Run], start: usize) {
         let end = self.tmp.len();
-        // Each run ends where the next begins; sorted by field, then by where it starts (the
-        // order read), so no stable sort (and its allocation) is needed.
         for i in 0..runs.len() {
             runs[i].end = runs.get(i + 1).map_or(end, |next| next.start);
         }
+        // Sorted by field, then by where each starts (the order read): no stable sort (and
+        // its allocation) needed.
         runs.sort_unstable_by_key(|r| (r.field, r.start));
-        let mut reorder = std::mem::take(&mut self.reorder);
-        reorder.clear();
-        for run in runs.iter().filter(|r| r.field != DROPPED) {
-            reorder.extend_from_slice(&self.tmp[run.start..run.end]);
+        let mut kept = start;
+        let mut first = 0;
+        while let Some(run) = runs
+            .get(first)
+            .filter(|r| r.field != DROPPED && r.start == kept)
+        {
+            kept = run.end;
+            first += 1;
         }
-        self.tmp.truncate(start);
-        self.tmp.extend_from_slice(&reorder);
-        self.reorder = reorder;
+        let mut aside = std::mem::take(&mut self.reorder);
+        aside.clear();
+        aside.extend_from_slice(&self.tmp[kept..end]);
+        self.tmp.truncate(kept);
+        // (A run may be empty: a default left out. Empty ones may start inside the runs kept
+        // in place, and hold nothing to copy.)
+        for run in runs[first..]
+            .iter()
+            .filter(|r| r.field != DROPPED && r.start < r.end)
+        {
+            self.tmp
+                .extend_from_slice(&aside[run.start - kept..run.end - kept]);
+        }
+        self.reorder = aside;
     }
 }
 

@@ -213,24 +213,11 @@ impl Collected {
     /// of nodes merged by `verify` is shown this way while its schema is checked: one core
     /// took 1.5 s of a merge of the non-canonical 3M-node `.cpb` (issue 29).
     fn add_nodes(&mut self, graph: &WireMessage, file: &str) -> Result<()> {
-        let nodes: Vec<&WireValue> = graph
-            .fields
-            .iter()
-            .filter(|f| f.number == graph_def::NODE)
-            .map(|f| &f.value)
-            .collect();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let per = nodes.len().div_ceil(threads * 4).max(NODES_PER_STRETCH);
-        let stretches: Vec<&[&WireValue]> = nodes.chunks(per).collect();
-        let gathered =
-            unbound_io::each_in_order(&stretches, threads, |stretch| -> Result<Collected> {
-                let mut collected = Collected::default();
-                for node in stretch.iter() {
-                    collected.node_count += 1;
-                    collected.nodes.add(node, file, false)?;
-                }
-                Ok(collected)
-            });
+        let nodes = values_of(graph, graph_def::NODE);
+        let gathered = gathered_in_stretches(&nodes, NODES_PER_STRETCH, |collected, node| {
+            collected.node_count += 1;
+            collected.nodes.add(node, file, false)
+        });
         for stretch in gathered {
             self.absorb(stretch?);
         }
@@ -247,34 +234,16 @@ impl Collected {
         chunks: &mut Vec<Collected>,
     ) -> Result<()> {
         chunks.extend(summarize_unmerged(library, Self::scan_library, file)?);
-        let functions: Vec<&WireValue> = library
-            .fields
-            .iter()
-            .filter(|f| f.number == function_def_library::FUNCTION)
-            .map(|f| &f.value)
-            .collect();
-        // Functions in stretches on every core, as the graph's nodes (`add_nodes`): each
-        // gathered on its own, taken in order.
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let per = functions
-            .len()
-            .div_ceil(threads * 4)
-            .max(FUNCTIONS_PER_STRETCH);
-        let stretches: Vec<&[&WireValue]> = functions.chunks(per).collect();
+        // Functions in stretches on every core, as the graph's nodes (`add_nodes`).
+        let functions = values_of(library, function_def_library::FUNCTION);
         let gathered =
-            unbound_io::each_in_order(&stretches, threads, |stretch| -> Result<Collected> {
-                let mut collected = Collected::default();
-                for function in stretch.iter() {
-                    match function {
-                        WireValue::Message(function) => collected.add_function(function, file)?,
-                        WireValue::Bytes(p) => {
-                            collected.add_function(&wire::parse(p, file)?, file)?
-                        }
-                        // A known number of another wire type: an unknown field to protobuf C++.
-                        _ => {}
-                    }
+            gathered_in_stretches(&functions, FUNCTIONS_PER_STRETCH, |collected, function| {
+                match function {
+                    WireValue::Message(function) => collected.add_function(function, file),
+                    WireValue::Bytes(p) => collected.add_function(&wire::parse(p, file)?, file),
+                    // A known number of another wire type: an unknown field to protobuf C++.
+                    _ => Ok(()),
                 }
-                Ok(collected)
             });
         for stretch in gathered {
             let stretch = stretch?;
@@ -315,6 +284,37 @@ impl Collected {
         self.functions.push((name, body.list));
         Ok(())
     }
+}
+
+/// The values of the fields numbered `number` of `message`, in order.
+fn values_of(message: &WireMessage, number: u32) -> Vec<&WireValue> {
+    message
+        .fields
+        .iter()
+        .filter(|f| f.number == number)
+        .map(|f| &f.value)
+        .collect()
+}
+
+/// `items` cut into stretches of at least `min_per` (about four per thread), each gathered
+/// into a [`Collected`] of its own by `gather` on as many threads as the machine has, in
+/// order: absorbed in that order, they give what gathering all in one go gives, and the first
+/// fault in order is the error.
+fn gathered_in_stretches<T: Sync>(
+    items: &[T],
+    min_per: usize,
+    gather: impl Fn(&mut Collected, &T) -> Result<()> + Sync,
+) -> Vec<Result<Collected>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = items.len().div_ceil(threads * 4).max(min_per);
+    let stretches: Vec<&[T]> = items.chunks(per).collect();
+    unbound_io::each_in_order(&stretches, threads, |stretch| {
+        let mut collected = Collected::default();
+        for item in stretch.iter() {
+            gather(&mut collected, item)?;
+        }
+        Ok(collected)
+    })
 }
 
 /// The fewest nodes a stretch of [`Collected::add_nodes`] holds: below it, a thread costs

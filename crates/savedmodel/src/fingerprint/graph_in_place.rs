@@ -80,7 +80,16 @@ fn canonical_graph_walk(
     let mut last_tail_number = 0;
     // Where the unknown fields begin, once one is met: every field from there is unknown.
     let mut unknown_from: Option<usize> = None;
+    // Whether `GraphDef` has a field numbered so (its descriptor looked up once, when first
+    // asked: most graphs end with their known fields).
     let mut graph_desc = None;
+    let mut graph_has = |number: u32| -> Result<bool> {
+        let desc = match &graph_desc {
+            Some(desc) => desc,
+            None => graph_desc.insert(descriptor("tensorflow.GraphDef")?),
+        };
+        Ok(desc.get_field(number).is_some())
+    };
     let mut fields = 0u32;
     while pos < end {
         fields = fields.wrapping_add(1);
@@ -91,11 +100,7 @@ fn canonical_graph_walk(
         let raw = read_field(within, &mut pos).map_err(|e| model_fault(e.to_string()))?;
         let is_len = raw.wire_type == WireType::Len;
         if unknown_from.is_some() {
-            let desc = match &graph_desc {
-                Some(desc) => desc,
-                None => graph_desc.insert(descriptor("tensorflow.GraphDef")?),
-            };
-            if desc.get_field(raw.number).is_some() {
+            if graph_has(raw.number)? {
                 return Ok(None);
             }
             continue;
@@ -129,11 +134,7 @@ fn canonical_graph_walk(
             _ => false,
         };
         if !expected {
-            let desc = match &graph_desc {
-                Some(desc) => desc,
-                None => graph_desc.insert(descriptor("tensorflow.GraphDef")?),
-            };
-            if desc.get_field(raw.number).is_some() {
+            if graph_has(raw.number)? {
                 return Ok(None);
             }
             if last_tail_number == 0 {

@@ -2,7 +2,7 @@
 //! ([`check_chunks`]): every Riegeli chunk read, and the metadata checked against the records
 //! ([`check_layout`], the check every merge makes, with each record's size).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use prost::Message as _;
 use unbound_proto::tensorflow::proto_splitter::ChunkMetadata;
@@ -33,7 +33,7 @@ pub struct ChunkReport {
 /// record is decoded as the `ChunkMetadata`; then [`check_layout`]'s checks and every
 /// `ChunkInfo` size against its record. Never fails: what cannot be read is a fault.
 pub fn check_chunks(reader: &RecordReader) -> ChunkReport {
-    check_chunks_with(reader, None)
+    check_chunks_with(reader, Deferral::Nothing)
 }
 
 /// [`check_chunks`] of the file of `chunks`, reading the chunks it keeps decoded
@@ -52,7 +52,7 @@ pub fn check_chunks(reader: &RecordReader) -> ChunkReport {
 /// model of gigabytes of constants was decompressed three times by `verify`: the check, the
 /// merge and the fingerprint.
 pub fn check_chunks_deferring(chunks: &FileChunks) -> ChunkReport {
-    check_chunks_with(chunks.reader(), Some(chunks))
+    check_chunks_with(chunks.reader(), Deferral::Streamed(chunks))
 }
 
 /// Completes the check of the chunks [`check_chunks_deferring`] deferred, once the merge has
@@ -64,18 +64,38 @@ pub fn check_chunks_deferring(chunks: &FileChunks) -> ChunkReport {
 /// `externalize`'s spool), instead of once by this check and once by each tap's owner.
 pub fn check_deferred(chunks: &FileChunks, report: &mut ChunkReport) {
     let reader = chunks.reader();
-    let deferred = std::mem::take(&mut report.deferred);
-    let left: Vec<u64> = deferred
+    let left: Vec<u64> = report
+        .deferred
         .iter()
         .copied()
-        .filter(|&begin| !reader.streamed_whole(begin))
+        .filter(|&begin| !reader.decompressed_whole(begin))
         .collect();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4);
     // A fault is reported below, by the check, in its words.
     unbound_io::each_in_order(&left, threads, |&begin| chunks.stream_whole(begin));
-    for begin in deferred {
+    complete_deferred(reader, report);
+}
+
+/// [`check_chunks`], but the chunks of one record at the file positions in `left` are
+/// checked up to their decompression only (block headers, data hash, framing, record size)
+/// and listed in [`ChunkReport::deferred`]: for a reader that decodes each of them whole next
+/// (`verify` of a graph in chunks it leaves unmerged, reading each on its own), so that a
+/// chunk of a graph is not decompressed once for this check and once more for its reading.
+/// [`complete_deferred`] then completes the check of those chunks; the two together report
+/// what [`check_chunks`] reports.
+pub fn check_chunks_leaving(reader: &RecordReader, left: &HashSet<u64>) -> ChunkReport {
+    check_chunks_with(reader, Deferral::These(left))
+}
+
+/// Completes the check of the chunks [`check_chunks_leaving`] (or
+/// [`check_chunks_deferring`]) deferred: each is checked as [`check_chunks`] checks it, its
+/// decompression only if `reader` did not decompress it whole since
+/// ([`RecordReader::decompressed_whole`]), and its faults join `report`'s in the words
+/// [`check_chunks`] gives them.
+pub fn complete_deferred(reader: &RecordReader, report: &mut ChunkReport) {
+    for begin in std::mem::take(&mut report.deferred) {
         if let Err(e) = reader.check_chunk(begin) {
             let summary = reader.chunk_of(begin);
             report.faults.push(ChunkFault::Riegeli {
@@ -95,11 +115,32 @@ fn strip_name(reader: &RecordReader, e: &RecordsError) -> String {
     text.strip_prefix(&prefix).unwrap_or(&text).to_string()
 }
 
-/// [`check_chunks`], with the kept chunks of `shared` read through its cache and the chunks
-/// its merge streams left for [`check_deferred`].
-fn check_chunks_with(reader: &RecordReader, shared: Option<&FileChunks>) -> ChunkReport {
+/// Which chunks [`check_chunks_with`] checks up to their decompression only, leaving the rest
+/// of their check to [`complete_deferred`].
+#[derive(Clone, Copy)]
+enum Deferral<'a> {
+    /// None: every chunk is checked whole.
+    Nothing,
+    /// Those a merge of these chunks streams ([`check_chunks_deferring`]); the chunks they
+    /// keep decoded are read through their cache.
+    Streamed(&'a FileChunks),
+    /// Those at these file positions ([`check_chunks_leaving`]).
+    These(&'a HashSet<u64>),
+}
+
+/// [`check_chunks`], the chunks `deferral` names checked up to their decompression only.
+fn check_chunks_with(reader: &RecordReader, deferral: Deferral<'_>) -> ChunkReport {
+    let shared = match deferral {
+        Deferral::Streamed(chunks) => Some(chunks),
+        _ => None,
+    };
     let deferred = |c: &ChunkSummary| {
-        c.num_records == 1 && shared.is_some_and(|fc| fc.streams_chunk_at(c.begin))
+        c.num_records == 1
+            && match deferral {
+                Deferral::Nothing => false,
+                Deferral::Streamed(fc) => fc.streams_chunk_at(c.begin),
+                Deferral::These(left) => left.contains(&c.begin),
+            }
     };
     let check = |c: &ChunkSummary| -> Result<Vec<u64>, RecordsError> {
         if deferred(c) {

@@ -61,7 +61,8 @@ mod write_ahead;
 
 pub use cache::ChunkCache;
 pub use check::{
-    check_chunks, check_chunks_deferring, check_deferred, check_layout, ChunkFault, ChunkReport,
+    check_chunks, check_chunks_deferring, check_chunks_leaving, check_deferred, check_layout,
+    complete_deferred, ChunkFault, ChunkReport,
 };
 pub use error::{ChunkedError, Result};
 pub use inspect::{inspect, InspectReport};

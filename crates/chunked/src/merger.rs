@@ -329,7 +329,7 @@ impl FileChunks {
     /// tap, if any: a chunk of bytes is announced as one value the merge leaves in the file
     /// ([`crate::TapSink::lazy_value`]); the sink is finished only when every byte came.
     /// Whether it streamed whole is what the reader remembers
-    /// ([`RecordReader::streamed_whole`]).
+    /// ([`RecordReader::decompressed_whole`]).
     pub(crate) fn stream_whole(&self, position: u64) {
         let Some(index) = self.infos.iter().position(|i| i.offset == position) else {
             return;

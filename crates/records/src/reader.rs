@@ -94,11 +94,12 @@ pub struct RecordReader {
     file: FileChunks,
     cache: Mutex<Option<(u64, Arc<DecodedChunk>)>>,
     verified: Remembered,
-    /// Chunks of one record already streamed whole through [`RecordReader::copy_record_to`]
-    /// without fault (data hash, framing, decompression to exactly the declared size): a
-    /// fact about these very bytes, which [`RecordReader::check_chunk`] then need not learn
-    /// again by decompressing the chunk once more.
-    streamed_whole: Remembered,
+    /// Chunks of one record already decompressed whole without fault (data hash, framing,
+    /// decompression to exactly the declared size): streamed through
+    /// [`RecordReader::copy_record_to`], or decoded to hand out their record. A fact about
+    /// these very bytes, which [`RecordReader::check_chunk`] then need not learn again by
+    /// decompressing the chunk once more.
+    decompressed_whole: Remembered,
     limits: DecodeLimits,
     held: Held,
 }
@@ -155,7 +156,7 @@ impl RecordReader {
             file: FileChunks { data, name },
             cache: Mutex::new(None),
             verified: Remembered::default(),
-            streamed_whole: Remembered::default(),
+            decompressed_whole: Remembered::default(),
             limits: DecodeLimits::default(),
             held: Held::default(),
         })
@@ -362,7 +363,7 @@ impl RecordReader {
         let (offset, len) = part(limits[i] - start, chunk.begin)?;
         if chunk.header.num_records == 1 && offset == 0 && len == size {
             compression::decompress_into(layout.compression, &stream, size, out).map_err(at)?;
-            self.streamed_whole.insert(chunk.begin);
+            self.decompressed_whole.insert(chunk.begin);
         } else {
             compression::decompress_range(
                 layout.compression,
@@ -377,10 +378,11 @@ impl RecordReader {
         Ok(len)
     }
 
-    /// Whether the one record of the chunk beginning at `begin` was streamed whole without
-    /// fault ([`RecordReader::copy_record_to`]): its decompression is then checked.
-    pub fn streamed_whole(&self, begin: u64) -> bool {
-        self.streamed_whole.contains(begin)
+    /// Whether the one record of the chunk beginning at `begin` was decompressed whole
+    /// without fault, streamed ([`RecordReader::copy_record_to`]) or decoded
+    /// ([`RecordReader::read_record_at`]): its decompression is then checked.
+    pub fn decompressed_whole(&self, begin: u64) -> bool {
+        self.decompressed_whole.contains(begin)
     }
 
     /// Checks the chunk beginning at file position `begin` as completely as reading all its
@@ -412,7 +414,7 @@ impl RecordReader {
                 h.decoded_data_size
             ))));
         }
-        let streamed = h.num_records == 1 && self.streamed_whole.contains(chunk.begin);
+        let streamed = h.num_records == 1 && self.decompressed_whole.contains(chunk.begin);
         if !streamed {
             compression::check_decompresses(layout.compression, &stream, size).map_err(at)?;
         }
@@ -620,6 +622,10 @@ impl RecordReader {
                 offset: chunk.begin,
                 detail: "record count differs from the chunk header".into(),
             });
+        }
+        if chunk.header.chunk_type == ChunkType::Simple && chunk.header.num_records == 1 {
+            // Decompressed to exactly its declared size: what `check_chunk` would learn.
+            self.decompressed_whole.insert(chunk.begin);
         }
         let decoded = Arc::new(decoded);
         if let Ok(mut guard) = self.cache.lock() {

@@ -364,3 +364,35 @@ fn hand_built_chunk_reads() {
         ]
     );
 }
+
+/// A chunk of one record decoded whole to hand its record out (`read_record_at`) is
+/// remembered as decompressed whole, as one streamed whole is, so that `check_chunk` need not
+/// decompress it again; a chunk only located is not, and one whose decoding failed is not.
+#[test]
+fn a_chunk_decoded_whole_is_remembered_as_decompressed() {
+    let options = WriterOptions {
+        compression: Compression::Zstd { level: 1 },
+        chunk_size: Some(1),
+        store_incompressible: false,
+    };
+    let mut w = RecordWriter::new(Vec::new(), options).expect("writer");
+    let first = w.write_record(&text(1, 40_000)).expect("write");
+    let second = w.write_record(&text(2, 40_000)).expect("write");
+    let file = w.finish().expect("finish");
+    let r = open(&file).unwrap();
+    assert!(!r.decompressed_whole(first) && !r.decompressed_whole(second));
+    r.read_record_at(first).unwrap();
+    assert!(r.decompressed_whole(first));
+    assert!(!r.decompressed_whole(second));
+    assert_eq!(r.check_chunk(first).unwrap(), vec![40_000]);
+
+    // The second chunk's compressed data broken past its header: its decode fails, so it is
+    // not remembered, and its check decompresses it and fails too.
+    let mut bad = file.clone();
+    let at = bad.len() - 100;
+    bad[at] ^= 0xff;
+    let r = open(&bad).unwrap();
+    assert!(r.read_record_at(second).is_err());
+    assert!(!r.decompressed_whole(second));
+    assert!(r.check_chunk(second).is_err());
+}

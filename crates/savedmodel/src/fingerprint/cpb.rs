@@ -59,7 +59,29 @@ pub fn hashes(cpb_file: &Path) -> Result<Hashes> {
         chunks.reader().release_chunk_pages(info.offset);
     }
     let root = metadata.message.clone().unwrap_or_default();
-    hashes_of(&chunks, &root, None)
+    hashes_of(&chunks, &root, None, None)
+}
+
+/// Another reader of a `.cpb` that takes the chunks its fingerprint decodes, as they are
+/// decoded: `verify`, which checks the chunks of a graph it leaves unmerged (issue 29: the
+/// check, `show` and the fingerprint each decompressed every chunk of the graph on its own,
+/// half of the CPU of a `verify` of a Brotli `.cpb` of millions of nodes).
+pub(crate) trait ChunkSeen: Sync {
+    /// Whether chunk `index` is wanted: the fingerprint then decodes it whole, where it would
+    /// otherwise hash it as a stream.
+    fn wants(&self, index: u64) -> bool;
+    /// Chunk `index`, decoded whole and of its declared size.
+    fn seen(&self, index: u64, bytes: &Bytes);
+}
+
+/// [`hashes_of`] of a file's chunks read on their own, each chunk `seen` wants handed to it
+/// as it is decoded.
+pub(crate) fn hashes_seeing(
+    chunks: &FileChunks,
+    root: &ChunkedMessage,
+    seen: &dyn ChunkSeen,
+) -> Result<Hashes> {
+    hashes_of(chunks, root, None, Some(seen))
 }
 
 /// `[meta_graphs, 0, graph_def]`, `[..., signature_def]`, `[..., object_graph_def]`: what the
@@ -84,18 +106,27 @@ fn targets() -> [Vec<FieldIndex>; 3] {
 /// them, else from the file and given back once decoded): `verify` held them all decoded, and
 /// the graph's canonical form besides (3.1 GB for the 3M-node `.cpb`; 6.6 GB, and a slower
 /// streaming encoder past 1 GiB, for the 9M-node one).
+///
+/// With `seen`, each chunk it wants is handed to it once decoded ([`ChunkSeen`]).
 pub(crate) fn hashes_of(
     chunks: &FileChunks,
     root: &ChunkedMessage,
     streamed: Option<&StreamPrints>,
+    seen: Option<&dyn ChunkSeen>,
 ) -> Result<Hashes> {
-    let read = |index: u64| read_graph_chunk(chunks, index);
+    let read = |index: u64| {
+        let bytes = read_graph_chunk(chunks, index)?;
+        if let Some(seen) = seen.filter(|seen| seen.wants(index)) {
+            seen.seen(index, &bytes);
+        }
+        Ok(bytes)
+    };
     let (hashes, _) = hashes_with(
         chunks,
         root,
         Trust::Nothing,
         GraphHash::Made(Some(&read)),
-        |wanted, graph| chunk_prints(chunks, wanted, graph, streamed),
+        |wanted, graph| chunk_prints(chunks, wanted, graph, streamed, seen),
     )?;
     Ok(hashes)
 }
@@ -149,7 +180,7 @@ pub(crate) fn hashes_but_nodes_of(
             read: &read,
             learnt: &learnt,
         },
-        |wanted, graph| chunk_prints(chunks, wanted, graph, streamed),
+        |wanted, graph| chunk_prints(chunks, wanted, graph, streamed, None),
     )?;
     Ok(match others {
         Some(others) => PendingHashes::NodesElsewhere { hashes, others },
@@ -528,12 +559,14 @@ fn graph_outside_takes(model: &WireMessage) -> bool {
 
 /// `Fingerprint64` of each chunk in `indices`, on as many threads as there are cores: a chunk
 /// `chunks` keeps decoded is hashed from its cache (decoded there once for every reader),
-/// any other streamed from the file (a multi-gigabyte chunk is never held whole).
+/// any other streamed from the file (a multi-gigabyte chunk is never held whole) unless
+/// `seen` wants it: that one is decoded whole and handed over.
 fn chunk_prints(
     chunks: &FileChunks,
     indices: Vec<u64>,
     keep: &[u64],
     streamed: Option<&StreamPrints>,
+    seen: Option<&dyn ChunkSeen>,
 ) -> Result<ChunkPrints> {
     let reader = chunks.reader();
     let infos = chunks.infos();
@@ -565,9 +598,15 @@ fn chunk_prints(
         // A chunk of the graph is decoded whole here, and kept: the graph's hash reads it
         // next (issue 29: it was decoded a second time for that, a tenth of a `merge` or a
         // `verify` of a Brotli-compressed `.cpb`).
-        let decoded = (cached || keep.contains(&index))
+        let seen = seen.filter(|seen| seen.wants(index));
+        let decoded = (cached || seen.is_some() || keep.contains(&index))
             .then(|| chunks.bytes(index).ok())
             .flatten();
+        if let (Some(seen), Some(bytes)) = (seen, &decoded) {
+            if chunks.check_len(index, bytes.len() as u64).is_ok() {
+                seen.seen(index, bytes);
+            }
+        }
         let print = match &decoded {
             Some(bytes) => fingerprint64(bytes),
             // Not kept, or it failed to decode (streamed again, the error then says why).

@@ -14,6 +14,7 @@ mod already_canonical;
 pub mod canonical;
 mod canonicalized;
 mod cpb;
+pub(crate) use cpb::ChunkSeen;
 mod entry_memo;
 pub use unbound_canonical::farmhash;
 pub mod fields;
@@ -162,7 +163,7 @@ pub(crate) fn fingerprint_model_sharing(
     let shared = shared.filter(|s| s.path == file);
     let hashes = if let (true, Some(shared)) = (chunked, shared) {
         let root = shared.metadata.message.clone().unwrap_or_default();
-        cpb::hashes_of(&shared.chunks, &root, Some(&shared.prints))
+        cpb::hashes_of(&shared.chunks, &root, Some(&shared.prints), None)
     } else if chunked {
         cpb::hashes(file)
     } else {
@@ -172,6 +173,21 @@ pub(crate) fn fingerprint_model_sharing(
     }
     .map_err(|e| naming_file(file, e))?;
     Ok(definition(hashes, checkpoint_hash(model.dir()), chunked))
+}
+
+/// The fingerprint of the `.cpb` model file of `model`, read from `chunks` (that file's,
+/// opened by the caller) whose metadata tree is `root`, each chunk `seen` wants handed to it
+/// as it is decoded ([`ChunkSeen`]): for `verify`, which checks those chunks without
+/// decoding them again.
+pub(crate) fn fingerprint_cpb_seeing(
+    model: &SavedModel,
+    chunks: &unbound_chunked::FileChunks,
+    root: &unbound_proto::tensorflow::proto_splitter::ChunkedMessage,
+    seen: &dyn ChunkSeen,
+) -> Result<FingerprintDef> {
+    let file = fingerprinted(model)?;
+    let hashes = cpb::hashes_seeing(chunks, root, seen).map_err(|e| naming_file(file, e))?;
+    Ok(definition(hashes, checkpoint_hash(model.dir()), true))
 }
 
 /// [`fingerprint_model_sharing`] for a verification with no stored fingerprint to compare it

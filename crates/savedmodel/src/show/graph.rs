@@ -41,7 +41,14 @@ pub struct GraphStats {
 /// Graphs of millions of nodes repeat a few ops: each node's fields are scanned in place
 /// (no message built per node) and only distinct [`NodeOps`] are kept, per function and for
 /// the graph, which is all [`ops_used`] and [`load_order`] need (both work on sets).
-pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
+///
+/// What `scanned` found of the chunks left unmerged in `mg` is taken instead of reading them
+/// again.
+pub(crate) fn graph_stats(
+    mg: &WireMessage,
+    file: &str,
+    scanned: Option<&ScannedChunks>,
+) -> Result<GraphStats> {
     let mut stats = Collected::default();
     for field in mg
         .fields
@@ -50,7 +57,7 @@ pub fn graph_stats(mg: &WireMessage, file: &str) -> Result<GraphStats> {
     {
         match &field.value {
             WireValue::Bytes(p) => stats.scan_graph(&p.bytes()?, file)?,
-            WireValue::Message(graph) => stats.add_graph(graph, file)?,
+            WireValue::Message(graph) => stats.add_graph(graph, file, scanned)?,
             // A known number of another wire type: an unknown field to protobuf C++.
             _ => {}
         }
@@ -95,6 +102,46 @@ impl<'a> Passed<'a> {
             unbound_io::release_pages(&self.bytes[self.released..pos]);
             self.released = pos;
         }
+    }
+}
+
+/// What `show` finds in the chunks of a graph or of its library left unmerged
+/// ([`UNMERGED`]), each scanned by a reader that had its bytes decoded anyway (`verify`, as
+/// it checks the chunk: issue 29, one decompression of each chunk where the check and `show`
+/// made one each), by the chunk's record position in its file. A scan is taken (once) only
+/// for the model merged from that same file, which verify's show check is: the position is
+/// of those very bytes.
+#[derive(Default)]
+pub(crate) struct ScannedChunks(std::sync::Mutex<std::collections::HashMap<u64, Collected>>);
+
+impl ScannedChunks {
+    /// Scans `bytes`, the chunk at record position `position`, as the serialized fields of a
+    /// message of type `ty` it merges into, and keeps what it found for `show` to take: only
+    /// a graph's or a library's chunk is scanned, and one whose scan fails is not kept
+    /// (`show`, reading it again, reports the fault in its words).
+    pub(crate) fn scan(&self, position: u64, ty: &str, bytes: &bytes::Bytes) {
+        let scan = match ty {
+            "tensorflow.GraphDef" => Collected::scan_graph,
+            "tensorflow.FunctionDefLibrary" => Collected::scan_library,
+            _ => return,
+        };
+        let mut collected = Collected::default();
+        if scan(&mut collected, bytes, "").is_ok() {
+            if let Ok(mut kept) = self.0.lock() {
+                kept.insert(position, collected);
+            }
+        }
+    }
+
+    /// How many chunks' scans are kept, not taken yet.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.lock().map_or(0, |kept| kept.len())
+    }
+
+    /// What [`ScannedChunks::scan`] found of the chunk at `position`, handed over once.
+    fn take(&self, position: u64) -> Option<Collected> {
+        self.0.lock().ok()?.remove(&position)
     }
 }
 
@@ -163,8 +210,13 @@ impl Collected {
     /// A GraphDef already decoded one level (from a `.cpb`'s chunks), its fields taken in
     /// order; the chunks `show` left unmerged in it ([`UNMERGED`]) are scanned where they
     /// stand, as their fields would have been.
-    fn add_graph(&mut self, graph: &WireMessage, file: &str) -> Result<()> {
-        let mut left = summarize_unmerged(graph, Self::scan_graph, file)?.into_iter();
+    fn add_graph(
+        &mut self,
+        graph: &WireMessage,
+        file: &str,
+        scanned: Option<&ScannedChunks>,
+    ) -> Result<()> {
+        let mut left = summarize_unmerged(graph, Self::scan_graph, file, scanned)?.into_iter();
         // With nothing left unmerged, nodes are the only fields that add nodes: they are
         // taken apart from the others, on every core.
         let nodes_apart = left.len() == 0;
@@ -183,7 +235,7 @@ impl Collected {
                 }
                 graph_def::LIBRARY => match &field.value {
                     WireValue::Message(library) => {
-                        self.add_library(library, file, &mut library_chunks)?
+                        self.add_library(library, file, scanned, &mut library_chunks)?
                     }
                     WireValue::Bytes(p) => self.scan_library(&p.bytes()?, file)?,
                     // A known number of another wire type: an unknown field to protobuf C++.
@@ -231,9 +283,15 @@ impl Collected {
         &mut self,
         library: &WireMessage,
         file: &str,
+        scanned: Option<&ScannedChunks>,
         chunks: &mut Vec<Collected>,
     ) -> Result<()> {
-        chunks.extend(summarize_unmerged(library, Self::scan_library, file)?);
+        chunks.extend(summarize_unmerged(
+            library,
+            Self::scan_library,
+            file,
+            scanned,
+        )?);
         // Functions in stretches on every core, as the graph's nodes (`add_nodes`).
         let functions = values_of(library, function_def_library::FUNCTION);
         let gathered =
@@ -328,10 +386,12 @@ const FUNCTIONS_PER_STRETCH: usize = 256;
 /// each read and scanned with `scan` (as serialized fields of `message`'s type) on as many
 /// threads as the machine has, one chunk per thread at a time, then let go: memory holds a
 /// chunk per thread, never the graph. The first chunk that fails, in order, is the error.
+/// What `scanned` found of a chunk is taken instead of reading it.
 fn summarize_unmerged(
     message: &WireMessage,
     scan: fn(&mut Collected, &bytes::Bytes, &str) -> Result<()>,
     file: &str,
+    scanned: Option<&ScannedChunks>,
 ) -> Result<Vec<Collected>> {
     let left: Vec<&Payload> = message
         .fields
@@ -343,6 +403,13 @@ fn summarize_unmerged(
         })
         .collect();
     let summarize = |payload: &Payload| -> Result<Collected> {
+        let found = match (scanned, payload) {
+            (Some(scanned), Payload::Record(record)) => scanned.take(record.position),
+            _ => None,
+        };
+        if let Some(found) = found {
+            return Ok(found);
+        }
         let mut collected = Collected::default();
         scan(&mut collected, &payload.bytes()?, file)?;
         Ok(collected)
@@ -698,7 +765,7 @@ mod tests {
                     value: graph,
                 }],
             };
-            graph_stats(&meta_graph, "test").unwrap()
+            graph_stats(&meta_graph, "test", None).unwrap()
         };
         let threaded = stats(WireValue::Message(held));
         let scanned = stats(WireValue::Bytes(Payload::Inline(graph)));

@@ -32,6 +32,7 @@ use crate::format::ModelFormat;
 use crate::Result;
 use unbound_wire::WireMessage;
 
+pub(crate) use graph::ScannedChunks;
 pub use objects::saved_object_paths;
 pub use structured::ArgValue;
 
@@ -229,33 +230,41 @@ pub fn show(dir: &Path) -> Result<SavedModelInfo> {
 
 /// [`show`] of a SavedModel already opened.
 pub fn show_model(model: &SavedModel) -> Result<SavedModelInfo> {
-    show_parts(model.dir(), read::read_model(model)?)
+    show_parts(model.dir(), read::read_model(model)?, None)
 }
 
 /// [`show`] of the opened SavedModel `opened` whose `.cpb` model file was read already
 /// (whole, into `model`, with `chunks` chunks): what `verify` asks, so the chunks are not
-/// merged again.
+/// merged again. What `scanned` found of the chunks `model` leaves unmerged is taken instead
+/// of reading them again.
 pub(crate) fn show_merged_cpb(
     opened: &SavedModel,
     model: &WireMessage,
     chunks: u64,
+    scanned: Option<&ScannedChunks>,
 ) -> Result<SavedModelInfo> {
     let path = &opened.model_file().path;
     show_parts(
         opened.dir(),
         read::model_parts(path, ModelFormat::Cpb, model, Some(chunks))?,
+        scanned,
     )
 }
 
-/// What `show` reports, from the model's parts.
-fn show_parts(dir: &Path, model: read::ModelParts<'_>) -> Result<SavedModelInfo> {
+/// What `show` reports, from the model's parts (and what `scanned` found of chunks they leave
+/// unmerged).
+fn show_parts(
+    dir: &Path,
+    model: read::ModelParts<'_>,
+    scanned: Option<&ScannedChunks>,
+) -> Result<SavedModelInfo> {
     let (variables_bytes, variables_files) = dir_size(&dir.join("variables"));
     let checkpoint = checkpoint::read_checkpoint(dir);
     let mut meta_graphs = Vec::new();
     // Errors name the model file with its directory, as every error names its input.
     let model_path = dir.join(&model.file_name).display().to_string();
     for mg in &model.meta_graphs {
-        let mut info = read::meta_graph_info(mg, &model_path)?;
+        let mut info = read::meta_graph_info(mg, &model_path, scanned)?;
         if let (Some(og), Some(ck)) = (&mut info.object_graph, &checkpoint) {
             objects::attach_checkpoint_keys(og, &ck.object_graph);
         }

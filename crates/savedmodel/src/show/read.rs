@@ -177,13 +177,19 @@ pub fn without_large_bytes(
 }
 
 /// Everything `show` reports about one MetaGraphDef.
-pub fn meta_graph_info(mg: &WireMessage, file: &str) -> Result<MetaGraphInfo> {
+/// What `scanned` found of the graph's chunks left unmerged is taken instead of reading them
+/// again.
+pub(crate) fn meta_graph_info(
+    mg: &WireMessage,
+    file: &str,
+    scanned: Option<&graph::ScannedChunks>,
+) -> Result<MetaGraphInfo> {
     let small = unbound_wire::decode_lenient::<MetaGraphDef>(
         wire::encode_without(mg, meta_graph_def::GRAPH_DEF)?,
         unbound_proto::descriptor_pool(),
     )
     .map_err(|e| SavedModelError::invalid(file, format!("MetaGraphDef does not decode: {e}")))?;
-    let stats = graph::graph_stats(mg, file)?;
+    let stats = graph::graph_stats(mg, file, scanned)?;
     let info = small.meta_info_def.clone().unwrap_or_default();
     let mut collections: Vec<String> = small.collection_def.keys().cloned().collect();
     collections.sort();

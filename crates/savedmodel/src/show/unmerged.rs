@@ -381,7 +381,7 @@ pub(crate) mod tests {
 
     fn show_leaving(dir: &Path, leave: bool) -> crate::Result<SavedModelInfo> {
         let model = SavedModel::open(dir)?;
-        show_parts(dir, read_model_leaving(&model, leave)?)
+        show_parts(dir, read_model_leaving(&model, leave)?, None)
     }
 
     /// The fields numbered [`UNMERGED`] in the graph of the first meta graph, and in its

@@ -28,7 +28,9 @@ use std::sync::Arc;
 use prost::Message as _;
 use prost_reflect::MessageDescriptor;
 use serde::Serialize;
-use unbound_chunked::check::{check_chunks, check_chunks_deferring, check_deferred};
+use unbound_chunked::check::{
+    check_chunks, check_chunks_deferring, check_chunks_leaving, check_deferred, complete_deferred,
+};
 use unbound_chunked::merger::FileChunks;
 use unbound_chunked::Merger;
 use unbound_proto::fields::tensorflow::{meta_graph_def, saved_model};
@@ -38,12 +40,13 @@ use unbound_wire::WireMessage;
 
 use crate::dir::{read_text, saved_model_descriptor, ModelFile, SavedModel};
 use crate::fingerprint::{
-    check_model_sharing, fingerprint_model_sharing, CanonicalVerdict, PendingFingerprint,
+    check_model_sharing, fingerprint_cpb_seeing, fingerprint_model_sharing, CanonicalVerdict,
+    PendingFingerprint,
 };
 use crate::format::{ModelFormat, FINGERPRINT_FILE};
 use crate::shared_cpb::SharedCpb;
 use crate::show::unmerged::{leavable, LeavingGraphChunks};
-use crate::show::{objects::checkpoint_keys_by_path, wire};
+use crate::show::{objects::checkpoint_keys_by_path, wire, ScannedChunks};
 use crate::{Result, SavedModelError};
 use unbound_bundle::BundleReader;
 
@@ -221,13 +224,20 @@ fn verify_with_model(
     // check, the merge and the fingerprint together.
     // `verify` of a `.cpb` whose graph is in large chunks leaves them unmerged, and reads
     // each on its own (`left_chunks.rs`) rather than through a shared reading.
-    let leave = keep == Keep::ReportOnly
-        && file.format == ModelFormat::Cpb
-        && tap.is_none()
-        && left_chunks::leaves_graph(opened);
+    let left = (keep == Keep::ReportOnly && file.format == ModelFormat::Cpb && tap.is_none())
+        .then(|| left_chunks::LeftChunks::open(opened))
+        .flatten();
     let shared = match file.format {
-        ModelFormat::Cpb if !leave => SharedCpb::open(opened, tap),
+        ModelFormat::Cpb if left.is_none() => SharedCpb::open(opened, tap),
         _ => None,
+    };
+    // The fingerprint hands the chunks left unmerged to their check as it decodes them.
+    let (relay, relayed) = match &left {
+        Some(left) => {
+            let (relay, relayed) = left.relay();
+            (Some(relay), Some(relayed))
+        }
+        None => (None, None),
     };
     // What `show` makes of the model is found on a third thread, while the model is checked
     // and fingerprinted: run last, it was a serial tail of a fifth of a verify of a model of
@@ -248,8 +258,12 @@ fn verify_with_model(
         let pending = &mut pending;
         let fingerprint = s.spawn(|| {
             let (shared, verdict) = (shared.as_ref(), verdict.as_ref());
+            // Ends with this thread: the check then reads what it was not handed.
+            let relay = relay;
             // (A `.pb`'s check is still made: its schema check waits for the verdict.)
-            if keep == Keep::Unfingerprinted && !compared && verdict.is_none() {
+            if let (Some(left), Some(relay)) = (&left, &relay) {
+                fingerprint_cpb_seeing(opened, &left.chunks, &left.root, relay).map(Some)
+            } else if keep == Keep::Unfingerprinted && !compared && verdict.is_none() {
                 Ok(None)
             } else if let Some(shared) = shared.filter(|shared| {
                 keep == Keep::Unfingerprinted && shared.path == opened.model_file().path
@@ -266,22 +280,29 @@ fn verify_with_model(
             }
         });
         let shown_from_file =
-            (file.format != ModelFormat::Cpb).then(|| s.spawn(|| show_check(opened, None)));
+            (file.format != ModelFormat::Cpb).then(|| s.spawn(|| show_check(opened, None, None)));
+        let leaving = left.as_ref().zip(relayed).map(|(left, relayed)| Leaving {
+            chunks: &left.chunks,
+            relayed,
+            scanned: &left.scanned,
+            positions: left.positions(),
+        });
         let model = verify_model_file(
             file,
             Some(opened),
             shared.as_ref(),
             verdict.as_ref(),
-            leave,
+            leaving,
             &mut report,
         )
         .map(Arc::new);
         drop(merge_ahead);
+        let scanned = left.as_ref().map(|left| &left.scanned);
         let shown = match shown_from_file {
             Some(shown) => Some(shown),
             None => model
                 .clone()
-                .map(|model| s.spawn(move || show_check(opened, Some(&model)))),
+                .map(|model| s.spawn(move || show_check(opened, Some(&model), scanned))),
         };
         let fingerprint = joined(fingerprint);
         let shown = shown.map(joined);
@@ -292,7 +313,7 @@ fn verify_with_model(
     // A model file TensorFlow ignores (a .pb beside the .cpb it prefers) is checked too: a
     // damaged one is a problem the next tool to read it would meet.
     for other in opened.passed_over() {
-        let parsed = verify_model_file(other, None, None, None, false, &mut report);
+        let parsed = verify_model_file(other, None, None, None, None, &mut report);
         if parsed.as_ref().is_some_and(|m| !has_meta_graph(m)) {
             report.fault(
                 &other.path,
@@ -324,7 +345,7 @@ fn verify_with_model(
     verify_assets(dir, &meta_graphs, &mut report);
     verify_fingerprint(opened, model.is_some(), &fingerprint, &mut report);
     if report.faults.is_empty() {
-        let shown = shown.unwrap_or_else(|| show_check(opened, model.as_ref()));
+        let shown = shown.unwrap_or_else(|| show_check(opened, model.as_ref(), None));
         verify_other_commands(dir, file, shown, &mut report);
     }
     let fingerprint = fingerprint
@@ -356,22 +377,34 @@ fn has_meta_graph(root: &WireMessage) -> bool {
         .any(|f| f.number == saved_model::META_GRAPHS)
 }
 
+/// A `.cpb` verified leaving its graph's chunks unmerged (`left_chunks.rs`).
+struct Leaving<'a> {
+    /// The file's chunks, opened once for every reader.
+    chunks: &'a FileChunks,
+    /// The chunks left, as the fingerprint decodes them, with their record positions.
+    relayed: std::sync::mpsc::Receiver<(u64, bytes::Bytes)>,
+    /// Where what `show` finds in them goes.
+    scanned: &'a ScannedChunks,
+    /// The record positions of the chunks left.
+    positions: std::collections::HashSet<u64>,
+}
+
 /// Checks one model file by its format: the model file of `opened` (read from its mapping), or
 /// without it one it passes over (read from its path); a `.cpb` through `shared` when it is
-/// that file, or, with `leave`, leaving its graph's chunks unmerged (`left_chunks.rs`).
+/// that file, or, with `leaving`, leaving its graph's chunks unmerged (`left_chunks.rs`).
 fn verify_model_file(
     file: &ModelFile,
     opened: Option<&SavedModel>,
     shared: Option<&SharedCpb>,
     verdict: Option<&CanonicalVerdict>,
-    leave: bool,
+    leaving: Option<Leaving<'_>>,
     report: &mut VerifyReport,
 ) -> Option<WireMessage> {
     match file.format {
         ModelFormat::Cpb => verify_cpb(
             &file.path,
             shared.filter(|s| s.path == file.path),
-            leave,
+            leaving,
             report,
         ),
         ModelFormat::Pb => verify_pb(&file.path, opened, verdict, report),
@@ -497,12 +530,16 @@ fn verify_fingerprint(
 /// Whether `show` works on the directory. `model` is the model file as read and checked by
 /// verify: `show` of a `.cpb` works from it instead of merging the chunks again (its own merge
 /// leaves out large tensor contents, which it does not look at; the rest is the same message).
-fn show_check(opened: &SavedModel, model: Option<&WireMessage>) -> Result<()> {
+fn show_check(
+    opened: &SavedModel,
+    model: Option<&WireMessage>,
+    scanned: Option<&ScannedChunks>,
+) -> Result<()> {
     match model {
         Some(model) if opened.format() == ModelFormat::Cpb => opened
             .chunks()
             .and_then(|(_, metadata)| {
-                crate::show::show_merged_cpb(opened, model, metadata.chunks.len() as u64)
+                crate::show::show_merged_cpb(opened, model, metadata.chunks.len() as u64, scanned)
             })
             .map(drop),
         _ => crate::show::show_model(opened).map(drop),
@@ -574,15 +611,25 @@ fn verify_pb(
 
 /// A `.cpb`: Riegeli chunks, metadata and layout ([`check_chunks`], the checker every
 /// command shares), merge, and the merged message. With `shared` (the same file, opened for
-/// sharing), the check and the merge read its kept chunks through its cache. With `leave`,
-/// the chunks of its graphs are left unmerged and checked one at a time (`left_chunks.rs`):
-/// the model returned stands for the merged one, but is not it.
+/// sharing), the check and the merge read its kept chunks through its cache. With `leaving`,
+/// the chunks of its graphs are left unmerged and checked as the fingerprint hands them over
+/// (`left_chunks.rs`): the model returned stands for the merged one, but is not it. Any fault
+/// found so has the file verified again the usual way, which words it as always.
 fn verify_cpb(
     path: &Path,
     shared: Option<&SharedCpb>,
-    leave: bool,
+    leaving: Option<Leaving<'_>>,
     report: &mut VerifyReport,
 ) -> Option<WireMessage> {
+    if let Some(leaving) = leaving {
+        let mut own = VerifyReport::default();
+        if let Some(model) = verify_cpb_leaving(path, leaving, &mut own) {
+            report.checked.extend(own.checked);
+            return Some(model);
+        }
+        // (The fingerprint no longer hands chunks over: what it was handing is let go.)
+        return verify_cpb(path, shared, None, report);
+    }
     let (reader, mut checked) = match shared {
         // The chunks the merge streams are decompressed by the merge alone
         // (`check_deferred` below).
@@ -611,30 +658,10 @@ fn verify_cpb(
     }
     let tree = metadata.message.clone().unwrap_or_default();
     let desc = saved_model_descriptor().ok()?;
-    if leave {
-        // The check read every chunk: its pages leave resident memory, and each chunk left
-        // unmerged is mapped again when it is read on its own.
-        for info in &metadata.chunks {
-            reader.release_chunk_pages(info.offset);
-        }
-    }
     let merged = match shared {
         Some(shared) => Merger::new(&shared.chunks).merge(&desc, &tree),
-        None => FileChunks::from_reader(reader.clone()).and_then(|(chunks, _)| {
-            let left = if leave {
-                leavable(&tree, &desc)
-            } else {
-                Default::default()
-            };
-            if left.is_empty() {
-                return Merger::new(&chunks).merge(&desc, &tree);
-            }
-            Merger::new(&LeavingGraphChunks {
-                chunks: &chunks,
-                leave: left,
-            })
-            .merge(&desc, &tree)
-        }),
+        None => FileChunks::from_reader(reader.clone())
+            .and_then(|(chunks, _)| Merger::new(&chunks).merge(&desc, &tree)),
     };
     // The deferred chunks' check, completed: free for those the merge streamed whole.
     if let Some(shared) = shared {
@@ -643,72 +670,125 @@ fn verify_cpb(
             report.fault(path, fault);
         }
     }
-    let records = checked.record_lengths;
     let message = match merged {
         Ok(m) if checked.faults.is_empty() => m,
         Ok(_) => return None,
-        // A fault is reported as the merged model shows it (its place in the merged message).
-        Err(_) if leave => return verify_cpb(path, shared, false, report),
         Err(e) => {
             report.fault(path, format!("the chunks do not merge: {e}"));
             return None;
         }
     };
-    // Encode it; the chunk records were all decoded above, so each lazy record only has to be
-    // the length its chunk said (a value left inside a record streamed as it was merged, to
-    // lie inside it).
-    let encoded = message.write_with(&mut std::io::sink(), &mut |r, _| match records
-        .get(&r.position)
-    {
-        Some(&len) if len == r.len => Ok(()),
-        Some(&len)
-            if r.reader
-                .offset_in_record()
-                .is_some_and(|offset| offset.checked_add(r.len).is_some_and(|end| end <= len)) =>
-        {
-            Ok(())
-        }
-        other => Err(unbound_wire::WireError::RecordLength {
-            source_name: reader.name().to_string(),
-            position: r.position,
-            actual: other.copied().unwrap_or(0),
-            expected: r.len,
-        }),
-    });
-    if encoded.is_err() && leave {
-        return verify_cpb(path, shared, false, report);
-    }
-    if let Err(e) = encoded {
+    if let Err(e) = serializes(&message, &reader, &checked.record_lengths) {
         report.fault(path, format!("the merged message does not serialize: {e}"));
         return None;
     }
-    let schema_checked = check_message(&message, &desc).and_then(|()| match leave {
-        // The chunks left unmerged, each where it stands, one at a time: the fingerprint
-        // reads them on the other core meanwhile.
-        true => left_chunks::check_left_chunks(&Schema::new(&desc), &message, 1),
-        false => Ok(Default::default()),
-    });
-    if schema_checked.is_err() && leave {
-        return verify_cpb(path, shared, false, report);
+    if let Err(e) = check_message(&message, &desc) {
+        report.fault(
+            path,
+            format!("the merged message is not a valid SavedModel: {e}"),
+        );
+        return None;
     }
-    let hidden = match schema_checked {
-        Ok(hidden) => hidden,
-        Err(e) => {
-            report.fault(
-                path,
-                format!("the merged message is not a valid SavedModel: {e}"),
-            );
-            return None;
-        }
-    };
     report.checked.push(format!(
         "{}: {} Riegeli records, {} chunks, merged ({} bytes)",
         file_name(path),
-        records.len(),
+        checked.record_lengths.len(),
+        metadata.chunks.len(),
+        left_chunks::merged_len(&message, &Default::default())
+    ));
+    Some(message)
+}
+
+/// [`verify_cpb`] leaving the graph's chunks unmerged: `None` at the first fault, unworded
+/// (the caller verifies the file again the usual way, which words it). The records' check
+/// stops short of decompressing the chunks left, whose check completes it once they have
+/// been read.
+fn verify_cpb_leaving(
+    path: &Path,
+    leaving: Leaving<'_>,
+    report: &mut VerifyReport,
+) -> Option<WireMessage> {
+    let Leaving {
+        chunks,
+        relayed,
+        scanned,
+        positions,
+    } = leaving;
+    let reader = chunks.reader();
+    let mut checked = check_chunks_leaving(reader, &positions);
+    let (_, metadata) = checked.metadata.take()?;
+    if !checked.faults.is_empty() {
+        return None;
+    }
+    // The check read every chunk header: its pages leave resident memory, and each chunk left
+    // unmerged is mapped again when it is read.
+    for info in &metadata.chunks {
+        reader.release_chunk_pages(info.offset);
+    }
+    let tree = metadata.message.clone().unwrap_or_default();
+    let desc = saved_model_descriptor().ok()?;
+    let leave = leavable(&tree, &desc);
+    let message = Merger::new(&LeavingGraphChunks { chunks, leave })
+        .merge(&desc, &tree)
+        .ok()?;
+    serializes(&message, reader, &checked.record_lengths).ok()?;
+    check_message(&message, &desc).ok()?;
+    // The chunks left unmerged, as the fingerprint hands them over on the other core, then
+    // those it did not, on every core.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let hidden = left_chunks::check_left_chunks(
+        &Schema::new(&desc),
+        &message,
+        Some(relayed),
+        Some(scanned),
+        threads,
+    )
+    .ok()?;
+    // Every chunk left was decompressed whole by now (the reader remembers it): the records'
+    // check completes without decompressing them again.
+    complete_deferred(reader, &mut checked);
+    if !checked.faults.is_empty() {
+        return None;
+    }
+    report.checked.push(format!(
+        "{}: {} Riegeli records, {} chunks, merged ({} bytes)",
+        file_name(path),
+        checked.record_lengths.len(),
         metadata.chunks.len(),
         left_chunks::merged_len(&message, &hidden)
     ));
     Some(message)
+}
+
+/// Whether `message`, merged from the file of `reader`, serializes: the chunk records were all
+/// checked, so each lazy record only has to be the length its chunk said (`records`, by
+/// position; a value left inside a record streamed as it was merged, to lie inside it).
+fn serializes(
+    message: &WireMessage,
+    reader: &RecordReader,
+    records: &std::collections::BTreeMap<u64, u64>,
+) -> std::result::Result<(), unbound_wire::WireError> {
+    message
+        .write_with(
+            &mut std::io::sink(),
+            &mut |r, _| match records.get(&r.position) {
+                Some(&len) if len == r.len => Ok(()),
+                Some(&len)
+                    if r.reader.offset_in_record().is_some_and(|offset| {
+                        offset.checked_add(r.len).is_some_and(|end| end <= len)
+                    }) =>
+                {
+                    Ok(())
+                }
+                other => Err(unbound_wire::WireError::RecordLength {
+                    source_name: reader.name().to_string(),
+                    position: r.position,
+                    actual: other.copied().unwrap_or(0),
+                    expected: r.len,
+                }),
+            },
+        )
+        .map(drop)
 }
 
 /// Checks `message` (read from `source_name`) against the schema of `desc` as verify checks a
@@ -941,7 +1021,7 @@ mod tests {
             let fingerprint = s.spawn(|| {
                 fingerprint_model_sharing(&SavedModel::open(&dir).unwrap(), Some(&shared), None)
             });
-            let model = verify_cpb(&path, Some(&shared), false, &mut report);
+            let model = verify_cpb(&path, Some(&shared), None, &mut report);
             (model, fingerprint.join().unwrap())
         });
         for &index in &kept {
@@ -954,7 +1034,7 @@ mod tests {
         );
 
         let mut alone = VerifyReport::default();
-        let model_alone = verify_cpb(&path, None, false, &mut alone);
+        let model_alone = verify_cpb(&path, None, None, &mut alone);
         assert!(report.faults.is_empty(), "{:?}", report.faults);
         assert_eq!(report.checked, alone.checked);
         assert_eq!(
@@ -1003,7 +1083,7 @@ mod tests {
             let fingerprint = s.spawn(|| {
                 fingerprint_model_sharing(&SavedModel::open(&dir).unwrap(), Some(&shared), None)
             });
-            let model = verify_cpb(&path, Some(&shared), false, &mut report);
+            let model = verify_cpb(&path, Some(&shared), None, &mut report);
             (model, fingerprint.join().unwrap())
         });
         assert!(report.faults.is_empty(), "{:?}", report.faults);
@@ -1018,7 +1098,7 @@ mod tests {
         assert_eq!(cache.decodes(), all, "a chunk was decoded more than once");
 
         let mut alone = VerifyReport::default();
-        let model_alone = verify_cpb(&path, None, false, &mut alone).unwrap();
+        let model_alone = verify_cpb(&path, None, None, &mut alone).unwrap();
         // Read alone, each is decompressed from the file whenever it is read.
         assert!(model_alone
             .lazy_records()
@@ -1059,11 +1139,11 @@ mod tests {
             };
             shared_cases += 1;
             let mut report = VerifyReport::default();
-            let model = verify_cpb(&path, Some(&shared), false, &mut report);
+            let model = verify_cpb(&path, Some(&shared), None, &mut report);
             let fingerprint =
                 fingerprint_model_sharing(&SavedModel::open(&dir).unwrap(), Some(&shared), None);
             let mut alone = VerifyReport::default();
-            let model_alone = verify_cpb(&path, None, false, &mut alone);
+            let model_alone = verify_cpb(&path, None, None, &mut alone);
             let fingerprint_alone = crate::fingerprint::fingerprint_dir(&dir);
             let text =
                 |r: &VerifyReport| r.faults.iter().map(|f| f.to_string()).collect::<Vec<_>>();

@@ -49,7 +49,13 @@ const LEAVE_FROM: u64 = 128 << 20;
 
 /// How many decoded chunks the fingerprint may have handed over ahead of the check
 /// ([`Relay`]): it waits past that, so memory holds a few chunks, not the graph.
-const RELAYED_AHEAD: usize = 2;
+const RELAYED_AHEAD: usize = 1;
+
+/// The largest chunk the fingerprint hands over ([`Relay`]): it decodes a chunk it hands over
+/// whole, where it would hash a larger one as a stream, and up to four are held at once
+/// (decoded on its two threads, waiting in the relay, being checked). A larger chunk is
+/// decoded by the check on its own, one at a time, as before the relay.
+const RELAYED_MAX: u64 = 128 << 20;
 
 /// The `.cpb` model file of a `verify` that leaves its graph's chunks unmerged: its chunks,
 /// opened once for the check, the merge and the fingerprint, so that what one learns of a
@@ -63,6 +69,8 @@ pub(super) struct LeftChunks {
     pub(super) root: ChunkedMessage,
     /// The chunks left unmerged: each one's record position, by chunk index.
     positions: HashMap<u64, u64>,
+    /// Those the fingerprint hands over ([`RELAYED_MAX`]): the same, by chunk index.
+    relayed: HashMap<u64, u64>,
     /// What `show` finds in each, by record position.
     pub(super) scanned: ScannedChunks,
 }
@@ -81,18 +89,23 @@ impl LeftChunks {
         let root = metadata.message.clone().unwrap_or_default();
         let desc = crate::dir::saved_model_descriptor().ok()?;
         let mut positions = HashMap::new();
+        let mut relayed = HashMap::new();
         let mut left = 0u64;
         for index in leavable(&root, &desc) {
             let info = usize::try_from(index)
                 .ok()
                 .and_then(|i| metadata.chunks.get(i))?;
             positions.insert(index, info.offset);
+            if info.size <= RELAYED_MAX {
+                relayed.insert(index, info.offset);
+            }
             left += info.size;
         }
         (left >= least).then(|| Self {
             chunks,
             root,
             positions,
+            relayed,
             scanned: ScannedChunks::default(),
         })
     }
@@ -109,7 +122,7 @@ impl LeftChunks {
         (
             Relay {
                 sender,
-                positions: &self.positions,
+                positions: &self.relayed,
             },
             received,
         )
@@ -117,10 +130,11 @@ impl LeftChunks {
 }
 
 /// The fingerprint's end of [`LeftChunks::relay`]: each chunk left unmerged that it decodes
-/// is handed over with its record position. Once the fingerprint has ended (this dropped),
-/// the check reads itself what it was not handed.
+/// (of at most [`RELAYED_MAX`] bytes) is handed over with its record position. Once the
+/// fingerprint has ended (this dropped), the check reads itself what it was not handed.
 pub(super) struct Relay<'a> {
     sender: SyncSender<(u64, Bytes)>,
+    /// The record positions of the chunks to hand over, by chunk index.
     positions: &'a HashMap<u64, u64>,
 }
 

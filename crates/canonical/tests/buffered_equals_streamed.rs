@@ -305,3 +305,40 @@ fn a_oneof_member_set_again_keeps_only_what_came_since() {
     assert_eq!(to_vec, streamed);
     assert_eq!(buffered, streamed);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// A graph of megabytes of nodes in field order, with unknown fields among them and its
+    /// other fields after them: encoded in memory, its nodes go to worker threads a batch at a
+    /// time while the reading goes on, and what the workers made is appended in order; the
+    /// output is the streamed encoding's, byte for byte.
+    #[test]
+    fn a_graph_whose_nodes_go_to_workers_encodes_as_streamed(
+        nodes in prop::collection::vec(node(), 1..8),
+        unknown_every in prop::sample::select(vec![0usize, 1, 997, 40_000]),
+        megabytes in prop::sample::select(vec![5usize, 9]),
+    ) {
+        let mut pieces = Vec::new();
+        let mut bytes = 0;
+        for (i, node) in nodes.iter().cycle().enumerate() {
+            if bytes >= megabytes << 20 {
+                break;
+            }
+            bytes += node.len() + 2;
+            pieces.push(Piece::Len(1, node.clone()));
+            if unknown_every > 0 && i % unknown_every == 0 {
+                pieces.push(Piece::Varint(99, i as u64));
+            }
+        }
+        // `library` (an empty one) and `versions` after the nodes, in field order.
+        pieces.push(Piece::Len(2, Vec::new()));
+        pieces.push(Piece::Len(4, vec![0x08, 0x2a]));
+        let graph = write(&pieces, 0);
+        prop_assert!(graph.len() > 4 << 20, "past the size encoded in parallel");
+        let [to_vec, buffered, streamed] = encodings("tensorflow.GraphDef", &graph);
+        prop_assert!(streamed.is_some());
+        prop_assert!(to_vec == streamed);
+        prop_assert!(buffered == streamed);
+    }
+}

@@ -20,6 +20,7 @@
 //! pass and copied as it is in the second: canonical input is a scan and a copy.
 
 mod fast;
+mod pipeline;
 
 use unbound_wire::codec::{read_field, read_varint, varint_len, RawField, WireType};
 use unbound_wire::DecodeError;
@@ -27,6 +28,7 @@ use unbound_wire::DecodeError;
 use crate::error::{CanonicalError, Result};
 use crate::schema::{Class, Field, KeyOrder, MessageType, Schema, TypeId};
 use crate::sink::{Count, Sink};
+use pipeline::Pipeline;
 
 /// Deepest message nesting encoded: protobuf C++'s default recursion limit (a model nested
 /// deeper does not parse in TensorFlow either). The root is at depth 0.
@@ -289,7 +291,7 @@ struct Encoder<'s, 'a, 'o, S: Sink> {
     fast_budget: usize,
     /// Threads a long run of message elements may be encoded on.
     threads: usize,
-    /// The other threads' buffers, between batches of a run.
+    /// Buffers the workers of a [`pipeline`] encoded batches into, for the next batches.
     spares: Vec<Vec<u8>>,
     /// Where the fast walk puts a message's runs back in field order ([`fast`]).
     reorder: Vec<u8>,
@@ -514,7 +516,8 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
     /// when that is not so; without, the caller knows it is ([`fields_in_order`]).
     ///
     /// The elements of a long run of a repeated message field in a large buffered message (a
-    /// graph's nodes) are encoded on several threads ([`Encoder::run_in_parallel`]).
+    /// graph's nodes) are encoded on worker threads a batch at a time while this thread reads
+    /// on ([`pipeline`]).
     fn fields_in_order<const MODE: u8>(
         &mut self,
         level: &mut Level<'a>,
@@ -522,6 +525,30 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         t: &'s MessageType,
         depth: usize,
         check: bool,
+    ) -> Result<Option<(u64, bool)>> {
+        let parallel = MODE == BUFFER
+            && self.threads > 1
+            && parts.iter().map(|p| p.len()).sum::<usize>() >= PARALLEL_AT;
+        if !parallel {
+            return self.fields_in_order_with::<MODE>(level, parts, t, depth, check, None);
+        }
+        let (schema, workers) = (self.schema, self.threads);
+        std::thread::scope(|s| {
+            let mut pipeline = Pipeline::start(s, schema, workers);
+            self.fields_in_order_with::<MODE>(level, parts, t, depth, check, Some(&mut pipeline))
+        })
+    }
+
+    /// [`Encoder::fields_in_order`], the elements of runs of repeated message fields handed
+    /// to `pipeline` a batch at a time when there is one.
+    fn fields_in_order_with<const MODE: u8>(
+        &mut self,
+        level: &mut Level<'a>,
+        parts: &[&'a [u8]],
+        t: &'s MessageType,
+        depth: usize,
+        check: bool,
+        mut pipeline: Option<&mut Pipeline<'a>>,
     ) -> Result<Option<(u64, bool)>> {
         let Level {
             occs: unknown,
@@ -536,9 +563,6 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             oneofs.clear();
             oneofs.resize(t.oneofs, None);
         }
-        let parallel = MODE == BUFFER
-            && self.threads > 1
-            && parts.iter().map(|p| p.len()).sum::<usize>() >= PARALLEL_AT;
         let mut as_is = parts.len() <= 1;
         let mut size = 0;
         let mut current = UNKNOWN;
@@ -554,6 +578,13 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
                 batch = 0;
                 if check && current != UNKNOWN && o.field < current {
                     return Ok(None);
+                }
+                // (A run handed to the pipeline may have left `group` empty: its batches in
+                // flight are appended all the same.)
+                if let (Some(pipeline), Some(f)) =
+                    (pipeline.as_deref_mut(), t.fields.get(current as usize))
+                {
+                    size += self.end_of_run(pipeline, f, group, depth)?;
                 }
                 if !group.is_empty() {
                     let f = &t.fields[current as usize];
@@ -572,22 +603,33 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             }
             let f = &t.fields[o.field as usize];
             if f.class == Class::Message && f.list && f.map.is_none() {
-                if !parallel {
-                    let child = f.child.expect("a message field has a type");
+                let child = f.child.expect("a message field has a type");
+                let Some(pipeline) = pipeline.as_deref_mut() else {
                     size += self.child::<MODE>(f.number, &[o.data], child, depth, &mut as_is)?;
                     continue;
+                };
+                if o.data.len() >= PARALLEL_AT {
+                    // An element large enough to have runs of its own (a meta graph, and in it
+                    // the graph): encoded here, after what is in flight, those runs on
+                    // workers of their own.
+                    size += self.end_of_run(pipeline, f, group, depth)?;
+                    size += self.child::<MODE>(f.number, &[o.data], child, depth, &mut as_is)?;
+                    batch = 0;
+                    continue;
                 }
-                // Encoded in parallel a batch at a time, while the batch is in the cache.
+                // Handed to the workers a batch at a time, while this thread reads on.
                 group.push(o);
                 batch += o.data.len();
                 if batch >= PARALLEL_BATCH {
-                    size += self.group::<MODE>(f, group, t, depth, scratch, &mut as_is)?;
-                    group.clear();
+                    size += pipeline.submit(self, f.number, child, depth, std::mem::take(group))?;
                     batch = 0;
                 }
             } else {
                 group.push(o);
             }
+        }
+        if let (Some(pipeline), Some(f)) = (pipeline, t.fields.get(current as usize)) {
+            size += self.end_of_run(pipeline, f, group, depth)?;
         }
         if !group.is_empty() {
             let f = &t.fields[current as usize];
@@ -597,6 +639,25 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             size += self.unknown::<MODE>(o, &mut as_is);
         }
         Ok(Some((size, as_is)))
+    }
+
+    /// With a pipeline running, once the run of field `f` has ended: a repeated message
+    /// field's elements `group` handed to it as the run's last batch, and every batch in flight
+    /// appended, since nothing else may be written before them. Any other field's `group` is
+    /// left for the caller to write, after those.
+    fn end_of_run(
+        &mut self,
+        pipeline: &mut Pipeline<'a>,
+        f: &Field,
+        group: &mut Vec<Occ<'a>>,
+        depth: usize,
+    ) -> Result<u64> {
+        let mut size = 0;
+        if f.class == Class::Message && f.list && f.map.is_none() && !group.is_empty() {
+            let child = f.child.expect("a message field has a type");
+            size += pipeline.submit(self, f.number, child, depth, std::mem::take(group))?;
+        }
+        Ok(size + pipeline.drain(self)?)
     }
 
     /// [`Encoder::field`], but a long run of message elements in parallel.
@@ -623,9 +684,8 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
     }
 
     /// Buffers the elements `run` of repeated message field `number` (type `ty`) below a
-    /// message at `depth`, cut into as many stretches of about equal bytes as there are
-    /// threads: the first encoded here, each other by an encoder of its own on a thread of
-    /// its own into a buffer of its own, appended in order.
+    /// message at `depth`: handed to worker threads in batches of about [`PARALLEL_BATCH`]
+    /// bytes, their encodings appended in order ([`pipeline`]).
     fn run_in_parallel(
         &mut self,
         number: u32,
@@ -633,73 +693,38 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         ty: TypeId,
         depth: usize,
     ) -> Result<u64> {
-        let total: usize = run.iter().map(|o| o.data.len()).sum();
-        let per = total.div_ceil(self.threads).max(1);
-        let mut cuts = vec![0];
-        let mut bytes = 0;
-        for (i, o) in run.iter().enumerate() {
-            bytes += o.data.len();
-            if bytes >= per * cuts.len() && i + 1 < run.len() && cuts.len() < self.threads {
-                cuts.push(i + 1);
+        let (schema, workers) = (self.schema, self.threads);
+        std::thread::scope(|s| {
+            let mut pipeline = Pipeline::start(s, schema, workers);
+            let (mut size, mut batch, mut bytes) = (0, Vec::new(), 0);
+            for o in run {
+                if o.data.len() >= PARALLEL_AT {
+                    // Large enough to have runs of its own: encoded here, after what is in
+                    // flight, those runs on workers of their own.
+                    if !batch.is_empty() {
+                        size +=
+                            pipeline.submit(self, number, ty, depth, std::mem::take(&mut batch))?;
+                    }
+                    size += pipeline.drain(self)?;
+                    size += self.buffered(number, o.data.len(), |enc| {
+                        enc.message::<BUFFER>(&[o.data], ty, depth + 1, true)
+                            .map(|_| ())
+                    })?;
+                    bytes = 0;
+                    continue;
+                }
+                batch.push(*o);
+                bytes += o.data.len();
+                if bytes >= PARALLEL_BATCH {
+                    size += pipeline.submit(self, number, ty, depth, std::mem::take(&mut batch))?;
+                    bytes = 0;
+                }
             }
-        }
-        cuts.push(run.len());
-        let schema = self.schema;
-        let mut spares = std::mem::take(&mut self.spares);
-        spares.resize_with(cuts.len() - 2, Vec::new);
-        let encode = |enc: &mut Encoder<'s, 'a, '_, Count>, stretch: &[Occ<'a>]| -> Result<u64> {
-            enc.fast_budget = stretch.iter().map(|o| o.data.len()).sum();
-            let mut size = 0;
-            for o in stretch {
-                size += enc.buffered(number, o.data.len(), |enc| {
-                    enc.message::<BUFFER>(&[o.data], ty, depth + 1, true)
-                        .map(|_| ())
-                })?;
+            if !batch.is_empty() {
+                size += pipeline.submit(self, number, ty, depth, batch)?;
             }
-            Ok(size)
-        };
-        let (first, others) = std::thread::scope(|s| {
-            let handles: Vec<_> = cuts[1..]
-                .windows(2)
-                .zip(spares)
-                .map(|(w, spare)| {
-                    let stretch = &run[w[0]..w[1]];
-                    s.spawn(move || {
-                        let mut sink = Count::default();
-                        let mut enc = Encoder::new(schema, &mut sink);
-                        enc.threads = 1;
-                        enc.tmp = spare;
-                        enc.tmp.clear();
-                        encode(&mut enc, stretch).map(|size| (size, enc.tmp))
-                    })
-                })
-                .collect();
-            // The first stretch on this thread, into this encoder's buffer (the encoding
-            // closure needs an encoder of a `Count` sink: this one's buffer is lent to one).
-            let mut sink = Count::default();
-            let mut enc = Encoder::new(schema, &mut sink);
-            enc.threads = 1;
-            enc.tmp = std::mem::take(&mut self.tmp);
-            let first = encode(&mut enc, &run[cuts[0]..cuts[1]]);
-            self.tmp = std::mem::take(&mut enc.tmp);
-            let others: Vec<_> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect();
-            (first, others)
-        });
-        let mut size = first?;
-        for other in others {
-            let (n, bytes) = other?;
-            self.tmp.extend_from_slice(&bytes);
-            // Kept for the next batch: a fresh buffer is fresh pages the kernel zeroes.
-            self.spares.push(bytes);
-            size += n;
-        }
-        Ok(size)
+            Ok(size + pipeline.drain(self)?)
+        })
     }
 
     /// The fields of any message: every occurrence listed, sorted by field, and written

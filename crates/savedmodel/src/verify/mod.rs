@@ -222,8 +222,9 @@ fn verify_with_model(
     // of a merge). Used only if the model reads (see verify_fingerprint).
     // Both read a `.cpb` through one SharedCpb: each message chunk is decoded once for the
     // check, the merge and the fingerprint together.
-    // `verify` of a `.cpb` whose graph is in large chunks leaves them unmerged, and reads
-    // each on its own (`left_chunks.rs`) rather than through a shared reading.
+    // `verify` of a `.cpb` whose graph is in large chunks leaves them unmerged, and checks
+    // each on its own as the fingerprint decodes it (`left_chunks.rs`) rather than through a
+    // shared reading that would hold them all.
     let left = (keep == Keep::ReportOnly && file.format == ModelFormat::Cpb && tap.is_none())
         .then(|| left_chunks::LeftChunks::open(opened))
         .flatten();

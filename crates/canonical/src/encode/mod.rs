@@ -706,10 +706,7 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
                             pipeline.submit(self, number, ty, depth, std::mem::take(&mut batch))?;
                     }
                     size += pipeline.drain(self)?;
-                    size += self.buffered(number, o.data.len(), |enc| {
-                        enc.message::<BUFFER>(&[o.data], ty, depth + 1, true)
-                            .map(|_| ())
-                    })?;
+                    size += self.child::<BUFFER>(number, &[o.data], ty, depth, &mut false)?;
                     bytes = 0;
                     continue;
                 }

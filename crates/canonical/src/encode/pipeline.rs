@@ -202,10 +202,7 @@ fn encode_batch<'a>(
     enc.fast_budget = batch.elements.iter().map(|o| o.data.len()).sum();
     let mut size = 0;
     for o in &batch.elements {
-        size += enc.buffered(batch.number, o.data.len(), |enc| {
-            enc.message::<BUFFER>(&[o.data], batch.ty, batch.depth + 1, true)
-                .map(|_| ())
-        })?;
+        size += enc.child::<BUFFER>(batch.number, &[o.data], batch.ty, batch.depth, &mut false)?;
     }
     Ok((size, std::mem::take(&mut enc.tmp)))
 }

@@ -566,7 +566,6 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         let mut as_is = parts.len() <= 1;
         let mut size = 0;
         let mut current = UNKNOWN;
-        let mut batch = 0;
         let mut reader = Reader::new(parts, t);
         while let Some(o) = reader.next::<MODE>(&mut as_is)? {
             if o.field == UNKNOWN {
@@ -575,16 +574,11 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             }
             as_is &= unknown.is_empty();
             if o.field != current {
-                batch = 0;
                 if check && current != UNKNOWN && o.field < current {
                     return Ok(None);
                 }
-                // (A run handed to the pipeline may have left `group` empty: its batches in
-                // flight are appended all the same.)
-                if let (Some(pipeline), Some(f)) =
-                    (pipeline.as_deref_mut(), t.fields.get(current as usize))
-                {
-                    size += self.end_of_run(pipeline, f, group, depth)?;
+                if let Some(pipeline) = pipeline.as_deref_mut() {
+                    size += pipeline.end_run(self)?;
                 }
                 if !group.is_empty() {
                     let f = &t.fields[current as usize];
@@ -604,32 +598,17 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             let f = &t.fields[o.field as usize];
             if f.class == Class::Message && f.list && f.map.is_none() {
                 let child = f.child.expect("a message field has a type");
-                let Some(pipeline) = pipeline.as_deref_mut() else {
-                    size += self.child::<MODE>(f.number, &[o.data], child, depth, &mut as_is)?;
-                    continue;
+                size += match pipeline.as_deref_mut() {
+                    // Handed to the workers a batch at a time, while this thread reads on.
+                    Some(pipeline) => pipeline.add(self, f.number, child, depth, o)?,
+                    None => self.child::<MODE>(f.number, &[o.data], child, depth, &mut as_is)?,
                 };
-                if o.data.len() >= PARALLEL_AT {
-                    // An element large enough to have runs of its own (a meta graph, and in it
-                    // the graph): encoded here, after what is in flight, those runs on
-                    // workers of their own.
-                    size += self.end_of_run(pipeline, f, group, depth)?;
-                    size += self.child::<MODE>(f.number, &[o.data], child, depth, &mut as_is)?;
-                    batch = 0;
-                    continue;
-                }
-                // Handed to the workers a batch at a time, while this thread reads on.
-                group.push(o);
-                batch += o.data.len();
-                if batch >= PARALLEL_BATCH {
-                    size += pipeline.submit(self, f.number, child, depth, std::mem::take(group))?;
-                    batch = 0;
-                }
             } else {
                 group.push(o);
             }
         }
-        if let (Some(pipeline), Some(f)) = (pipeline, t.fields.get(current as usize)) {
-            size += self.end_of_run(pipeline, f, group, depth)?;
+        if let Some(pipeline) = pipeline {
+            size += pipeline.end_run(self)?;
         }
         if !group.is_empty() {
             let f = &t.fields[current as usize];
@@ -639,25 +618,6 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
             size += self.unknown::<MODE>(o, &mut as_is);
         }
         Ok(Some((size, as_is)))
-    }
-
-    /// With a pipeline running, once the run of field `f` has ended: a repeated message
-    /// field's elements `group` handed to it as the run's last batch, and every batch in flight
-    /// appended, since nothing else may be written before them. Any other field's `group` is
-    /// left for the caller to write, after those.
-    fn end_of_run(
-        &mut self,
-        pipeline: &mut Pipeline<'a>,
-        f: &Field,
-        group: &mut Vec<Occ<'a>>,
-        depth: usize,
-    ) -> Result<u64> {
-        let mut size = 0;
-        if f.class == Class::Message && f.list && f.map.is_none() && !group.is_empty() {
-            let child = f.child.expect("a message field has a type");
-            size += pipeline.submit(self, f.number, child, depth, std::mem::take(group))?;
-        }
-        Ok(size + pipeline.drain(self)?)
     }
 
     /// [`Encoder::field`], but a long run of message elements in parallel.
@@ -696,31 +656,11 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
         let (schema, workers) = (self.schema, self.threads);
         std::thread::scope(|s| {
             let mut pipeline = Pipeline::start(s, schema, workers);
-            let (mut size, mut batch, mut bytes) = (0, Vec::new(), 0);
+            let mut size = 0;
             for o in run {
-                if o.data.len() >= PARALLEL_AT {
-                    // Large enough to have runs of its own: encoded here, after what is in
-                    // flight, those runs on workers of their own.
-                    if !batch.is_empty() {
-                        size +=
-                            pipeline.submit(self, number, ty, depth, std::mem::take(&mut batch))?;
-                    }
-                    size += pipeline.drain(self)?;
-                    size += self.child::<BUFFER>(number, &[o.data], ty, depth, &mut false)?;
-                    bytes = 0;
-                    continue;
-                }
-                batch.push(*o);
-                bytes += o.data.len();
-                if bytes >= PARALLEL_BATCH {
-                    size += pipeline.submit(self, number, ty, depth, std::mem::take(&mut batch))?;
-                    bytes = 0;
-                }
+                size += pipeline.add(self, number, ty, depth, *o)?;
             }
-            if !batch.is_empty() {
-                size += pipeline.submit(self, number, ty, depth, batch)?;
-            }
-            Ok(size + pipeline.drain(self)?)
+            Ok(size + pipeline.end_run(self)?)
         })
     }
 

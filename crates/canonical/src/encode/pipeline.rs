@@ -7,8 +7,8 @@
 //! for the slower half, and the reading of the next one kept the other core idle. On the
 //! non-canonical 3M-node model that left the second core 44% idle (issue 29). Here the
 //! encoder's thread only reads the run and hands each batch to a worker as soon as it is
-//! gathered ([`Pipeline::submit`]); the workers take batches as they come free, and what they
-//! encoded is appended in the order the batches were handed over ([`Pipeline::drain`]), so
+//! gathered ([`Pipeline::add`]); the workers take batches as they come free, and what they
+//! encoded is appended in the order the batches were handed over ([`Pipeline::end_run`]), so
 //! the output is the one encoding the run in one go gives. A few batches are in flight at a
 //! time: memory holds a few megabytes of them.
 
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
-use super::{Encoder, Occ, BUFFER};
+use super::{Encoder, Occ, BUFFER, PARALLEL_AT, PARALLEL_BATCH};
 use crate::error::Result;
 use crate::schema::{Schema, TypeId};
 use crate::sink::{Count, Sink};
@@ -59,6 +59,11 @@ pub(super) struct Pipeline<'a> {
     ready: BTreeMap<u64, Done>,
     /// The most batches in flight.
     window: u64,
+    /// The batch being gathered ([`Pipeline::add`]): its elements, their bytes, and the
+    /// field, type and depth of their run.
+    batch: Vec<Occ<'a>>,
+    batch_bytes: usize,
+    run: (u32, TypeId, usize),
 }
 
 impl<'a> Pipeline<'a> {
@@ -111,13 +116,65 @@ impl<'a> Pipeline<'a> {
             appended: 0,
             ready: BTreeMap::new(),
             window: (workers.max(1) * AHEAD_PER_WORKER) as u64,
+            batch: Vec::new(),
+            batch_bytes: 0,
+            run: (0, TypeId(0), 0),
         }
+    }
+
+    /// Adds `element`, the next element of a run of field `number` of a message at `depth`
+    /// (each a message of type `ty`), to the batch being gathered, which goes to the workers
+    /// once it holds [`PARALLEL_BATCH`] bytes. An element of [`PARALLEL_AT`] bytes or more (a
+    /// meta graph, and in it the graph) is large enough to have runs of its own: it is
+    /// encoded on `enc`'s thread, after what is in flight, those runs on workers of their
+    /// own. Returns the bytes appended to `enc`'s buffer meanwhile. Every element of a run
+    /// is added before [`Pipeline::end_run`] ends it.
+    pub(super) fn add<S: Sink>(
+        &mut self,
+        enc: &mut Encoder<'_, 'a, '_, S>,
+        number: u32,
+        ty: TypeId,
+        depth: usize,
+        element: Occ<'a>,
+    ) -> Result<u64> {
+        if element.data.len() >= PARALLEL_AT {
+            let size = self.end_run(enc)?;
+            return Ok(size + enc.child::<BUFFER>(number, &[element.data], ty, depth, &mut false)?);
+        }
+        self.run = (number, ty, depth);
+        self.batch.push(element);
+        self.batch_bytes += element.data.len();
+        if self.batch_bytes < PARALLEL_BATCH {
+            return Ok(0);
+        }
+        self.submit_batch(enc)
+    }
+
+    /// Ends the run being added ([`Pipeline::add`]): its last batch handed over, and every
+    /// batch in flight appended to `enc`'s buffer, in order, since nothing else may be written
+    /// before them. Returns the bytes appended; the first batch that failed, in order, is the
+    /// error.
+    pub(super) fn end_run<S: Sink>(&mut self, enc: &mut Encoder<'_, 'a, '_, S>) -> Result<u64> {
+        let size = if self.batch.is_empty() {
+            0
+        } else {
+            self.submit_batch(enc)?
+        };
+        Ok(size + self.drain(enc)?)
+    }
+
+    /// Hands the batch gathered to the workers ([`Pipeline::submit`]).
+    fn submit_batch<S: Sink>(&mut self, enc: &mut Encoder<'_, 'a, '_, S>) -> Result<u64> {
+        let (number, ty, depth) = self.run;
+        let elements = std::mem::take(&mut self.batch);
+        self.batch_bytes = 0;
+        self.submit(enc, number, ty, depth, elements)
     }
 
     /// Hands `elements` (field `number` of a message at `depth`, each a message of type `ty`)
     /// to the workers; then, while more batches than the window are in flight, appends the
     /// earliest to `enc`'s buffer ([`Pipeline::drain`]). Returns the bytes appended.
-    pub(super) fn submit<S: Sink>(
+    fn submit<S: Sink>(
         &mut self,
         enc: &mut Encoder<'_, 'a, '_, S>,
         number: u32,
@@ -153,7 +210,7 @@ impl<'a> Pipeline<'a> {
     /// Appends to `enc`'s buffer, in the order they were handed over, the encodings of every
     /// batch in flight. Returns the bytes appended. The first batch that failed, in that
     /// order, is the error.
-    pub(super) fn drain<S: Sink>(&mut self, enc: &mut Encoder<'_, 'a, '_, S>) -> Result<u64> {
+    fn drain<S: Sink>(&mut self, enc: &mut Encoder<'_, 'a, '_, S>) -> Result<u64> {
         let mut size = 0;
         while self.appended < self.submitted {
             size += self.append_next(enc)?;

@@ -690,12 +690,12 @@ fn verify_cpb(
         );
         return None;
     }
-    report.checked.push(format!(
-        "{}: {} Riegeli records, {} chunks, merged ({} bytes)",
-        file_name(path),
-        checked.record_lengths.len(),
-        metadata.chunks.len(),
-        left_chunks::merged_len(&message, &Default::default())
+    report.checked.push(merged_line(
+        path,
+        &checked,
+        &metadata,
+        &message,
+        &Default::default(),
     ));
     Some(message)
 }
@@ -751,14 +751,29 @@ fn verify_cpb_leaving(
     if !checked.faults.is_empty() {
         return None;
     }
-    report.checked.push(format!(
+    report
+        .checked
+        .push(merged_line(path, &checked, &metadata, &message, &hidden));
+    Some(message)
+}
+
+/// What verify reports of a `.cpb` it merged: its records, its chunks, and the size of the
+/// message `message` stands for (with `hidden`, what the chunks left unmerged hold of their
+/// graph's library: [`left_chunks::merged_len`]).
+fn merged_line(
+    path: &Path,
+    checked: &unbound_chunked::ChunkReport,
+    metadata: &unbound_proto::tensorflow::proto_splitter::ChunkMetadata,
+    message: &WireMessage,
+    hidden: &left_chunks::HiddenLibraries,
+) -> String {
+    format!(
         "{}: {} Riegeli records, {} chunks, merged ({} bytes)",
         file_name(path),
         checked.record_lengths.len(),
         metadata.chunks.len(),
-        left_chunks::merged_len(&message, &hidden)
-    ));
-    Some(message)
+        left_chunks::merged_len(message, hidden)
+    )
 }
 
 /// Whether `message`, merged from the file of `reader`, serializes: the chunk records were all

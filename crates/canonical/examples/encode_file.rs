@@ -1,5 +1,5 @@
 //! Times the encoder on a serialized message file: `encode_file FILE [TYPE]` (default type
-//! `tensorflow.SavedModel`; with `ENCODE_TO_VEC_ONLY` set, only `encode_to_vec`) prints the time of the first pass alone (the canonical check),
+//! `tensorflow.SavedModel`; with `ENCODE_TO_VEC_ONLY` set, only `encode_to_vec`, or with `VALIDATED` set too `encode_to_vec_validated`) prints the time of the first pass alone (the canonical check),
 //! of a whole encoding to a counter, of one buffered whole (one pass), and of a whole encoding hashed, and the hash.
 
 use std::time::Instant;
@@ -22,9 +22,15 @@ fn main() {
     let root = schema.root();
     if std::env::var_os("ENCODE_TO_VEC_ONLY").is_some() {
         let t = Instant::now();
-        let out = encode_to_vec(&schema, root, &[&bytes]).expect("encodes");
+        let validated = std::env::var_os("VALIDATED").is_some();
+        let out = if validated {
+            unbound_canonical::encode_to_vec_validated(&schema, root, &[&bytes])
+        } else {
+            encode_to_vec(&schema, root, &[&bytes])
+        }
+        .expect("encodes");
         println!(
-            "encode_to_vec: {:.3} s ({} bytes, fingerprint64 {})",
+            "encode_to_vec (validated: {validated}): {:.3} s ({} bytes, fingerprint64 {})",
             t.elapsed().as_secs_f64(),
             out.len(),
             unbound_canonical::farmhash::fingerprint64(&out)

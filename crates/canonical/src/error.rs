@@ -1,5 +1,5 @@
-//! What can go wrong while encoding: bytes that are not a message of the type given, or
-//! nesting past protobuf C++'s recursion limit.
+//! What can go wrong while encoding: bytes that are not a message of the type given, nesting
+//! past protobuf C++'s recursion limit, or (validating) a string that is not UTF-8.
 
 use unbound_wire::DecodeError;
 
@@ -22,6 +22,15 @@ pub enum CanonicalError {
         type_name: String,
         /// The limit.
         limit: usize,
+    },
+    /// A `string` field whose value is not UTF-8, which protobuf C++ refuses to parse (found
+    /// by the validating encoder, [`crate::encode_to_vec_validated`], in any occurrence).
+    #[error("{type_name} field {number}: string is not valid UTF-8")]
+    NotUtf8 {
+        /// The message type whose field it is (for a map's key or value, the map entry's).
+        type_name: String,
+        /// The field number (1 or 2 in a map entry).
+        number: u32,
     },
     /// [`crate::encode_elements_to_vec`] asked for the elements of a field that is not a
     /// repeated message field of the type.

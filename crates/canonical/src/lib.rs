@@ -58,7 +58,8 @@ pub mod schema;
 pub mod sink;
 
 pub use encode::{
-    encode, encode_elements_to_vec, encode_streaming_from, encode_to_vec, is_canonical, MAX_DEPTH,
+    encode, encode_elements_to_vec, encode_streaming_from, encode_to_vec, encode_to_vec_validated,
+    is_canonical, MAX_DEPTH,
 };
 pub use error::{CanonicalError, Result};
 pub use schema::{Schema, TypeId};

@@ -102,6 +102,10 @@ pub(crate) struct MapField {
     pub key: Class,
     pub key_order: KeyOrder,
     pub value: Class,
+    /// The key is a `string` (protobuf C++ refuses one that is not UTF-8 when it parses).
+    pub key_utf8: bool,
+    /// The value is a `string`.
+    pub value_utf8: bool,
 }
 
 /// A known field.
@@ -109,6 +113,9 @@ pub(crate) struct MapField {
 pub(crate) struct Field {
     pub number: u32,
     pub class: Class,
+    /// A `string` field (not `bytes`): protobuf C++ refuses a value that is not UTF-8 when it
+    /// parses, in any occurrence (also one a later occurrence overrides).
+    pub utf8: bool,
     pub list: bool,
     pub packed: bool,
     /// Whether a default value is written when set (proto3 `optional`, oneof members,
@@ -232,6 +239,8 @@ impl Schema {
                     key: Class::of(&key),
                     key_order,
                     value: Class::of(&value),
+                    key_utf8: key.kind() == Kind::String,
+                    value_utf8: value.kind() == Kind::String,
                 };
                 (Some(map), child)
             } else {
@@ -244,6 +253,7 @@ impl Schema {
             fields.push(Field {
                 number: fd.number(),
                 class: Class::of(&fd),
+                utf8: fd.kind() == Kind::String,
                 list: fd.is_list() || fd.is_map(),
                 packed: fd.is_packed(),
                 presence: fd.supports_presence(),

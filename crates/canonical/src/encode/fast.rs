@@ -227,6 +227,8 @@ impl<'s, 'a, 'o, S: Sink> Encoder<'s, 'a, 'o, S> {
                         })?;
                     }
                     Class::Bytes => {
+                        // (An occurrence a later one overrides is checked too: C++ parses it.)
+                        self.check_utf8(f.utf8, t, f.number, bytes)?;
                         if f.list || f.presence || !bytes.is_empty() {
                             self.put_len_field::<BUFFER>(f.number, bytes);
                         }

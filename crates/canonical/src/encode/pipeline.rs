@@ -67,11 +67,13 @@ pub(super) struct Pipeline<'a> {
 }
 
 impl<'a> Pipeline<'a> {
-    /// Starts `workers` threads in `scope`, each with an encoder of its own over `schema`.
+    /// Starts `workers` threads in `scope`, each with an encoder of its own over `schema`
+    /// (validating when `validate`: see [`super::encode_to_vec_validated`]).
     pub(super) fn start<'scope, 's>(
         scope: &'scope std::thread::Scope<'scope, '_>,
         schema: &'s Schema,
         workers: usize,
+        validate: bool,
     ) -> Self
     where
         'a: 'scope,
@@ -85,6 +87,7 @@ impl<'a> Pipeline<'a> {
             scope.spawn(move || {
                 let mut sink = Count::default();
                 let mut enc = Encoder::new(schema, &mut sink);
+                enc.validate = validate;
                 loop {
                     // The lock is held while waiting: one worker waits for the next batch,
                     // the others for that one to be taken.

@@ -207,7 +207,7 @@ pub(crate) fn check_model_sharing(
     let _answered = verdict.no_unless_answered();
     let hashes = model
         .data()
-        .and_then(|bytes| pb::check(&bytes, file, verdict))
+        .and_then(|bytes| pb::check(&bytes, file, verdict, model.canonicalized()))
         .map_err(|e| naming_file(file, e))?;
     Ok(hashes.map(|hashes| definition(hashes, checkpoint_hash(model.dir()), false)))
 }

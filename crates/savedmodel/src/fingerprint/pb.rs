@@ -30,17 +30,17 @@ use super::{CanonicalVerdict, Hashes, Result};
 /// - `saved_object_graph_hash`: see [`object_graph_hash`].
 ///
 /// The whole-model canonical check is made in the mode that also checks what protobuf C++
-/// checks when it parses when `verdict` is given, and its answer published there. Without a
-/// `verdict`, `made_canonical` says `bytes` are a canonical form the encoder made (see
-/// [`crate::SavedModel::canonicalized`]): they are not checked again.
+/// checks when it parses when `verdict` is given, and its answer published there.
+/// `made_canonical` says `bytes` are a canonical form the validating encoder made (see
+/// [`crate::SavedModel::canonicalized`]): they are not checked again, and a `verdict` is
+/// told they are canonical and valid.
 pub fn hashes(
     bytes: &Bytes,
     pb_file: &Path,
     verdict: Option<&CanonicalVerdict>,
     made_canonical: bool,
 ) -> Result<Hashes> {
-    let known = made_canonical && verdict.is_none();
-    hashes_unless_canonical(bytes, pb_file, verdict, true, known)
+    hashes_unless_canonical(bytes, pb_file, verdict, true, made_canonical)
         .map(|(hashes, _)| hashes.expect("asked for"))
 }
 
@@ -63,14 +63,24 @@ pub fn hashes_and_canonical_form(bytes: &Bytes, pb_file: &Path) -> Result<(Hashe
 /// is not canonical takes the whole way). The canonical check is the one that also checks
 /// what protobuf C++ checks when it parses, whose answer `verdict` gets: only a model valid
 /// that way is known not to fail where it is not hashed.
-pub fn check(bytes: &Bytes, pb_file: &Path, verdict: &CanonicalVerdict) -> Result<Option<Hashes>> {
-    hashes_unless_canonical(bytes, pb_file, Some(verdict), false, false).map(|(hashes, _)| hashes)
+///
+/// `made_canonical` says `bytes` are a canonical form the validating encoder made (see
+/// [`crate::SavedModel::canonicalized`]): canonical and valid by construction, answered so
+/// without a check.
+pub fn check(
+    bytes: &Bytes,
+    pb_file: &Path,
+    verdict: &CanonicalVerdict,
+    made_canonical: bool,
+) -> Result<Option<Hashes>> {
+    hashes_unless_canonical(bytes, pb_file, Some(verdict), false, made_canonical)
+        .map(|(hashes, _)| hashes)
 }
 
 /// [`hashes`], or with `!hash_canonical` (and a `verdict`) [`check`], of `bytes`, the model
 /// read from `pb_file` (its mapping, or its canonical form: see
-/// [`crate::SavedModel::canonicalized`]), taken as canonical without a check when
-/// `known_canonical`.
+/// [`crate::SavedModel::canonicalized`]), taken as canonical and valid without a check when
+/// `known_canonical` (a form the validating encoder made).
 fn hashes_unless_canonical(
     bytes: &Bytes,
     pb_file: &Path,
@@ -97,7 +107,12 @@ fn hashes_unless_canonical(
             }
         });
         let canonical = match verdict {
-            None if known_canonical => true,
+            _ if known_canonical => {
+                if let Some(verdict) = verdict {
+                    verdict.publish(true);
+                }
+                true
+            }
             Some(verdict) => {
                 let valid = Encoder::new().is_canonical_and_valid(bytes, &desc);
                 verdict.publish(valid);

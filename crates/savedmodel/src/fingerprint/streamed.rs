@@ -40,15 +40,22 @@ fn encoding_error(error: CanonicalError) -> SavedModelError {
             source_name: format!("{type_name} being fingerprinted"),
             limit,
         },
-        error @ CanonicalError::NotRepeatedMessage { .. } => model_fault(error.to_string()),
+        error @ (CanonicalError::NotRepeatedMessage { .. } | CanonicalError::NotUtf8 { .. }) => {
+            model_fault(error.to_string())
+        }
     }
 }
 
 /// The deterministic serialization of the `SavedModel` serialized in `bytes`, in memory (a
-/// buffer of its size: a `.pb` is under 2 GiB), made in one pass on every core.
+/// buffer of its size: a `.pb` is under 2 GiB), made in one pass on every core. Refuses what
+/// protobuf C++ refuses to parse, also in what the canonical form leaves out
+/// ([`unbound_canonical::encode_to_vec_validated`]): what it returns is the canonical form
+/// of a model TensorFlow parses, and it parses too, with no second check
+/// ([`crate::SavedModel::canonicalized`]).
 pub fn canonical_model(bytes: &[u8]) -> Result<Vec<u8>> {
     let schema = schema()?;
-    unbound_canonical::encode_to_vec(schema, schema.root(), &[bytes]).map_err(encoding_error)
+    unbound_canonical::encode_to_vec_validated(schema, schema.root(), &[bytes])
+        .map_err(encoding_error)
 }
 
 /// Inputs up to this size are encoded in memory, in one pass on every core; larger ones in two

@@ -7,7 +7,11 @@
 # unknown, split, empty, wrongtype, varint), all together and all but wrongtype, seeds 1 and 2;
 # plus issue 29's own case, tf2_multi_sig's saved_model.pb with the four bytes `1a 00 0a 00`
 # appended; plus scrambles (all classes, both seeds) of a TPU export of tf2_multi_sig, the
-# input `export-tpu --to-cpu` takes.
+# input `export-tpu --to-cpu` takes; plus models protobuf C++ refuses for a fault that their
+# canonical form leaves out (interop/refused_variants.py: a string not UTF-8 in an occurrence
+# overridden, a oneof member replaced, a map entry replaced; map entries nesting past 100
+# levels), as TensorFlow wrote tf2_multi_sig and scrambled: verify, fingerprint and split
+# refuse each as TensorFlow's fingerprint does, and the control at the limit passes.
 #
 # Checked for each variant:
 # - the scrambler itself: TensorFlow's Python protobuf parses the variant (made with
@@ -248,6 +252,55 @@ mkdir -p "$issue"
 cp -r testdata/models/tf2_multi_sig/variables "$issue/"
 { cat testdata/models/tf2_multi_sig/saved_model.pb; printf '\x1a\x00\x0a\x00'; } >"$issue/saved_model.pb"
 check_variant "tf2_multi_sig.issue29" "$issue" tf2
+
+# check_refused NAME DIR: a model protobuf C++ refuses to parse (TensorFlow's fingerprint of it
+# fails: the oracle) is refused by unbound verify, fingerprint and split too, and split writes
+# nothing.
+check_refused() {
+  local name="$1" dir="$2"
+  if "$harness" fingerprint "$dir" >/dev/null 2>&1; then
+    fail "$name: TensorFlow parses it (the variant does not hold the fault it should)"; return
+  fi
+  if "$unbound" verify "$dir" >"$work/cmd.out" 2>&1; then
+    fail "$name verify: accepted a model TensorFlow refuses"
+  else
+    ok "$name verify refuses it"
+  fi
+  if "$unbound" fingerprint "$dir" >"$work/cmd.out" 2>&1; then
+    fail "$name fingerprint: fingerprinted a model TensorFlow refuses"
+  else
+    ok "$name fingerprint refuses it"
+  fi
+  rm -rf "$dir.split"
+  if "$unbound" split "$dir" "$dir.split" --max-size 2000 >"$work/cmd.out" 2>&1 || [ -e "$dir.split" ]; then
+    fail "$name split: wrote a split of a model TensorFlow refuses"
+  else
+    ok "$name split refuses it"
+  fi
+}
+
+echo "== models protobuf C++ refuses for a fault the canonical form leaves out (refused_variants.py)"
+# tf2_multi_sig as TensorFlow wrote it, and scrambled (all classes), which unbound reads as its
+# canonical form, made by the encoder that also checks what protobuf C++ checks.
+"$scramble" testdata/models/tf2_multi_sig "$work/models/scrambled" --classes all --seed 1 >/dev/null
+for base in testdata/models/tf2_multi_sig "$work/models/scrambled"; do
+  for fault in utf8-overridden utf8-oneof utf8-map-entry utf8-map-value deep-entries-101 \
+      deep-entries-100; do
+    name="$(basename "$base").$fault" dir="$work/v/$(basename "$base").$fault"
+    mkdir -p "$dir"
+    cp -r "$base/variables" "$dir/"
+    "$py" interop/refused_variants.py "$fault" "$base/saved_model.pb" "$dir/saved_model.pb"
+    if [ "$fault" = deep-entries-100 ]; then
+      # The control: at protobuf C++'s nesting limit, parsed.
+      check_fingerprint "$name" "$dir"
+      check_verify "$name" "$dir"
+      check_write "$name split 2000" "$dir.split" "$unbound" split "$dir" "$dir.split" --max-size 2000
+    else
+      check_refused "$name" "$dir"
+    fi
+    rm -rf "$dir" "$dir".*
+  done
+done
 
 echo "== scrambled TPU exports of tf2_multi_sig (export-tpu --to-cpu's input)"
 "$unbound" export-tpu testdata/models/tf2_multi_sig "$work/models/tpu" >/dev/null

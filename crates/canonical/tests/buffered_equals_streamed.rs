@@ -5,7 +5,9 @@
 //! unknown fields and wrong wire types between them, packed and unpacked runs, padded varints.
 
 use proptest::prelude::*;
-use unbound_canonical::{encode_elements_to_vec, encode_streaming_from, encode_to_vec, Schema};
+use unbound_canonical::{
+    encode_elements_to_vec, encode_streaming_from, encode_to_vec, encode_to_vec_validated, Schema,
+};
 
 /// One field as a writer put it: number, wire type, payload (a varint's value, or bytes).
 #[derive(Clone, Debug)]
@@ -181,7 +183,8 @@ fn node() -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// The encodings of `bytes` as a `name`: into memory, buffered, streamed (an error as `None`:
-/// valid pieces make valid messages, so the three must agree on the bytes).
+/// valid pieces make valid messages, so the three must agree on the bytes). The validating
+/// encoder, given such a valid message, must write what the plain one writes: checked here.
 fn encodings(name: &str, bytes: &[u8]) -> [Option<Vec<u8>>; 3] {
     let desc = unbound_proto::descriptor_pool()
         .get_message_by_name(name)
@@ -193,11 +196,13 @@ fn encodings(name: &str, bytes: &[u8]) -> [Option<Vec<u8>>; 3] {
             .map(|_| out)
             .ok()
     };
-    [
-        encode_to_vec(&schema, schema.root(), &[bytes]).ok(),
-        streamed(1 << 20),
-        streamed(1),
-    ]
+    let to_vec = encode_to_vec(&schema, schema.root(), &[bytes]).ok();
+    let validated = encode_to_vec_validated(&schema, schema.root(), &[bytes]).ok();
+    assert_eq!(
+        validated, to_vec,
+        "the validating encoder on a valid {name}"
+    );
+    [to_vec, streamed(1 << 20), streamed(1)]
 }
 
 proptest! {

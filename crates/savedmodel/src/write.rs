@@ -579,7 +579,15 @@ pub fn merge_dir(
     // make a fingerprint fail: the source's is not computed too (unless a stored one is
     // compared; a `.cpb`'s is then completed below from the graph's canonical form, made
     // once, and compared while the output is written: `Verified::pending`).
-    let verified = crate::verify::verified_model_to_fingerprint_again(&opened)?;
+    // A `.cpb`'s merged message is checked against its schema below, by the encoder that
+    // makes its canonical form or, written as held, on its own. Any fault found on the way is
+    // worded as verify words it, by verifying the model again the usual way.
+    let worded = |fault: SavedModelError| {
+        crate::verify::verified_model_to_fingerprint_again(&opened)
+            .err()
+            .unwrap_or(fault)
+    };
+    let verified = crate::verify::verified_model_but_schema(&opened).map_err(worded)?;
     let (model, pending) = (verified.model, verified.pending);
     let size = model.encoded_len();
     progress(0, size);
@@ -598,10 +606,17 @@ pub fn merge_dir(
     // directory.
     let canonical = match opened.format() {
         ModelFormat::Cpb => {
-            crate::fingerprint::canonical_form_of_held(model, &opened.model_file().path)?
+            crate::fingerprint::canonical_form_of_held(model, &opened.model_file().path)
+                .map_err(worded)?
         }
         _ => HeldCanonical::AsHeld(model),
     };
+    // Made by the validating encoder, the canonical form is valid and so was the model;
+    // one written as held (or with its large values kept where they are, which that encoder
+    // did not read) is checked here.
+    if let HeldCanonical::AsHeld(model) | HeldCanonical::KeepingValues { model, .. } = &canonical {
+        crate::verify::check_merged_schema(&opened, model).map_err(worded)?;
+    }
     let opened = &opened;
     let (written, copied_files) = match canonical {
         HeldCanonical::Made(bytes) => {

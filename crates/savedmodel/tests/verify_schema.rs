@@ -334,3 +334,83 @@ fn an_entry_repeated_on_every_node_is_checked_again_where_it_differs() {
     assert!(!canonical(&swapped), "value before key");
     assert!(!valid(&swapped), "value before key");
 }
+
+/// Length-delimited field `number` holding `payload`.
+fn ld(number: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    prost::encoding::encode_key(number, prost::encoding::WireType::LengthDelimited, &mut out);
+    prost::encoding::encode_varint(payload.len() as u64, &mut out);
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A SavedModel of `nodes` nodes, each written `op` before `name` when `scrambled` (as other
+/// writers may: not canonical), the third one's name not UTF-8.
+fn model_with_bad_name(nodes: usize, scrambled: bool) -> Vec<u8> {
+    let graph: Vec<u8> = (0..nodes)
+        .flat_map(|i| {
+            let name = if i == 3 {
+                b"\xffz0000003".to_vec()
+            } else {
+                format!("zz{i:07}").into_bytes()
+            };
+            let (name, op) = (ld(1, &name), ld(2, b"NoOp"));
+            let node = if scrambled {
+                [op, name].concat()
+            } else {
+                [name, op].concat()
+            };
+            ld(1, &node)
+        })
+        .collect();
+    let meta_graph = [ld(1, &ld(4, b"serve")), ld(2, &graph)].concat();
+    ld(2, &meta_graph)
+}
+
+#[test]
+fn a_merge_refuses_a_merged_message_verify_refuses_in_its_words() {
+    // The merge of a `.cpb` whose chunks are mostly canonical checks the merged message on
+    // its own; of one mostly not canonical, by the encoder that makes its canonical form:
+    // refused either way as verify refuses it, and nothing written.
+    use unbound_savedmodel::write::{merge_dir, write_model_dir, WriteOptions};
+    for scrambled in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        std::fs::create_dir(&src).unwrap();
+        let bytes = bytes::Bytes::from(model_with_bad_name(400, scrambled));
+        let desc = unbound_savedmodel::dir::saved_model_descriptor().unwrap();
+        let model = unbound_wire::WireMessage::parse(&bytes, Some(desc)).unwrap();
+        let cpb = tmp.path().join("cpb");
+        write_model_dir(
+            &src,
+            &cpb,
+            model,
+            &WriteOptions::default().with_max_size(2000),
+        )
+        .unwrap();
+        assert!(cpb.join("saved_model.cpb").is_file());
+        let verified = verify_dir(&cpb).faults;
+        assert_eq!(verified.len(), 1, "{verified:?}");
+        assert!(
+            verified[0]
+                .fault
+                .contains("the merged message is not a valid SavedModel")
+                && verified[0].fault.contains("not valid UTF-8"),
+            "{verified:?}"
+        );
+        let out = tmp.path().join("out");
+        let refused = merge_dir(&cpb, &out, &mut |_, _| {}).unwrap_err();
+        match refused {
+            unbound_savedmodel::SavedModelError::Unverified { faults, .. } => {
+                let faults: Vec<_> = faults.into_iter().map(|f| f.fault).collect();
+                assert_eq!(
+                    faults,
+                    vec![verified[0].fault.clone()],
+                    "scrambled: {scrambled}"
+                );
+            }
+            other => panic!("scrambled: {scrambled}: {other}"),
+        }
+        assert!(!out.exists());
+    }
+}

@@ -311,7 +311,7 @@ mod tests {
     use crate::dir::SavedModel;
     use crate::fingerprint::ChunkSeen;
     use crate::show::unmerged::tests::{write_model, Layout};
-    use crate::verify::{verify_cpb, Leaving, VerifyReport};
+    use crate::verify::{verify_cpb, Leaving, SchemaCheck, VerifyReport};
     use unbound_chunked::ChunkSource;
     use unbound_records::Compression;
 
@@ -321,7 +321,7 @@ mod tests {
         let mut report = VerifyReport::default();
         let path = dir.join("saved_model.cpb");
         if !leave {
-            let model = verify_cpb(&path, None, None, &mut report);
+            let model = verify_cpb(&path, None, None, SchemaCheck::Now, &mut report);
             return (report, model.map(|m| left_in(&m).len()));
         }
         let opened = SavedModel::open(dir).unwrap();
@@ -339,7 +339,7 @@ mod tests {
         let chunks = &left.chunks;
         let model = std::thread::scope(|s| {
             s.spawn(move || relay.seen(first, &chunks.bytes(first).unwrap()));
-            verify_cpb(&path, None, Some(leaving), &mut report)
+            verify_cpb(&path, None, Some(leaving), SchemaCheck::Now, &mut report)
         });
         if let Some(model) = &model {
             // Every chunk left was scanned for `show`, which takes those scans and reports

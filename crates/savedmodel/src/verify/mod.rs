@@ -728,10 +728,11 @@ fn verify_cpb(
         report.fault(path, format!("the merged message does not serialize: {e}"));
         return None;
     }
-    if let Err(e) = (schema == SchemaCheck::Now)
-        .then(|| check_message(&message, &desc))
-        .unwrap_or(Ok(()))
-    {
+    let valid = match schema {
+        SchemaCheck::Now => check_message(&message, &desc),
+        SchemaCheck::ByTheCaller => Ok(()),
+    };
+    if let Err(e) = valid {
         report.fault(
             path,
             format!("the merged message is not a valid SavedModel: {e}"),

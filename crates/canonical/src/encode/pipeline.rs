@@ -200,6 +200,7 @@ impl<'a> Pipeline<'a> {
             // thread.
             let mut sink = Count::default();
             let mut own = Encoder::new(enc.schema, &mut sink);
+            own.validate = enc.validate;
             let done = Done::Encoded(encode_batch(&mut own, batch));
             self.ready.insert(self.submitted - 1, done);
         }

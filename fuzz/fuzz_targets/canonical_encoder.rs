@@ -5,7 +5,8 @@
 //! verify's schema check (scanned in place first) never panics, and accepts whatever the
 //! canonical check accepts in its validating mode (which verify takes in its place); the byte
 //! encoder of `unbound-canonical` (streaming messages from a size the second byte picks, and in
-//! memory) writes exactly the full re-encoding's bytes, or both fail.
+//! memory) writes exactly the full re-encoding's bytes, or both fail; its validating mode fails
+//! exactly where verify's schema check fails, and writes the same bytes otherwise.
 //!
 //! Seed it with `testdata/models/*/saved_model.pb` (prefixed by a type byte, or not).
 
@@ -53,14 +54,34 @@ fuzz_target!(|data: &[u8]| {
 
     // verify skips its schema check of a `.pb` this accepts: the schema check must agree.
     let valid = Encoder::new().is_canonical_and_valid(&bytes, &desc);
-    match WireMessage::parse(&bytes, Some(desc.clone())) {
+    let schema_ok = match WireMessage::parse(&bytes, Some(desc.clone())) {
         Ok(message) => {
             let checked = unbound_savedmodel::verify::check_schema(&message, &desc, "fuzz input");
             assert!(
                 !valid || checked.is_ok(),
                 "accepted as canonical and valid, but the schema check says {checked:?}"
             );
+            checked.is_ok()
         }
-        Err(_) => assert!(!valid, "accepted as canonical and valid, but it does not parse"),
+        Err(_) => {
+            assert!(!valid, "accepted as canonical and valid, but it does not parse");
+            false
+        }
+    };
+
+    // verify takes the validating encoder's output as canonical and valid with no check of
+    // its own: it refuses exactly what the schema check refuses of the input (every
+    // occurrence, also those the canonical form leaves out), and writes what the plain
+    // encoder writes.
+    let validated =
+        unbound_canonical::encode_to_vec_validated(&schema, schema.root(), &[rest]);
+    assert_eq!(
+        validated.is_ok(),
+        schema_ok,
+        "the validating encoder says {:?}, the schema check {schema_ok}",
+        validated.as_ref().map(Vec::len)
+    );
+    if let Ok(validated) = validated {
+        assert_eq!(Some(validated), in_memory, "the validating encoder wrote other bytes");
     }
 });

@@ -167,7 +167,7 @@ impl SavedModel {
     /// Whether [`SavedModel::data`] is the canonical form of the model file made in memory
     /// ([`crate::fingerprint::in_canonical_form`]), not the file's own bytes: a writer copies
     /// those bytes, not the file. Those bytes were made by the validating encoder
-    /// ([`crate::fingerprint::canonical_model`]), which refused the file had protobuf C++
+    /// (`fingerprint::streamed::canonical_model`), which refused the file had protobuf C++
     /// refused to parse it: they are canonical and valid by construction, and verify takes
     /// them so without checking them again.
     pub fn canonicalized(&self) -> bool {

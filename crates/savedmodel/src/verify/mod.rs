@@ -168,7 +168,7 @@ pub(crate) enum SchemaCheck {
 /// [`verified_model_to_fingerprint_again`] but for the schema check of a `.cpb`'s merged
 /// message, which the caller makes: `merge` writes the canonical form of a model whose
 /// chunks are mostly not canonical, made by the encoder that refuses what protobuf C++
-/// refuses to parse ([`crate::fingerprint::canonical_model`]), which is that check made on
+/// refuses to parse (`fingerprint::streamed::canonical_model`), which is that check made on
 /// the way (issue 29: the check was an eighth of such a merge); it checks any other model
 /// itself ([`check_merged_schema`]). Where either finds a fault, or this verification finds
 /// any (it may word one differently, having gone on past an invalid message), the caller
